@@ -1,0 +1,447 @@
+//! [`CdrWriter`]: appends CDR-encoded values to a growing buffer.
+
+use super::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
+use super::{CdrEncode, CdrError, Fixed, LongDouble};
+use crate::version::{ByteOrder, GiopVersion};
+
+/// Encodes values into a buffer in one byte order, for one GIOP version and
+/// one set of transmission code sets.
+///
+/// ```
+/// use armillary_giop::{ByteOrder, CdrReader, CdrWriter, GiopVersion};
+///
+/// let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
+/// w.write_octet(7);
+/// w.write_long(-2); // aligned to 4: three padding octets first
+/// assert_eq!(w.as_bytes(), &[7, 0, 0, 0, 0xff, 0xff, 0xff, 0xfe]);
+///
+/// let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Big, GiopVersion::V1_2);
+/// assert_eq!(r.read_octet().unwrap(), 7);
+/// assert_eq!(r.read_long().unwrap(), -2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct CdrWriter {
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`: alignment is computed on
+    /// `align_base + buf.len()`.
+    align_base: usize,
+    order: ByteOrder,
+    version: GiopVersion,
+    codesets: CodeSets,
+}
+
+impl CdrWriter {
+    /// An empty writer whose first byte is at stream offset 0.
+    pub fn new(order: ByteOrder, version: GiopVersion) -> Self {
+        CdrWriter {
+            buf: Vec::new(),
+            align_base: 0,
+            order,
+            version,
+            codesets: CodeSets::DEFAULT,
+        }
+    }
+
+    /// A writer that appends to `buf`, whose first byte is at stream offset
+    /// 0 (so a message header already in `buf` counts for alignment).
+    pub fn from_vec(buf: Vec<u8>, order: ByteOrder, version: GiopVersion) -> Self {
+        CdrWriter {
+            buf,
+            ..Self::new(order, version)
+        }
+    }
+
+    /// Sets the stream offset of the writer's first byte (for a body written
+    /// apart from the header that will precede it).
+    pub fn with_align_base(mut self, base: usize) -> Self {
+        self.align_base = base;
+        self
+    }
+
+    /// Sets the transmission code sets.
+    pub fn with_codesets(mut self, codesets: CodeSets) -> Self {
+        self.codesets = codesets;
+        self
+    }
+
+    /// Changes the transmission code sets mid-stream.
+    pub fn set_codesets(&mut self, codesets: CodeSets) {
+        self.codesets = codesets;
+    }
+
+    /// The byte order being written.
+    pub fn byte_order(&self) -> ByteOrder {
+        self.order
+    }
+
+    /// The GIOP version whose rules apply.
+    pub fn version(&self) -> GiopVersion {
+        self.version
+    }
+
+    /// The transmission code sets in use.
+    pub fn codesets(&self) -> CodeSets {
+        self.codesets
+    }
+
+    /// The stream offset of the next byte.
+    pub fn position(&self) -> usize {
+        self.align_base + self.buf.len()
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True when nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The bytes written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The bytes written so far, mutable (to patch a length or header).
+    pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// Gives up the buffer.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// Makes room for `additional` more bytes.
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
+    /// Pads with zero octets up to the next multiple of `n` (a power of two).
+    pub fn align(&mut self, n: usize) {
+        let pad = (n - self.position() % n) % n;
+        self.buf.resize(self.buf.len() + pad, 0);
+    }
+
+    /// Writes one octet.
+    pub fn write_octet(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+
+    /// Writes raw octets with no length and no alignment.
+    pub fn write_octets(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Writes a `sequence<octet>`: a length, then the bytes in one copy.
+    pub fn write_octet_seq(&mut self, bytes: &[u8]) -> Result<(), CdrError> {
+        self.write_len(bytes.len())?;
+        self.write_octets(bytes);
+        Ok(())
+    }
+
+    /// Writes a boolean as octet 0 or 1.
+    pub fn write_bool(&mut self, v: bool) {
+        self.buf.push(u8::from(v));
+    }
+
+    fn put<const N: usize>(&mut self, be: [u8; N], le: [u8; N]) {
+        self.align(N);
+        match self.order {
+            ByteOrder::Big => self.buf.extend_from_slice(&be),
+            ByteOrder::Little => self.buf.extend_from_slice(&le),
+        }
+    }
+
+    /// Writes a `short`.
+    pub fn write_short(&mut self, v: i16) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes an `unsigned short`.
+    pub fn write_ushort(&mut self, v: u16) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes a `long`.
+    pub fn write_long(&mut self, v: i32) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes an `unsigned long`.
+    pub fn write_ulong(&mut self, v: u32) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes a `long long`.
+    pub fn write_longlong(&mut self, v: i64) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes an `unsigned long long`.
+    pub fn write_ulonglong(&mut self, v: u64) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes a `float`.
+    pub fn write_float(&mut self, v: f32) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes a `double`.
+    pub fn write_double(&mut self, v: f64) {
+        self.put(v.to_be_bytes(), v.to_le_bytes());
+    }
+
+    /// Writes a `long double` (16 octets, aligned to 8).
+    pub fn write_long_double(&mut self, v: LongDouble) {
+        self.align(8);
+        match self.order {
+            ByteOrder::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
+            ByteOrder::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+
+    /// Writes a sequence or string length, which must fit in 32 bits.
+    pub fn write_len(&mut self, len: usize) -> Result<(), CdrError> {
+        let len = u32::try_from(len).map_err(|_| CdrError::TooLong(len))?;
+        self.write_ulong(len);
+        Ok(())
+    }
+
+    /// Writes a `fixed<digits, scale>` as packed decimal; `v` is rescaled to
+    /// `scale` and must fit in `digits`.
+    pub fn write_fixed(&mut self, v: &Fixed, digits: u16, scale: u16) -> Result<(), CdrError> {
+        let offset = self.position();
+        let bytes = v
+            .to_cdr(digits, scale)
+            .map_err(|source| CdrError::InvalidFixed { offset, source })?;
+        self.write_octets(&bytes);
+        Ok(())
+    }
+
+    /// Writes an IDL `char` in the char transmission code set.
+    pub fn write_char(&mut self, c: char) -> Result<(), CdrError> {
+        let limit = match self.codesets.char_set {
+            CharCodeSet::Iso8859_1 => 0xff,
+            CharCodeSet::Utf8 => 0x7f,
+        };
+        let code = u32::from(c);
+        if code > limit {
+            return Err(CdrError::NotRepresentable {
+                ch: c,
+                code_set: char_set_name(self.codesets.char_set),
+            });
+        }
+        self.buf.push(code as u8);
+        Ok(())
+    }
+
+    /// Writes an IDL `string`: length including the NUL, the bytes, the NUL.
+    pub fn write_string(&mut self, s: &str) -> Result<(), CdrError> {
+        match self.codesets.char_set {
+            CharCodeSet::Utf8 => {
+                self.write_len(s.len() + 1)?;
+                self.buf.extend_from_slice(s.as_bytes());
+            }
+            CharCodeSet::Iso8859_1 => {
+                if s.is_ascii() {
+                    self.write_len(s.len() + 1)?;
+                    self.buf.extend_from_slice(s.as_bytes());
+                } else {
+                    let n = s.chars().count();
+                    self.write_len(n + 1)?;
+                    self.buf.reserve(n + 1);
+                    for c in s.chars() {
+                        let code = u32::from(c);
+                        if code > 0xff {
+                            return Err(CdrError::NotRepresentable {
+                                ch: c,
+                                code_set: "ISO 8859-1",
+                            });
+                        }
+                        self.buf.push(code as u8);
+                    }
+                }
+            }
+        }
+        self.buf.push(0);
+        Ok(())
+    }
+
+    /// Writes a `string<bound>`, checking the bound (in characters) first.
+    pub fn write_bounded_string(&mut self, s: &str, bound: u32) -> Result<(), CdrError> {
+        let length = s.chars().count() as u64;
+        if length > u64::from(bound) {
+            return Err(CdrError::BoundExceeded { bound, length });
+        }
+        self.write_string(s)
+    }
+
+    fn wchar_set(&self) -> Result<WCharCodeSet, CdrError> {
+        match self.codesets.wchar_set {
+            Some(set) if self.version >= GiopVersion::V1_1 => Ok(set),
+            _ => Err(CdrError::WCharCodeSetUnknown {
+                version: self.version,
+            }),
+        }
+    }
+
+    fn put_u16_units(&mut self, units: &[u16], order: ByteOrder) {
+        self.buf.reserve(units.len() * 2);
+        for u in units {
+            match order {
+                ByteOrder::Big => self.buf.extend_from_slice(&u.to_be_bytes()),
+                ByteOrder::Little => self.buf.extend_from_slice(&u.to_le_bytes()),
+            }
+        }
+    }
+
+    /// Writes an IDL `wchar`: in GIOP 1.1 one aligned UTF-16 code unit; in
+    /// GIOP 1.2 an octet count and the code unit (with a BOM if the code sets
+    /// say so). A character outside the BMP cannot be one `wchar`.
+    pub fn write_wchar(&mut self, c: char) -> Result<(), CdrError> {
+        let set = self.wchar_set()?;
+        let mut units = [0u16; 2];
+        let units = c.encode_utf16(&mut units);
+        if units.len() != 1 {
+            return Err(CdrError::NotRepresentable {
+                ch: c,
+                code_set: wchar_set_name(set),
+            });
+        }
+        if self.version == GiopVersion::V1_1 {
+            self.write_ushort(units[0]);
+        } else if self.codesets.write_bom {
+            self.write_octet(4);
+            self.put_u16_units(&[0xfeff], self.order);
+            self.put_u16_units(units, self.order);
+        } else {
+            self.write_octet(2);
+            self.put_u16_units(units, ByteOrder::Big);
+        }
+        Ok(())
+    }
+
+    /// Writes an IDL `wstring`: in GIOP 1.1 a count of code units including
+    /// a terminating NUL unit; in GIOP 1.2 a count of octets, an optional BOM
+    /// and the code units with no terminator.
+    pub fn write_wstring(&mut self, s: &str) -> Result<(), CdrError> {
+        let set = self.wchar_set()?;
+        let units: Vec<u16> = s.encode_utf16().collect();
+        if set == WCharCodeSet::Ucs2 {
+            if let Some(c) = s.chars().find(|c| u32::from(*c) > 0xffff) {
+                return Err(CdrError::NotRepresentable {
+                    ch: c,
+                    code_set: wchar_set_name(set),
+                });
+            }
+        }
+        if self.version == GiopVersion::V1_1 {
+            self.write_len(units.len() + 1)?;
+            let order = self.order;
+            self.put_u16_units(&units, order);
+            self.put_u16_units(&[0], order);
+        } else if units.is_empty() {
+            self.write_ulong(0);
+        } else if self.codesets.write_bom {
+            self.write_len(units.len() * 2 + 2)?;
+            let order = self.order;
+            self.put_u16_units(&[0xfeff], order);
+            self.put_u16_units(&units, order);
+        } else {
+            self.write_len(units.len() * 2)?;
+            self.put_u16_units(&units, ByteOrder::Big);
+        }
+        Ok(())
+    }
+
+    /// Writes a `wstring<bound>`, checking the bound (in characters) first.
+    pub fn write_bounded_wstring(&mut self, s: &str, bound: u32) -> Result<(), CdrError> {
+        let length = s.chars().count() as u64;
+        if length > u64::from(bound) {
+            return Err(CdrError::BoundExceeded { bound, length });
+        }
+        self.write_wstring(s)
+    }
+
+    /// Writes a sequence whose elements need a custom encoder (for example
+    /// `sequence<wstring>`).
+    pub fn write_seq_with<T>(
+        &mut self,
+        items: &[T],
+        mut f: impl FnMut(&mut CdrWriter, &T) -> Result<(), CdrError>,
+    ) -> Result<(), CdrError> {
+        self.write_len(items.len())?;
+        items.iter().try_for_each(|item| f(self, item))
+    }
+
+    /// Writes a bounded `sequence<T, bound>`.
+    pub fn write_bounded_seq<T: CdrEncode>(
+        &mut self,
+        items: &[T],
+        bound: u32,
+    ) -> Result<(), CdrError> {
+        if items.len() as u64 > u64::from(bound) {
+            return Err(CdrError::BoundExceeded {
+                bound,
+                length: items.len() as u64,
+            });
+        }
+        items.encode(self)
+    }
+
+    /// Writes an encapsulation: a `sequence<octet>` whose content is written
+    /// by `body` into a fresh stream in this writer's byte order, starting
+    /// with the byte-order octet, with alignment restarting at that octet.
+    pub fn write_encapsulation(
+        &mut self,
+        body: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<(), CdrError> {
+        let mut inner = CdrWriter::new(self.order, self.version).with_codesets(self.codesets);
+        inner.write_octet(self.order.flag());
+        body(&mut inner)?;
+        self.write_octet_seq(&inner.buf)
+    }
+
+    /// Reserves an aligned `unsigned long` to be filled in later with
+    /// [`patch_ulong`](Self::patch_ulong); returns its index in the buffer.
+    pub fn reserve_ulong(&mut self) -> usize {
+        self.align(4);
+        let at = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        at
+    }
+
+    /// Fills in an `unsigned long` reserved earlier.
+    pub fn patch_ulong(&mut self, at: usize, v: u32) {
+        let bytes = match self.order {
+            ByteOrder::Big => v.to_be_bytes(),
+            ByteOrder::Little => v.to_le_bytes(),
+        };
+        if let Some(slot) = self.buf.get_mut(at..at + 4) {
+            slot.copy_from_slice(&bytes);
+        }
+    }
+
+    /// Encodes any [`CdrEncode`] value.
+    pub fn write<T: CdrEncode + ?Sized>(&mut self, v: &T) -> Result<(), CdrError> {
+        v.encode(self)
+    }
+}
+
+pub(crate) fn char_set_name(set: CharCodeSet) -> &'static str {
+    match set {
+        CharCodeSet::Iso8859_1 => "ISO 8859-1",
+        CharCodeSet::Utf8 => "UTF-8",
+    }
+}
+
+pub(crate) fn wchar_set_name(set: WCharCodeSet) -> &'static str {
+    match set {
+        WCharCodeSet::Utf16 => "UTF-16",
+        WCharCodeSet::Ucs2 => "UCS-2",
+    }
+}
