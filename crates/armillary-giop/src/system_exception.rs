@@ -1,1 +1,334 @@
-//! Placeholder: being written.
+//! The standard CORBA system exceptions: their kinds and repository ids,
+//! minor codes, completion status, and how they travel in a reply body.
+//!
+//! Minor codes carry a vendor id (VMCID) in their upper 20 bits: the OMG's
+//! is [`OMG_VMCID`] (`0x4F4D0000`, "OM"); Armillary's own minor codes use
+//! [`ARMILLARY_VMCID`].
+
+use std::fmt;
+
+use crate::cdr::{CdrError, CdrReader, CdrWriter};
+
+/// The OMG's vendor minor code id: standard minor codes are `OMG_VMCID | n`.
+pub const OMG_VMCID: u32 = 0x4f4d_0000;
+
+/// Armillary's vendor minor code id ("AR" in the upper bits).
+pub const ARMILLARY_VMCID: u32 = 0x4152_0000;
+
+/// An OMG standard minor code.
+pub const fn omg_minor(n: u32) -> u32 {
+    OMG_VMCID | n
+}
+
+/// An Armillary-specific minor code.
+pub const fn armillary_minor(n: u32) -> u32 {
+    ARMILLARY_VMCID | n
+}
+
+/// Named minor codes used across Armillary.
+pub mod minor {
+    use super::{armillary_minor, omg_minor};
+
+    /// BAD_PARAM 23: the wchar code set was not negotiated.
+    pub const WCHAR_CODESET_UNKNOWN: u32 = omg_minor(23);
+    /// DATA_CONVERSION 1: a character cannot be converted.
+    pub const CHAR_NOT_CONVERTIBLE: u32 = omg_minor(1);
+    /// OBJECT_NOT_EXIST 1: no usable profile / the object is gone.
+    pub const UNREGISTERED_OBJECT: u32 = omg_minor(1);
+    /// OBJECT_NOT_EXIST 2: the POA (adapter) does not exist.
+    pub const NONEXISTENT_ADAPTER: u32 = omg_minor(2);
+    /// TRANSIENT 1: the POA manager is discarding requests.
+    pub const POA_DISCARDING: u32 = omg_minor(1);
+    /// TRANSIENT 2: no usable profile could be connected.
+    pub const CONNECT_FAILED: u32 = omg_minor(2);
+    /// OBJ_ADAPTER 1: the POA manager is inactive.
+    pub const ADAPTER_INACTIVE: u32 = omg_minor(1);
+    /// BAD_OPERATION 2: the servant does not implement the operation.
+    pub const UNKNOWN_OPERATION: u32 = omg_minor(2);
+    /// UNKNOWN 1: a user exception the caller does not know.
+    pub const UNLISTED_USER_EXCEPTION: u32 = omg_minor(1);
+    /// MARSHAL: a malformed message or value (Armillary's own).
+    pub const MALFORMED: u32 = armillary_minor(1);
+    /// MARSHAL: a message broke a configured limit (Armillary's own).
+    pub const LIMIT_EXCEEDED: u32 = armillary_minor(2);
+    /// COMM_FAILURE: the connection closed or failed (Armillary's own).
+    pub const CONNECTION_LOST: u32 = armillary_minor(3);
+    /// TRANSIENT: too many LOCATION_FORWARD hops (Armillary's own).
+    pub const FORWARD_LIMIT: u32 = armillary_minor(4);
+    /// NO_RESPONSE / INTERNAL: a servant dropped its reply (Armillary's own).
+    pub const NO_REPLY: u32 = armillary_minor(5);
+}
+
+/// Whether the operation ran before the exception was raised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompletionStatus {
+    /// It completed.
+    Yes,
+    /// It never started.
+    No,
+    /// Nobody can tell (e.g. the connection died after the request left).
+    Maybe,
+}
+
+impl CompletionStatus {
+    /// The CDR value (0, 1, 2).
+    pub const fn to_u32(self) -> u32 {
+        match self {
+            CompletionStatus::Yes => 0,
+            CompletionStatus::No => 1,
+            CompletionStatus::Maybe => 2,
+        }
+    }
+
+    /// From the CDR value.
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(CompletionStatus::Yes),
+            1 => Some(CompletionStatus::No),
+            2 => Some(CompletionStatus::Maybe),
+            _ => None,
+        }
+    }
+
+    /// The IDL name (`COMPLETED_YES`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CompletionStatus::Yes => "COMPLETED_YES",
+            CompletionStatus::No => "COMPLETED_NO",
+            CompletionStatus::Maybe => "COMPLETED_MAYBE",
+        }
+    }
+}
+
+macro_rules! kinds {
+    ($($variant:ident => $name:literal, $ctor:ident;)*) => {
+        /// Which standard system exception.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(non_camel_case_types, missing_docs)]
+        pub enum SystemExceptionKind {
+            $($variant,)*
+        }
+
+        impl SystemExceptionKind {
+            /// Every kind, in the order of the CORBA specification.
+            pub const ALL: &'static [SystemExceptionKind] = &[$(SystemExceptionKind::$variant,)*];
+
+            /// The IDL name, e.g. `OBJECT_NOT_EXIST`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(SystemExceptionKind::$variant => $name,)*
+                }
+            }
+
+            /// The repository id, e.g. `IDL:omg.org/CORBA/OBJECT_NOT_EXIST:1.0`.
+            pub const fn repository_id(self) -> &'static str {
+                match self {
+                    $(SystemExceptionKind::$variant => concat!("IDL:omg.org/CORBA/", $name, ":1.0"),)*
+                }
+            }
+
+            /// The kind with this repository id (the `:1.0` version, or any
+            /// version: only the name counts).
+            pub fn from_repository_id(id: &str) -> Option<Self> {
+                let name = id.strip_prefix("IDL:omg.org/CORBA/")?;
+                let name = name.split(':').next()?;
+                match name {
+                    $($name => Some(SystemExceptionKind::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl SystemException {
+            $(
+                #[doc = concat!("A `", $name, "` exception.")]
+                pub fn $ctor(minor: u32, completed: CompletionStatus) -> Self {
+                    SystemException::new(SystemExceptionKind::$variant, minor, completed)
+                }
+            )*
+        }
+    };
+}
+
+kinds! {
+    Unknown => "UNKNOWN", unknown;
+    BadParam => "BAD_PARAM", bad_param;
+    NoMemory => "NO_MEMORY", no_memory;
+    ImpLimit => "IMP_LIMIT", imp_limit;
+    CommFailure => "COMM_FAILURE", comm_failure;
+    InvObjref => "INV_OBJREF", inv_objref;
+    NoPermission => "NO_PERMISSION", no_permission;
+    Internal => "INTERNAL", internal;
+    Marshal => "MARSHAL", marshal;
+    Initialize => "INITIALIZE", initialize;
+    NoImplement => "NO_IMPLEMENT", no_implement;
+    BadTypecode => "BAD_TYPECODE", bad_typecode;
+    BadOperation => "BAD_OPERATION", bad_operation;
+    NoResources => "NO_RESOURCES", no_resources;
+    NoResponse => "NO_RESPONSE", no_response;
+    PersistStore => "PERSIST_STORE", persist_store;
+    BadInvOrder => "BAD_INV_ORDER", bad_inv_order;
+    Transient => "TRANSIENT", transient;
+    FreeMem => "FREE_MEM", free_mem;
+    InvIdent => "INV_IDENT", inv_ident;
+    InvFlag => "INV_FLAG", inv_flag;
+    IntfRepos => "INTF_REPOS", intf_repos;
+    BadContext => "BAD_CONTEXT", bad_context;
+    ObjAdapter => "OBJ_ADAPTER", obj_adapter;
+    DataConversion => "DATA_CONVERSION", data_conversion;
+    ObjectNotExist => "OBJECT_NOT_EXIST", object_not_exist;
+    TransactionRequired => "TRANSACTION_REQUIRED", transaction_required;
+    TransactionRolledback => "TRANSACTION_ROLLEDBACK", transaction_rolledback;
+    InvalidTransaction => "INVALID_TRANSACTION", invalid_transaction;
+    InvPolicy => "INV_POLICY", inv_policy;
+    CodesetIncompatible => "CODESET_INCOMPATIBLE", codeset_incompatible;
+    Rebind => "REBIND", rebind;
+    Timeout => "TIMEOUT", timeout;
+    TransactionUnavailable => "TRANSACTION_UNAVAILABLE", transaction_unavailable;
+    TransactionMode => "TRANSACTION_MODE", transaction_mode;
+    BadQos => "BAD_QOS", bad_qos;
+    InvalidActivity => "INVALID_ACTIVITY", invalid_activity;
+    ActivityCompleted => "ACTIVITY_COMPLETED", activity_completed;
+    ActivityRequired => "ACTIVITY_REQUIRED", activity_required;
+    ThreadCancelled => "THREAD_CANCELLED", thread_cancelled;
+}
+
+/// A CORBA system exception.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SystemException {
+    /// Which exception.
+    pub kind: SystemExceptionKind,
+    /// The minor code (vendor id in the upper 20 bits).
+    pub minor: u32,
+    /// Whether the operation completed.
+    pub completed: CompletionStatus,
+    /// The repository id as received, when it named no standard exception
+    /// (the kind is then `UNKNOWN`).
+    pub foreign_id: Option<String>,
+}
+
+impl SystemException {
+    /// An exception of `kind`.
+    pub fn new(kind: SystemExceptionKind, minor: u32, completed: CompletionStatus) -> Self {
+        SystemException {
+            kind,
+            minor,
+            completed,
+            foreign_id: None,
+        }
+    }
+
+    /// The repository id (the received one for foreign exceptions).
+    pub fn repository_id(&self) -> &str {
+        self.foreign_id
+            .as_deref()
+            .unwrap_or_else(|| self.kind.repository_id())
+    }
+
+    /// Writes the reply-body form: repository id, minor, completion status.
+    pub fn encode_body(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        w.write_string(self.repository_id())?;
+        w.write_ulong(self.minor);
+        w.write_ulong(self.completed.to_u32());
+        Ok(())
+    }
+
+    /// Reads the reply-body form. An unknown repository id gives an
+    /// `UNKNOWN` exception that keeps the id.
+    pub fn decode_body(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        let id = r.read_string()?;
+        let minor = r.read_ulong()?;
+        let offset = r.position();
+        let completed =
+            CompletionStatus::from_u32(r.read_ulong()?).ok_or(CdrError::Invalid {
+                offset,
+                what: "completion status is not 0, 1 or 2",
+            })?;
+        Ok(match SystemExceptionKind::from_repository_id(&id) {
+            Some(kind) => SystemException::new(kind, minor, completed),
+            None => SystemException {
+                kind: SystemExceptionKind::Unknown,
+                minor,
+                completed,
+                foreign_id: Some(id),
+            },
+        })
+    }
+
+    /// The exception a marshalling error becomes: DATA_CONVERSION for text
+    /// that cannot be converted, BAD_PARAM (minor 23) for wide characters
+    /// without a negotiated code set, IMP_LIMIT for lengths CDR cannot
+    /// carry, MARSHAL for everything else.
+    pub fn from_cdr_error(error: &CdrError, completed: CompletionStatus) -> Self {
+        match error {
+            CdrError::NotRepresentable { .. }
+            | CdrError::InvalidText { .. }
+            | CdrError::UnsupportedCodeSet(_) => {
+                Self::data_conversion(minor::CHAR_NOT_CONVERTIBLE, completed)
+            }
+            CdrError::WCharCodeSetUnknown { .. } => {
+                Self::bad_param(minor::WCHAR_CODESET_UNKNOWN, completed)
+            }
+            CdrError::TooLong(_) => Self::imp_limit(minor::LIMIT_EXCEEDED, completed),
+            CdrError::BoundExceeded { .. } => Self::bad_param(minor::MALFORMED, completed),
+            _ => Self::marshal(minor::MALFORMED, completed),
+        }
+    }
+}
+
+impl fmt::Display for SystemException {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match &self.foreign_id {
+            Some(id) => id.as_str(),
+            None => self.kind.name(),
+        };
+        write!(
+            f,
+            "CORBA::{name} (minor {:#010x}, {})",
+            self.minor,
+            self.completed.name()
+        )
+    }
+}
+
+impl std::error::Error for SystemException {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ByteOrder, GiopVersion};
+
+    #[test]
+    fn every_kind_round_trips_through_its_repository_id() {
+        assert_eq!(SystemExceptionKind::ALL.len(), 40);
+        for kind in SystemExceptionKind::ALL {
+            assert_eq!(
+                SystemExceptionKind::from_repository_id(kind.repository_id()),
+                Some(*kind)
+            );
+            let e = SystemException::new(*kind, omg_minor(3), CompletionStatus::Maybe);
+            for order in [ByteOrder::Big, ByteOrder::Little] {
+                let mut w = CdrWriter::new(order, GiopVersion::V1_2);
+                e.encode_body(&mut w).unwrap();
+                let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2);
+                assert_eq!(SystemException::decode_body(&mut r).unwrap(), e);
+            }
+        }
+    }
+
+    #[test]
+    fn foreign_ids_are_kept_and_display_is_readable() {
+        let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);
+        w.write_string("IDL:acme.com/Weird:1.0").unwrap();
+        w.write_ulong(7);
+        w.write_ulong(1);
+        let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Little, GiopVersion::V1_2);
+        let e = SystemException::decode_body(&mut r).unwrap();
+        assert_eq!(e.kind, SystemExceptionKind::Unknown);
+        assert_eq!(e.repository_id(), "IDL:acme.com/Weird:1.0");
+        assert_eq!(
+            SystemException::object_not_exist(omg_minor(1), CompletionStatus::No).to_string(),
+            "CORBA::OBJECT_NOT_EXIST (minor 0x4f4d0001, COMPLETED_NO)"
+        );
+    }
+}

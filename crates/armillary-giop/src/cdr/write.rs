@@ -114,6 +114,11 @@ impl CdrWriter {
         self.buf
     }
 
+    /// Drops everything after the first `len` bytes (to rewrite a reply body).
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+    }
+
     /// Makes room for `additional` more bytes.
     pub fn reserve(&mut self, additional: usize) {
         self.buf.reserve(additional);

@@ -1,0 +1,36 @@
+//! Armillary, a CORBA ORB for Rust.
+//!
+//! This crate is what applications and generated code link against:
+//! - [`ObjectRef`]: a reference to a CORBA object and the calls made on it;
+//! - [`Servant`] and [`ServerRequest`]: the server side of a call;
+//! - [`UserException`] and [`SystemException`]: what a call can raise.
+//!
+//! The wire layer lives in [`armillary_giop`], re-exported as [`giop`]; the
+//! CDR types that generated code touches are re-exported as [`cdr`].
+
+#![forbid(unsafe_code)]
+
+pub mod collocated;
+pub mod config;
+pub mod net;
+pub mod poa;
+mod exception;
+mod object;
+mod servant;
+
+pub use armillary_giop as giop;
+pub use exception::UserException;
+pub use object::{
+    set_default_invoker, Invoker, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome,
+};
+pub use servant::{Servant, ServerRequest};
+
+pub use armillary_giop::system_exception::{CompletionStatus, SystemException};
+
+/// The CDR types that generated code uses, under one short path.
+pub mod cdr {
+    pub use armillary_giop::cdr::{
+        CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets, Fixed, LongDouble,
+    };
+    pub use armillary_giop::{ByteOrder, GiopVersion};
+}

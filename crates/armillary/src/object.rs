@@ -1,0 +1,289 @@
+//! Object references and the calls made through them.
+//!
+//! An [`ObjectRef`] pairs an [`Ior`] with the [`Invoker`] that carries its
+//! requests: the ORB's IIOP transport for remote objects, a collocated
+//! dispatcher for objects in this process. Generated stubs call
+//! [`ObjectRef::invoke`] with two closures — one writes the arguments, one
+//! reads the reply — and never see the transport.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use armillary_giop::ior::Ior;
+use armillary_giop::system_exception::{CompletionStatus, SystemException};
+use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
+
+/// One request as a stub describes it: the operation and how to write its
+/// arguments. `args` may be called more than once (a LOCATION_FORWARD or a
+/// transparent retry re-encodes the request for another target).
+pub struct OutgoingRequest<'a> {
+    /// The operation name as it goes on the wire (`get_quote`, `_get_name`).
+    pub operation: &'a str,
+    /// False for oneway operations.
+    pub response_expected: bool,
+    /// Writes the arguments into the request body.
+    pub args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+}
+
+/// How a reply ended, when it did not end in a system exception.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyOutcome {
+    /// NO_EXCEPTION: the body holds the return value and out parameters.
+    Normal,
+    /// USER_EXCEPTION: the body holds the repository id and the members.
+    UserException,
+}
+
+/// A reply that arrived, owned, with what is needed to decode its body.
+#[derive(Debug, Clone)]
+pub struct ReplyMessage {
+    /// The whole GIOP message (or, for a collocated call, a buffer laid out
+    /// the same way).
+    pub bytes: Vec<u8>,
+    /// Where the body starts in `bytes`; alignment counts from `bytes[0]`.
+    pub body_offset: usize,
+    /// The reply's byte order.
+    pub byte_order: ByteOrder,
+    /// The reply's GIOP version.
+    pub version: GiopVersion,
+    /// The connection's negotiated code sets.
+    pub codesets: CodeSets,
+    /// Normal result or user exception.
+    pub outcome: ReplyOutcome,
+}
+
+impl ReplyMessage {
+    /// A reader positioned at the body.
+    pub fn body(&self) -> CdrReader<'_> {
+        CdrReader::new(&self.bytes, self.byte_order, self.version)
+            .with_codesets(self.codesets)
+            .with_position(self.body_offset)
+    }
+}
+
+/// A reply body as a stub's decoding closure sees it.
+pub enum ReplyBody<'a, 'r> {
+    /// The return value, then the out and inout parameters, in order.
+    Result(&'r mut CdrReader<'a>),
+    /// A user exception: its repository id and a reader at its members.
+    UserException {
+        /// The exception's repository id.
+        id: String,
+        /// A reader positioned at the exception's members.
+        members: &'r mut CdrReader<'a>,
+    },
+}
+
+/// What carries requests to an object: a transport or a collocated
+/// dispatcher. Implementations handle forwarding and retries themselves and
+/// turn SYSTEM_EXCEPTION replies into `Err`.
+pub trait Invoker: Send + Sync + 'static {
+    /// Sends `request` to `target` and, if a response is expected, waits for
+    /// the reply. Returns `Ok(None)` for a oneway call once it is sent as far
+    /// as its sync scope requires.
+    fn invoke(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<Option<ReplyMessage>, SystemException>;
+}
+
+static DEFAULT_INVOKER: RwLock<Option<Arc<dyn Invoker>>> = RwLock::new(None);
+
+/// Sets the invoker used by references that were decoded from CDR without
+/// one (the ORB installs itself here when it starts).
+pub fn set_default_invoker(invoker: Option<Arc<dyn Invoker>>) {
+    let mut slot = DEFAULT_INVOKER.write().unwrap_or_else(|e| e.into_inner());
+    *slot = invoker;
+}
+
+fn default_invoker() -> Option<Arc<dyn Invoker>> {
+    DEFAULT_INVOKER
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// A reference to a CORBA object (`CORBA::Object`). Cheap to clone.
+#[derive(Clone)]
+pub struct ObjectRef {
+    inner: Arc<ObjectInner>,
+}
+
+struct ObjectInner {
+    ior: Ior,
+    invoker: OnceLock<Arc<dyn Invoker>>,
+}
+
+impl fmt::Debug for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectRef")
+            .field("type_id", &self.inner.ior.type_id)
+            .field("profiles", &self.inner.ior.profiles.len())
+            .finish()
+    }
+}
+
+impl PartialEq for ObjectRef {
+    /// Two references are equal when their IORs are identical (CORBA's
+    /// `_is_equivalent` without asking the server).
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.ior == other.inner.ior
+    }
+}
+
+impl ObjectRef {
+    /// A reference carried by `invoker`.
+    pub fn new(ior: Ior, invoker: Arc<dyn Invoker>) -> Self {
+        let cell = OnceLock::new();
+        let _ = cell.set(invoker);
+        ObjectRef {
+            inner: Arc::new(ObjectInner { ior, invoker: cell }),
+        }
+    }
+
+    /// A reference with no invoker yet: it binds to the ORB's default
+    /// invoker on first use.
+    pub fn unbound(ior: Ior) -> Self {
+        ObjectRef {
+            inner: Arc::new(ObjectInner {
+                ior,
+                invoker: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The nil reference.
+    pub fn nil() -> Self {
+        Self::unbound(Ior::nil())
+    }
+
+    /// True for the nil reference.
+    pub fn is_nil(&self) -> bool {
+        self.inner.ior.is_nil()
+    }
+
+    /// The IOR behind this reference.
+    pub fn ior(&self) -> &Ior {
+        &self.inner.ior
+    }
+
+    /// The repository id the IOR names (may be empty, e.g. from corbaloc).
+    pub fn type_id(&self) -> &str {
+        &self.inner.ior.type_id
+    }
+
+    fn invoker(&self) -> Result<&Arc<dyn Invoker>, SystemException> {
+        if self.is_nil() {
+            return Err(SystemException::inv_objref(0, CompletionStatus::No));
+        }
+        if let Some(invoker) = self.inner.invoker.get() {
+            return Ok(invoker);
+        }
+        let invoker = default_invoker()
+            .ok_or_else(|| SystemException::obj_adapter(0, CompletionStatus::No))?;
+        Ok(self.inner.invoker.get_or_init(|| invoker))
+    }
+
+    /// Makes a two-way call. `args` writes the in and inout arguments;
+    /// `result` reads the reply body and returns the operation's result or
+    /// its typed error. Marshalling failures become MARSHAL (or
+    /// DATA_CONVERSION) system exceptions.
+    pub fn invoke<T, E>(
+        &self,
+        operation: &str,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+        result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
+    ) -> Result<T, E>
+    where
+        E: From<SystemException>,
+    {
+        let request = OutgoingRequest {
+            operation,
+            response_expected: true,
+            args,
+        };
+        let reply = self
+            .invoker()?
+            .invoke(self.ior(), &request)?
+            .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?;
+        let mut body = reply.body();
+        let decoded = match reply.outcome {
+            ReplyOutcome::Normal => result(ReplyBody::Result(&mut body)),
+            ReplyOutcome::UserException => match body.read_string() {
+                Ok(id) => result(ReplyBody::UserException {
+                    id,
+                    members: &mut body,
+                }),
+                Err(e) => Err(e),
+            },
+        };
+        match decoded {
+            Ok(outcome) => outcome,
+            Err(e) => Err(SystemException::from_cdr_error(&e, CompletionStatus::Yes).into()),
+        }
+    }
+
+    /// Makes a oneway call: no reply, no user exceptions.
+    pub fn invoke_oneway(
+        &self,
+        operation: &str,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<(), SystemException> {
+        let request = OutgoingRequest {
+            operation,
+            response_expected: false,
+            args,
+        };
+        self.invoker()?.invoke(self.ior(), &request).map(|_| ())
+    }
+
+    /// Asks the object whether it supports `repository_id` (`_is_a`). The
+    /// answer is local when the IOR's own type id matches.
+    pub fn is_a(&self, repository_id: &str) -> Result<bool, SystemException> {
+        if !self.type_id().is_empty() && self.type_id() == repository_id {
+            return Ok(true);
+        }
+        self.invoke(
+            "_is_a",
+            &|w| w.write_string(repository_id),
+            |reply| match reply {
+                ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
+                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(
+                    0,
+                    CompletionStatus::Yes,
+                ))),
+            },
+        )
+    }
+
+    /// Asks whether the object no longer exists (`_non_existent`).
+    pub fn non_existent(&self) -> Result<bool, SystemException> {
+        self.invoke(
+            "_non_existent",
+            &|_| Ok(()),
+            |reply| match reply {
+                ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
+                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(
+                    0,
+                    CompletionStatus::Yes,
+                ))),
+            },
+        )
+    }
+}
+
+impl CdrEncode for ObjectRef {
+    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        self.inner.ior.encode(w)
+    }
+}
+
+impl CdrDecode for ObjectRef {
+    const MIN_SIZE: usize = Ior::MIN_SIZE;
+
+    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        Ior::decode(r).map(ObjectRef::unbound)
+    }
+}

@@ -1,0 +1,884 @@
+//! The Portable Object Adapter: object ids, servants and references, and
+//! the path from an incoming object key to the servant that serves it.
+//!
+//! A [`Poa`] owns an active object map (for RETAIN), a default servant or a
+//! servant manager, and children; a [`PoaManager`] gates its requests. The
+//! ORB-wide [`PoaRegistry`] numbers every POA in a slot table, so that an
+//! object key (see [`key`]) leads to its POA and servant in O(1).
+//!
+//! **Invariant:** no POA lock is held while a servant, a servant manager or
+//! an adapter activator runs.
+
+pub mod current;
+pub mod key;
+mod aom;
+mod manager;
+mod policy;
+mod servant_manager;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use armillary_giop::system_exception::{CompletionStatus, SystemException};
+use parking_lot::{Condvar, Mutex, ReentrantMutex, RwLock};
+
+use crate::object::ObjectRef;
+use crate::servant::{Servant, ServerRequest};
+use aom::{ActiveObjectMap, Entry};
+use key::{ObjectKey, PoaName, SlotRef};
+
+pub use current::PoaCurrent;
+pub use manager::{Admission, HeldRequest, PoaManager, PoaManagerState};
+pub use policy::{
+    IdAssignmentPolicy, IdUniquenessPolicy, ImplicitActivationPolicy, LifespanPolicy, Policies,
+    Policy, RequestProcessingPolicy, ServantRetentionPolicy, ThreadPolicy,
+};
+pub use servant_manager::{
+    AdapterActivator, Cookie, ServantActivator, ServantLocator, ServantManagerError,
+};
+
+/// The POA's user exceptions (`PortableServer::POA::*`) and the ORB
+/// exceptions its operations raise.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoaError {
+    /// `create_POA` with a name a child already has.
+    #[error("a child POA with this name already exists")]
+    AdapterAlreadyExists,
+    /// `find_POA` of a child that does not exist and was not activated.
+    #[error("no such POA")]
+    AdapterNonExistent,
+    /// The POA manager was deactivated; it cannot change state again.
+    #[error("the POA manager is inactive")]
+    AdapterInactive,
+    /// A policy list with a bad combination; the index of the culprit.
+    #[error("invalid policy at index {0}")]
+    InvalidPolicy(usize),
+    /// The operation is not allowed by the POA's policies.
+    #[error("the POA's policies do not allow this operation")]
+    WrongPolicy,
+    /// The reference was not made by this POA.
+    #[error("the reference belongs to another POA")]
+    WrongAdapter,
+    /// UNIQUE_ID and the servant already serves an object.
+    #[error("the servant is already active")]
+    ServantAlreadyActive,
+    /// The object id is already active.
+    #[error("the object is already active")]
+    ObjectAlreadyActive,
+    /// The object id is not active.
+    #[error("the object is not active")]
+    ObjectNotActive,
+    /// The servant is not active (and implicit activation does not apply).
+    #[error("the servant is not active")]
+    ServantNotActive,
+    /// No default servant / servant manager has been set.
+    #[error("no servant has been set")]
+    NoServant,
+    /// POA Current was asked outside an upcall.
+    #[error("not inside a request upcall")]
+    NoContext,
+    /// The POA was destroyed.
+    #[error("the POA has been destroyed")]
+    Destroyed,
+    /// `wait_for_completion` from inside an upcall (BAD_INV_ORDER).
+    #[error("cannot wait for completion from inside an upcall")]
+    BadInvOrder,
+}
+
+/// Builds references for the POA: the ORB knows its endpoints and the IOR
+/// layout; the POA knows the object key.
+pub trait ReferenceFactory: Send + Sync + 'static {
+    /// A reference with this type id and object key; `persistent` keys
+    /// must be published on the ORB's fixed endpoint.
+    fn make_reference(&self, type_id: &str, object_key: Vec<u8>, persistent: bool) -> ObjectRef;
+
+    /// The object key inside a reference this ORB made, if any.
+    fn object_key(&self, reference: &ObjectRef) -> Option<Vec<u8>>;
+}
+
+/// A servant manager of either kind.
+#[derive(Clone)]
+pub enum ServantManager {
+    /// For RETAIN POAs.
+    Activator(Arc<dyn ServantActivator>),
+    /// For NON_RETAIN POAs.
+    Locator(Arc<dyn ServantLocator>),
+}
+
+/// The ORB-wide table of POAs.
+pub struct PoaRegistry {
+    orb_token: u64,
+    factory: Arc<dyn ReferenceFactory>,
+    table: RwLock<PoaTable>,
+    hold_limit: usize,
+}
+
+#[derive(Default)]
+struct PoaTable {
+    slots: Vec<TableSlot>,
+    free: Vec<u32>,
+    by_path: HashMap<Vec<String>, u32>,
+}
+
+struct TableSlot {
+    generation: u32,
+    poa: Option<Poa>,
+}
+
+/// A POA. Cheap to clone; clones are the same POA.
+#[derive(Clone)]
+pub struct Poa {
+    inner: Arc<PoaInner>,
+}
+
+struct PoaInner {
+    name: String,
+    path: Vec<String>,
+    parent: Option<Weak<PoaInner>>,
+    policies: Policies,
+    manager: PoaManager,
+    registry: Arc<PoaRegistry>,
+    slot: RwLock<SlotRef>,
+    state: RwLock<PoaState>,
+    single_thread: Option<ReentrantMutex<()>>,
+    incarnating: Mutex<HashSet<Vec<u8>>>,
+    incarnated: Condvar,
+    next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct PoaState {
+    aom: ActiveObjectMap,
+    children: HashMap<String, Poa>,
+    default_servant: Option<Arc<dyn Servant>>,
+    servant_manager: Option<ServantManager>,
+    adapter_activator: Option<Arc<dyn AdapterActivator>>,
+    destroyed: bool,
+}
+
+impl std::fmt::Debug for Poa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Poa").field("path", &self.inner.path).finish()
+    }
+}
+
+impl PartialEq for Poa {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// What an object key leads to.
+pub enum Resolution {
+    /// A servant is ready: run the upcall.
+    Upcall(Upcall),
+    /// The POA manager holds requests: park the request with
+    /// [`PoaManager::hold`] and resolve it again when released.
+    Held(PoaManager),
+    /// A servant manager forwarded the request (LOCATION_FORWARD).
+    Forward(ObjectRef),
+    /// The request fails with this exception.
+    Failed(SystemException),
+    /// The key is not an Armillary POA key.
+    NotAPoaKey,
+}
+
+/// A servant located for one request, with everything that must happen
+/// around the call (POA Current, the single-thread lock, the locator's
+/// `postinvoke`, the in-flight count).
+pub struct Upcall {
+    poa: Poa,
+    object_id: Vec<u8>,
+    servant: Arc<dyn Servant>,
+    cookie: Option<(Arc<dyn ServantLocator>, Cookie)>,
+    _in_flight: manager::InFlight,
+}
+
+fn not_exist() -> SystemException {
+    SystemException::object_not_exist(0, CompletionStatus::No)
+}
+
+fn obj_adapter() -> SystemException {
+    SystemException::obj_adapter(0, CompletionStatus::No)
+}
+
+impl Upcall {
+    /// The servant that will serve the request.
+    pub fn servant(&self) -> &Arc<dyn Servant> {
+        &self.servant
+    }
+
+    /// The POA that dispatched.
+    pub fn poa(&self) -> &Poa {
+        &self.poa
+    }
+
+    /// Runs the servant on `request`.
+    pub fn run(self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let _serial = self.poa.inner.single_thread.as_ref().map(|m| m.lock());
+        let frame = current::enter(
+            self.poa.clone(),
+            self.object_id.clone(),
+            self.servant.clone(),
+        );
+        let outcome = match self.servant.dispatch_builtin(request) {
+            Ok(true) => Ok(()),
+            Ok(false) => self.servant.dispatch(request),
+            Err(e) => Err(e),
+        };
+        drop(frame);
+        if let Some((locator, cookie)) = self.cookie {
+            locator.postinvoke(
+                &self.object_id,
+                &self.poa,
+                request.operation(),
+                cookie,
+                self.servant.clone(),
+            );
+        }
+        outcome
+    }
+}
+
+impl PoaRegistry {
+    /// A registry with its root POA. `orb_token` must differ between runs
+    /// of the server (transient keys from an earlier run are refused).
+    pub fn new(
+        orb_token: u64,
+        factory: Arc<dyn ReferenceFactory>,
+        hold_limit: usize,
+    ) -> (Arc<PoaRegistry>, Poa) {
+        let registry = Arc::new(PoaRegistry {
+            orb_token,
+            factory,
+            table: RwLock::new(PoaTable::default()),
+            hold_limit,
+        });
+        let root = registry.register(
+            "RootPOA".to_owned(),
+            Vec::new(),
+            None,
+            Policies::root(),
+            PoaManager::new("RootPOAManager", hold_limit),
+        );
+        (registry, root)
+    }
+
+    fn register(
+        self: &Arc<Self>,
+        name: String,
+        path: Vec<String>,
+        parent: Option<Weak<PoaInner>>,
+        policies: Policies,
+        manager: PoaManager,
+    ) -> Poa {
+        let single = matches!(
+            policies.thread,
+            ThreadPolicy::SingleThread | ThreadPolicy::MainThread
+        );
+        let poa = Poa {
+            inner: Arc::new(PoaInner {
+                name,
+                path: path.clone(),
+                parent,
+                policies,
+                manager,
+                registry: self.clone(),
+                slot: RwLock::new(SlotRef::NONE),
+                state: RwLock::new(PoaState::default()),
+                single_thread: single.then(|| ReentrantMutex::new(())),
+                incarnating: Mutex::new(HashSet::new()),
+                incarnated: Condvar::new(),
+                next_id: AtomicU64::new(1),
+            }),
+        };
+        let mut table = self.table.write();
+        let index = match table.free.pop() {
+            Some(i) => i,
+            None => {
+                table.slots.push(TableSlot {
+                    generation: 0,
+                    poa: None,
+                });
+                (table.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut table.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.poa = Some(poa.clone());
+        *poa.inner.slot.write() = SlotRef {
+            index,
+            generation: slot.generation,
+        };
+        table.by_path.insert(path, index);
+        poa
+    }
+
+    fn unregister(&self, poa: &Poa) {
+        let slot = *poa.inner.slot.read();
+        let mut table = self.table.write();
+        if let Some(s) = table.slots.get_mut(slot.index as usize) {
+            if s.generation == slot.generation {
+                s.poa = None;
+                table.free.push(slot.index);
+            }
+        }
+        table.by_path.remove(&poa.inner.path);
+    }
+
+    fn poa_at(&self, slot: SlotRef) -> Option<Poa> {
+        let table = self.table.read();
+        let s = table.slots.get(slot.index as usize)?;
+        if s.generation != slot.generation {
+            return None;
+        }
+        s.poa.clone()
+    }
+
+    fn poa_by_path(&self, path: &[String]) -> Option<Poa> {
+        let table = self.table.read();
+        let index = *table.by_path.get(path)?;
+        table.slots.get(index as usize)?.poa.clone()
+    }
+
+    /// The root POA.
+    pub fn root(&self) -> Option<Poa> {
+        self.poa_by_path(&[])
+    }
+
+    fn find_poa_for(&self, key: &ObjectKey) -> Option<Poa> {
+        match &key.poa {
+            PoaName::Transient { orb_token } => {
+                if *orb_token != self.orb_token {
+                    return None;
+                }
+                let poa = self.poa_at(key.poa_slot)?;
+                (poa.inner.policies.lifespan == LifespanPolicy::Transient).then_some(poa)
+            }
+            PoaName::Persistent { path } => {
+                if let Some(poa) = self.poa_at(key.poa_slot) {
+                    if &poa.inner.path == path {
+                        return Some(poa);
+                    }
+                }
+                if let Some(poa) = self.poa_by_path(path) {
+                    return Some(poa);
+                }
+                // Walk down from the root, letting adapter activators
+                // recreate missing POAs.
+                let mut poa = self.root()?;
+                for name in path {
+                    poa = poa.find_poa(name, true).ok()?;
+                }
+                Some(poa)
+            }
+        }
+    }
+
+    /// Finds the servant for a request to `object_key` (the POA half of
+    /// request dispatch; the ORB turns the outcome into a reply).
+    pub fn resolve(&self, object_key: &[u8], operation: &str) -> Resolution {
+        let Some(key) = ObjectKey::decode(object_key) else {
+            return Resolution::NotAPoaKey;
+        };
+        let Some(poa) = self.find_poa_for(&key) else {
+            return Resolution::Failed(not_exist());
+        };
+        let in_flight = match poa.inner.manager.admit() {
+            Ok(guard) => guard,
+            Err(Admission::Run) => return Resolution::Held(poa.inner.manager.clone()),
+            Err(Admission::Discard) => {
+                return Resolution::Failed(SystemException::transient(1, CompletionStatus::No))
+            }
+            Err(Admission::Reject) => return Resolution::Failed(obj_adapter()),
+        };
+        match poa.locate(&key, operation) {
+            Ok((servant, cookie)) => Resolution::Upcall(Upcall {
+                poa,
+                object_id: key.object_id,
+                servant,
+                cookie,
+                _in_flight: in_flight,
+            }),
+            Err(ServantManagerError::Forward(to)) => Resolution::Forward(to),
+            Err(ServantManagerError::System(e)) => Resolution::Failed(e),
+        }
+    }
+}
+
+type Located = (Arc<dyn Servant>, Option<(Arc<dyn ServantLocator>, Cookie)>);
+
+impl Poa {
+    /// The POA's name (`RootPOA` for the root).
+    pub fn the_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The names from the root down to this POA, root excluded.
+    pub fn path(&self) -> &[String] {
+        &self.inner.path
+    }
+
+    /// The parent POA (`None` for the root).
+    pub fn the_parent(&self) -> Option<Poa> {
+        self.inner
+            .parent
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .map(|inner| Poa { inner })
+    }
+
+    /// The POA manager.
+    pub fn the_poa_manager(&self) -> PoaManager {
+        self.inner.manager.clone()
+    }
+
+    /// The policies.
+    pub fn policies(&self) -> Policies {
+        self.inner.policies
+    }
+
+    /// The child POAs.
+    pub fn the_children(&self) -> Vec<Poa> {
+        self.inner.state.read().children.values().cloned().collect()
+    }
+
+    /// The adapter activator, if one is set.
+    pub fn the_activator(&self) -> Option<Arc<dyn AdapterActivator>> {
+        self.inner.state.read().adapter_activator.clone()
+    }
+
+    /// Sets the adapter activator that creates missing children.
+    pub fn set_activator(&self, activator: Option<Arc<dyn AdapterActivator>>) {
+        self.inner.state.write().adapter_activator = activator;
+    }
+
+    fn live(&self) -> Result<(), PoaError> {
+        if self.inner.state.read().destroyed {
+            Err(PoaError::Destroyed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Creates a child POA. With `manager` `None` the child gets a new
+    /// manager of its own (in the holding state).
+    pub fn create_poa(
+        &self,
+        name: &str,
+        manager: Option<PoaManager>,
+        policies: &[Policy],
+    ) -> Result<Poa, PoaError> {
+        self.live()?;
+        let policies = Policies::from_list(policies).map_err(PoaError::InvalidPolicy)?;
+        let mut state = self.inner.state.write();
+        if state.children.contains_key(name) {
+            return Err(PoaError::AdapterAlreadyExists);
+        }
+        let manager =
+            manager.unwrap_or_else(|| PoaManager::new(name, self.inner.registry.hold_limit));
+        let mut path = self.inner.path.clone();
+        path.push(name.to_owned());
+        let child = self.inner.registry.register(
+            name.to_owned(),
+            path,
+            Some(Arc::downgrade(&self.inner)),
+            policies,
+            manager,
+        );
+        state.children.insert(name.to_owned(), child.clone());
+        Ok(child)
+    }
+
+    /// Finds a child POA, asking the adapter activator to create it if it
+    /// is missing and `activate_it` is true.
+    pub fn find_poa(&self, name: &str, activate_it: bool) -> Result<Poa, PoaError> {
+        let activator = {
+            let state = self.inner.state.read();
+            if let Some(child) = state.children.get(name) {
+                return Ok(child.clone());
+            }
+            state.adapter_activator.clone()
+        };
+        if let (true, Some(activator)) = (activate_it, activator) {
+            if activator.unknown_adapter(self, name) {
+                if let Some(child) = self.inner.state.read().children.get(name) {
+                    return Ok(child.clone());
+                }
+            }
+        }
+        Err(PoaError::AdapterNonExistent)
+    }
+
+    fn new_system_id(&self) -> Vec<u8> {
+        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if self.inner.policies.lifespan == LifespanPolicy::Persistent {
+            // Unique across restarts too: the ORB token differs per run.
+            let mut id = self.inner.registry.orb_token.to_be_bytes().to_vec();
+            id.extend_from_slice(&n.to_be_bytes());
+            id
+        } else {
+            n.to_be_bytes().to_vec()
+        }
+    }
+
+    fn require_retain(&self) -> Result<(), PoaError> {
+        if self.inner.policies.retains() {
+            Ok(())
+        } else {
+            Err(PoaError::WrongPolicy)
+        }
+    }
+
+    /// Activates `servant` under a new system-assigned id.
+    pub fn activate_object(&self, servant: Arc<dyn Servant>) -> Result<Vec<u8>, PoaError> {
+        self.live()?;
+        self.require_retain()?;
+        if self.inner.policies.id_assignment != IdAssignmentPolicy::SystemId {
+            return Err(PoaError::WrongPolicy);
+        }
+        let id = self.new_system_id();
+        self.insert(id.clone(), servant)?;
+        Ok(id)
+    }
+
+    /// Activates `servant` under `object_id`.
+    pub fn activate_object_with_id(
+        &self,
+        object_id: &[u8],
+        servant: Arc<dyn Servant>,
+    ) -> Result<(), PoaError> {
+        self.live()?;
+        self.require_retain()?;
+        self.insert(object_id.to_vec(), servant).map(|_| ())
+    }
+
+    fn insert(&self, object_id: Vec<u8>, servant: Arc<dyn Servant>) -> Result<SlotRef, PoaError> {
+        let mut state = self.inner.state.write();
+        if state.aom.get(&object_id).is_some() {
+            return Err(PoaError::ObjectAlreadyActive);
+        }
+        if self.inner.policies.id_uniqueness == IdUniquenessPolicy::UniqueId
+            && state.aom.has_servant(&servant)
+        {
+            return Err(PoaError::ServantAlreadyActive);
+        }
+        Ok(state.aom.insert(object_id, servant))
+    }
+
+    /// Deactivates `object_id`; the servant activator (if any) etherealizes
+    /// the servant.
+    pub fn deactivate_object(&self, object_id: &[u8]) -> Result<(), PoaError> {
+        self.require_retain()?;
+        let (entry, manager, remaining) = {
+            let mut state = self.inner.state.write();
+            let entry = state.aom.remove(object_id).ok_or(PoaError::ObjectNotActive)?;
+            let remaining = state.aom.has_servant(&entry.servant);
+            (entry, state.servant_manager.clone(), remaining)
+        };
+        if let Some(ServantManager::Activator(activator)) = manager {
+            activator.etherealize(&entry.object_id, self, entry.servant, false, remaining);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn make_reference(&self, object_id: &[u8], type_id: &str) -> ObjectRef {
+        let object_slot = self
+            .inner
+            .state
+            .read()
+            .aom
+            .get(object_id)
+            .map_or(SlotRef::NONE, |(slot, _)| slot);
+        let persistent = self.inner.policies.lifespan == LifespanPolicy::Persistent;
+        let key = ObjectKey {
+            poa: if persistent {
+                PoaName::Persistent {
+                    path: self.inner.path.clone(),
+                }
+            } else {
+                PoaName::Transient {
+                    orb_token: self.inner.registry.orb_token,
+                }
+            },
+            poa_slot: *self.inner.slot.read(),
+            object_slot,
+            object_id: object_id.to_vec(),
+        };
+        self.inner
+            .registry
+            .factory
+            .make_reference(type_id, key.encode(), persistent)
+    }
+
+    /// A reference for a new system-assigned id, with no servant yet.
+    pub fn create_reference(&self, type_id: &str) -> Result<ObjectRef, PoaError> {
+        self.live()?;
+        if self.inner.policies.id_assignment != IdAssignmentPolicy::SystemId {
+            return Err(PoaError::WrongPolicy);
+        }
+        Ok(self.make_reference(&self.new_system_id(), type_id))
+    }
+
+    /// A reference for `object_id`, active or not.
+    pub fn create_reference_with_id(
+        &self,
+        object_id: &[u8],
+        type_id: &str,
+    ) -> Result<ObjectRef, PoaError> {
+        self.live()?;
+        Ok(self.make_reference(object_id, type_id))
+    }
+
+    /// The id `servant` serves, activating it implicitly where the policies
+    /// allow; inside an upcall on a default servant, the current id.
+    pub fn servant_to_id(&self, servant: &Arc<dyn Servant>) -> Result<Vec<u8>, PoaError> {
+        let p = self.inner.policies;
+        let unique = p.id_uniqueness == IdUniquenessPolicy::UniqueId;
+        let implicit = p.implicit_activation == ImplicitActivationPolicy::ImplicitActivation;
+        if p.retains() && (unique || implicit) {
+            if unique {
+                if let Some(id) = self.inner.state.read().aom.ids_of(servant).into_iter().next() {
+                    return Ok(id);
+                }
+            }
+            if implicit {
+                return self.activate_object(servant.clone());
+            }
+        } else if p.request_processing != RequestProcessingPolicy::UseDefaultServant {
+            return Err(PoaError::WrongPolicy);
+        }
+        let current = PoaCurrent;
+        if let (Ok(poa), Ok(serving)) = (current.get_poa(), current.get_servant()) {
+            if poa == *self && aom::servant_identity(&serving) == aom::servant_identity(servant) {
+                return current.get_object_id();
+            }
+        }
+        Err(PoaError::ServantNotActive)
+    }
+
+    /// A reference to the object `servant` serves (see
+    /// [`servant_to_id`](Self::servant_to_id)).
+    pub fn servant_to_reference(&self, servant: &Arc<dyn Servant>) -> Result<ObjectRef, PoaError> {
+        let id = self.servant_to_id(servant)?;
+        Ok(self.make_reference(&id, servant.repository_id()))
+    }
+
+    /// The object id inside a reference this POA made.
+    pub fn reference_to_id(&self, reference: &ObjectRef) -> Result<Vec<u8>, PoaError> {
+        let key = self
+            .inner
+            .registry
+            .factory
+            .object_key(reference)
+            .and_then(|k| ObjectKey::decode(&k))
+            .ok_or(PoaError::WrongAdapter)?;
+        let mine = match &key.poa {
+            PoaName::Transient { orb_token } => {
+                *orb_token == self.inner.registry.orb_token
+                    && key.poa_slot == *self.inner.slot.read()
+            }
+            PoaName::Persistent { path } => *path == self.inner.path,
+        };
+        if mine {
+            Ok(key.object_id)
+        } else {
+            Err(PoaError::WrongAdapter)
+        }
+    }
+
+    /// The servant serving the object a reference names.
+    pub fn reference_to_servant(&self, reference: &ObjectRef) -> Result<Arc<dyn Servant>, PoaError> {
+        let id = self.reference_to_id(reference)?;
+        self.id_to_servant(&id)
+    }
+
+    /// The servant serving `object_id` (the active object map, then the
+    /// default servant).
+    pub fn id_to_servant(&self, object_id: &[u8]) -> Result<Arc<dyn Servant>, PoaError> {
+        let p = self.inner.policies;
+        if !p.retains() && p.request_processing != RequestProcessingPolicy::UseDefaultServant {
+            return Err(PoaError::WrongPolicy);
+        }
+        let state = self.inner.state.read();
+        if let Some((_, entry)) = state.aom.get(object_id) {
+            return Ok(entry.servant.clone());
+        }
+        if p.request_processing == RequestProcessingPolicy::UseDefaultServant {
+            return state.default_servant.clone().ok_or(PoaError::NoServant);
+        }
+        Err(PoaError::ObjectNotActive)
+    }
+
+    /// A reference to an active object.
+    pub fn id_to_reference(&self, object_id: &[u8]) -> Result<ObjectRef, PoaError> {
+        self.require_retain()?;
+        let type_id = {
+            let state = self.inner.state.read();
+            let (_, entry) = state.aom.get(object_id).ok_or(PoaError::ObjectNotActive)?;
+            entry.servant.repository_id()
+        };
+        Ok(self.make_reference(object_id, type_id))
+    }
+
+    /// The default servant (USE_DEFAULT_SERVANT only).
+    pub fn get_servant(&self) -> Result<Arc<dyn Servant>, PoaError> {
+        if self.inner.policies.request_processing != RequestProcessingPolicy::UseDefaultServant {
+            return Err(PoaError::WrongPolicy);
+        }
+        self.inner
+            .state
+            .read()
+            .default_servant
+            .clone()
+            .ok_or(PoaError::NoServant)
+    }
+
+    /// Sets the default servant (USE_DEFAULT_SERVANT only).
+    pub fn set_servant(&self, servant: Arc<dyn Servant>) -> Result<(), PoaError> {
+        if self.inner.policies.request_processing != RequestProcessingPolicy::UseDefaultServant {
+            return Err(PoaError::WrongPolicy);
+        }
+        self.inner.state.write().default_servant = Some(servant);
+        Ok(())
+    }
+
+    /// The servant manager (USE_SERVANT_MANAGER only).
+    pub fn get_servant_manager(&self) -> Result<Option<ServantManager>, PoaError> {
+        if self.inner.policies.request_processing != RequestProcessingPolicy::UseServantManager {
+            return Err(PoaError::WrongPolicy);
+        }
+        Ok(self.inner.state.read().servant_manager.clone())
+    }
+
+    /// Sets the servant manager: an activator for RETAIN POAs, a locator for
+    /// NON_RETAIN ones (USE_SERVANT_MANAGER only).
+    pub fn set_servant_manager(&self, manager: ServantManager) -> Result<(), PoaError> {
+        let p = self.inner.policies;
+        let fits = match manager {
+            ServantManager::Activator(_) => p.retains(),
+            ServantManager::Locator(_) => !p.retains(),
+        };
+        if p.request_processing != RequestProcessingPolicy::UseServantManager || !fits {
+            return Err(PoaError::WrongPolicy);
+        }
+        self.inner.state.write().servant_manager = Some(manager);
+        Ok(())
+    }
+
+    /// Destroys this POA and its children: references to their objects stop
+    /// working (transient) or wait for a new POA of the same name
+    /// (persistent). With `etherealize_objects`, the servant activator
+    /// etherealizes every active object.
+    pub fn destroy(&self, etherealize_objects: bool, wait_for_completion: bool) -> Result<(), PoaError> {
+        if wait_for_completion && current::in_upcall() {
+            return Err(PoaError::BadInvOrder);
+        }
+        let (children, entries, manager) = {
+            let mut state = self.inner.state.write();
+            if state.destroyed {
+                return Ok(());
+            }
+            state.destroyed = true;
+            let children: Vec<Poa> = state.children.drain().map(|(_, c)| c).collect();
+            (children, state.aom.drain(), state.servant_manager.clone())
+        };
+        for child in children {
+            child.destroy(etherealize_objects, wait_for_completion)?;
+        }
+        self.inner.registry.unregister(self);
+        if let Some(parent) = self.the_parent() {
+            parent.inner.state.write().children.remove(&self.inner.name);
+        }
+        if let (true, Some(ServantManager::Activator(activator))) = (etherealize_objects, manager) {
+            for Entry { object_id, servant } in entries {
+                activator.etherealize(&object_id, self, servant, true, false);
+            }
+        }
+        Ok(())
+    }
+
+    /// How many objects are active.
+    pub fn active_object_count(&self) -> usize {
+        self.inner.state.read().aom.len()
+    }
+
+    fn locate(&self, key: &ObjectKey, operation: &str) -> Result<Located, ServantManagerError> {
+        let p = self.inner.policies;
+        let oid = &key.object_id;
+        let (default, manager) = {
+            let state = self.inner.state.read();
+            if state.destroyed {
+                return Err(not_exist().into());
+            }
+            if p.retains() {
+                let found = state
+                    .aom
+                    .get_by_slot(key.object_slot, oid)
+                    .or_else(|| state.aom.get(oid).map(|(_, e)| e));
+                if let Some(entry) = found {
+                    return Ok((entry.servant.clone(), None));
+                }
+            }
+            (state.default_servant.clone(), state.servant_manager.clone())
+        };
+        match p.request_processing {
+            RequestProcessingPolicy::UseActiveObjectMapOnly => Err(not_exist().into()),
+            RequestProcessingPolicy::UseDefaultServant => default
+                .map(|s| (s, None))
+                .ok_or_else(|| obj_adapter().into()),
+            RequestProcessingPolicy::UseServantManager => match manager {
+                None => Err(obj_adapter().into()),
+                Some(ServantManager::Locator(locator)) => {
+                    let (servant, cookie) = locator.preinvoke(oid, self, operation)?;
+                    Ok((servant, Some((locator, cookie))))
+                }
+                Some(ServantManager::Activator(activator)) => {
+                    self.incarnate(oid, &activator).map(|s| (s, None))
+                }
+            },
+        }
+    }
+
+    /// Incarnates `oid` once, even when several requests for it arrive
+    /// together: the others wait and then find it in the map.
+    fn incarnate(
+        &self,
+        oid: &[u8],
+        activator: &Arc<dyn ServantActivator>,
+    ) -> Result<Arc<dyn Servant>, ServantManagerError> {
+        {
+            let mut busy = self.inner.incarnating.lock();
+            while busy.contains(oid) {
+                self.inner.incarnated.wait(&mut busy);
+            }
+            if let Some((_, entry)) = self.inner.state.read().aom.get(oid) {
+                return Ok(entry.servant.clone());
+            }
+            busy.insert(oid.to_vec());
+        }
+        let result = activator.incarnate(oid, self);
+        if let Ok(servant) = &result {
+            let mut state = self.inner.state.write();
+            let unique = self.inner.policies.id_uniqueness == IdUniquenessPolicy::UniqueId;
+            if unique && state.aom.has_servant(servant) {
+                drop(state);
+                self.finish_incarnation(oid);
+                return Err(obj_adapter().into());
+            }
+            state.aom.insert(oid.to_vec(), servant.clone());
+        }
+        self.finish_incarnation(oid);
+        result
+    }
+
+    fn finish_incarnation(&self, oid: &[u8]) {
+        self.inner.incarnating.lock().remove(oid);
+        self.inner.incarnated.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests;

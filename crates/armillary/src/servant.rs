@@ -1,0 +1,162 @@
+//! Servants: the Rust objects that carry out requests, and the
+//! [`ServerRequest`] through which a skeleton reads arguments and writes the
+//! reply.
+//!
+//! A generated skeleton implements [`Servant`] for every IDL interface: it
+//! finds the operation (in O(log n), by binary search over its sorted
+//! operation names), decodes the arguments, calls the user's trait method
+//! and encodes the result or exception. The standard operations `_is_a`,
+//! `_non_existent` and `_interface`-less `_get_interface` rejections are
+//! answered by [`Servant::dispatch_builtin`], which the ORB calls first.
+
+use armillary_giop::cdr::{CdrError, CdrReader, CdrWriter};
+use armillary_giop::system_exception::{CompletionStatus, SystemException};
+
+use crate::exception::UserException;
+
+/// The server side of an IDL interface.
+pub trait Servant: Send + Sync + 'static {
+    /// The most derived repository id, e.g. `IDL:Stock/Quoter:1.0`.
+    fn repository_id(&self) -> &'static str;
+
+    /// True if this servant implements `repository_id` (itself, any base
+    /// interface, or `IDL:omg.org/CORBA/Object:1.0`).
+    fn is_a(&self, repository_id: &str) -> bool;
+
+    /// Carries out one request: reads the arguments from `request.args()`
+    /// and writes the reply with `request.results()` or `request.raise()`.
+    /// An `Err` becomes a SYSTEM_EXCEPTION reply (BAD_OPERATION for an
+    /// unknown operation).
+    fn dispatch(&self, request: &mut ServerRequest<'_>) -> Result<(), SystemException>;
+
+    /// Answers the operations every object has (`_is_a`, `_non_existent`);
+    /// returns `Ok(false)` when the operation is not one of them.
+    fn dispatch_builtin(&self, request: &mut ServerRequest<'_>) -> Result<bool, SystemException> {
+        match request.operation() {
+            "_is_a" => {
+                let id = request.args().read_string().map_err(|e| request.marshal_error(&e))?;
+                let answer = self.is_a(&id) || id == OBJECT_REPOSITORY_ID;
+                request.results().write_bool(answer);
+                Ok(true)
+            }
+            "_non_existent" | "_not_existent" => {
+                request.results().write_bool(false);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// The repository id every interface inherits from.
+pub const OBJECT_REPOSITORY_ID: &str = "IDL:omg.org/CORBA/Object:1.0";
+
+/// How a reply being built will end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// NO_EXCEPTION.
+    Normal,
+    /// USER_EXCEPTION.
+    UserException,
+    /// SYSTEM_EXCEPTION.
+    SystemException,
+}
+
+/// One incoming request as a skeleton sees it: the operation, a reader at
+/// the arguments, and a writer for the reply body.
+///
+/// The reply writer already holds whatever precedes the body (the ORB's
+/// GIOP header and reply header); its body starts at `body_start`.
+pub struct ServerRequest<'a> {
+    operation: &'a str,
+    object_id: &'a [u8],
+    args: CdrReader<'a>,
+    response_expected: bool,
+    reply: CdrWriter,
+    body_start: usize,
+    kind: ReplyKind,
+}
+
+impl<'a> ServerRequest<'a> {
+    /// A request whose reply body is written into `reply`, starting at its
+    /// current end.
+    pub fn new(
+        operation: &'a str,
+        object_id: &'a [u8],
+        args: CdrReader<'a>,
+        response_expected: bool,
+        reply: CdrWriter,
+    ) -> Self {
+        let body_start = reply.len();
+        ServerRequest {
+            operation,
+            object_id,
+            args,
+            response_expected,
+            reply,
+            body_start,
+            kind: ReplyKind::Normal,
+        }
+    }
+
+    /// The operation name (`get_quote`, `_get_name`, `_is_a`).
+    pub fn operation(&self) -> &'a str {
+        self.operation
+    }
+
+    /// The object id the request was addressed to (within its POA).
+    pub fn object_id(&self) -> &'a [u8] {
+        self.object_id
+    }
+
+    /// False for a oneway request: whatever is written is discarded.
+    pub fn response_expected(&self) -> bool {
+        self.response_expected
+    }
+
+    /// The reader positioned at the in and inout arguments.
+    pub fn args(&mut self) -> &mut CdrReader<'a> {
+        &mut self.args
+    }
+
+    /// Starts (or restarts) a normal reply and returns the writer for the
+    /// return value and the out and inout parameters.
+    pub fn results(&mut self) -> &mut CdrWriter {
+        self.reset(ReplyKind::Normal);
+        &mut self.reply
+    }
+
+    /// Replaces the reply with a user exception.
+    pub fn raise<E: UserException>(&mut self, exception: &E) -> Result<(), SystemException> {
+        self.reset(ReplyKind::UserException);
+        let written = self
+            .reply
+            .write_string(E::REPOSITORY_ID)
+            .and_then(|()| exception.encode(&mut self.reply));
+        written.map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::Yes))
+    }
+
+    /// Replaces the reply with a system exception.
+    pub fn raise_system(&mut self, exception: &SystemException) {
+        self.reset(ReplyKind::SystemException);
+        // A system exception body is a string and two longs: only an
+        // unrepresentable repository id could fail, and those are ASCII.
+        let _ = exception.encode_body(&mut self.reply);
+    }
+
+    /// The system exception to raise for a marshalling error while reading
+    /// the arguments (MARSHAL or DATA_CONVERSION, COMPLETED_NO).
+    pub fn marshal_error(&self, error: &CdrError) -> SystemException {
+        SystemException::from_cdr_error(error, CompletionStatus::No)
+    }
+
+    fn reset(&mut self, kind: ReplyKind) {
+        self.reply.truncate(self.body_start);
+        self.kind = kind;
+    }
+
+    /// How the reply ends, the writer holding it, and where its body starts.
+    pub fn into_reply(self) -> (ReplyKind, CdrWriter, usize) {
+        (self.kind, self.reply, self.body_start)
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what the tests need
+# (Rust's stable toolchain is assumed; omniORB comes from Debian), then runs
+# every test of the workspace. The README names this script; .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_omniorb=0
+for tool in omniidl catior omniNames; do
+  command -v "$tool" >/dev/null 2>&1 || need_omniorb=1
+done
+[ -d /usr/include/omniORB4 ] || need_omniorb=1
+[ -d /usr/share/idl/omniORB ] || need_omniorb=1
+if [ "$need_omniorb" = 1 ]; then
+  echo "== installing omniORB (libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver)"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver pkg-config g++ >/dev/null
+fi
+
+echo "== cargo test --workspace"
+cargo test --workspace --all-targets
+cargo test --workspace --doc
