@@ -18,6 +18,9 @@ pub struct CdrReader<'a> {
     version: GiopVersion,
     codesets: CodeSets,
     depth: u32,
+    /// Indices where a GIOP 1.1 fragment's data starts: from each one on,
+    /// alignment counts as if the fragment's 12-byte header preceded it.
+    rebase: &'a [usize],
 }
 
 impl<'a> CdrReader<'a> {
@@ -31,6 +34,27 @@ impl<'a> CdrReader<'a> {
             version,
             codesets: CodeSets::DEFAULT,
             depth: 0,
+            rebase: &[],
+        }
+    }
+
+    /// Marks where the data of each GIOP 1.1 fragment starts in a
+    /// reassembled message (ascending indices). GIOP 1.1 aligns fragment
+    /// data relative to the fragment's own header, so alignment restarts
+    /// at each of these points (as offset 12).
+    pub fn with_fragment_starts(mut self, starts: &'a [usize]) -> Self {
+        self.rebase = starts;
+        self
+    }
+
+    /// The offset alignment is computed on.
+    fn align_offset(&self) -> usize {
+        if self.rebase.is_empty() {
+            return self.align_base + self.pos;
+        }
+        match self.rebase.partition_point(|&r| r <= self.pos) {
+            0 => self.align_base + self.pos,
+            k => crate::giop::HEADER_SIZE + (self.pos - self.rebase[k - 1]),
         }
     }
 
@@ -117,7 +141,7 @@ impl<'a> CdrReader<'a> {
 
     /// Skips padding up to the next multiple of `n` (a power of two).
     pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
-        let pad = (n - self.position() % n) % n;
+        let pad = (n - self.align_offset() % n) % n;
         if pad > self.remaining() {
             return Err(self.end(pad));
         }

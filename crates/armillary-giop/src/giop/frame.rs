@@ -1,0 +1,367 @@
+//! The incremental frame decoder: bytes in, whole GIOP messages out, with
+//! fragments reassembled and every size bounded.
+//!
+//! Sans-IO, in the manner of quinn-proto: feed what the socket gave with
+//! [`FrameDecoder::handle_bytes`], take complete messages with
+//! [`FrameDecoder::poll_frame`]. Any split of the stream gives the same
+//! frames. A reassembled message is laid out as if it had been sent whole:
+//! the first message's bytes followed by each fragment's data, with the
+//! more-fragments flag cleared and the size fixed up, so that alignment
+//! still counts from the first header byte.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::header::{MessageHeader, MessageType, HEADER_SIZE};
+use super::message::Message;
+use super::GiopError;
+use crate::cdr::CdrReader;
+use crate::version::{ByteOrder, GiopVersion};
+
+/// Bounds on what a peer can make the decoder hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameLimits {
+    /// Largest single message (header included) and largest reassembled
+    /// message.
+    pub max_message_size: usize,
+    /// Most fragments one message may be split into.
+    pub max_fragments: usize,
+    /// Most bytes held across all unfinished reassemblies.
+    pub max_pending_bytes: usize,
+    /// Most messages being reassembled at once (GIOP 1.2 interleaves).
+    pub max_reassemblies: usize,
+}
+
+impl Default for FrameLimits {
+    fn default() -> Self {
+        FrameLimits {
+            max_message_size: 256 << 20,
+            max_fragments: 1 << 16,
+            max_pending_bytes: 512 << 20,
+            max_reassemblies: 1024,
+        }
+    }
+}
+
+/// Why the stream cannot be decoded further. After an error the decoder
+/// is unusable: the connection should answer MessageError and close.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The header is not a valid GIOP header.
+    #[error("bad GIOP header at stream offset {offset}: {source}")]
+    Header {
+        /// Stream offset of the header.
+        offset: u64,
+        /// What is wrong with it.
+        source: GiopError,
+    },
+    /// A message larger than [`FrameLimits::max_message_size`].
+    #[error("message of {size} bytes exceeds the limit of {limit}")]
+    TooLarge {
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// More fragments than [`FrameLimits::max_fragments`].
+    #[error("more than {0} fragments")]
+    TooManyFragments(usize),
+    /// More bytes pending than [`FrameLimits::max_pending_bytes`], or more
+    /// reassemblies than [`FrameLimits::max_reassemblies`].
+    #[error("too much unfinished fragmented data")]
+    TooMuchPending,
+    /// A Fragment with no message to continue.
+    #[error("fragment for request {request_id:?} continues no message")]
+    OrphanFragment {
+        /// The fragment's request id (1.2).
+        request_id: Option<u32>,
+    },
+    /// A fragment whose version or byte order differs from its message's.
+    #[error("fragment does not match the version or byte order of its message")]
+    FragmentMismatch,
+    /// A GIOP 1.1 message started while another was still fragmented, or
+    /// a message type that cannot be fragmented has the flag set, or a
+    /// 1.2 request id is reused while being reassembled.
+    #[error("invalid fragmentation: {0}")]
+    BadFragmentation(&'static str),
+}
+
+/// One whole GIOP message, reassembled if it came in fragments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The message bytes, header included.
+    pub bytes: Vec<u8>,
+    /// How many wire messages it was made of (1 if not fragmented).
+    pub fragments: usize,
+    /// GIOP 1.1 only: where each fragment's data starts in `bytes`. GIOP
+    /// 1.1 aligns a fragment's data relative to the fragment's own header,
+    /// so a reader must restart alignment there (see [`Frame::reader`]).
+    /// Empty for GIOP 1.2, whose fragments keep the stream's alignment.
+    pub fragment_starts: Vec<usize>,
+}
+
+impl Frame {
+    /// Decodes the message and returns it with a reader at its body that
+    /// knows the frame's fragment boundaries.
+    pub fn decode(&self) -> Result<(Message, CdrReader<'_>), GiopError> {
+        let msg = Message::decode(&self.bytes)?;
+        let reader = msg
+            .body_reader(&self.bytes)
+            .with_fragment_starts(&self.fragment_starts);
+        Ok((msg, reader))
+    }
+
+    /// A reader at `msg`'s body (`msg` decoded from this frame).
+    pub fn reader(&self, msg: &Message) -> CdrReader<'_> {
+        msg.body_reader(&self.bytes)
+            .with_fragment_starts(&self.fragment_starts)
+    }
+}
+
+struct Reassembly {
+    bytes: Vec<u8>,
+    fragment_starts: Vec<usize>,
+    version: GiopVersion,
+    order: ByteOrder,
+    fragments: usize,
+}
+
+/// Cuts a byte stream into GIOP messages.
+pub struct FrameDecoder {
+    limits: FrameLimits,
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`.
+    consumed: u64,
+    ready: VecDeque<Frame>,
+    /// GIOP 1.1: at most one message being reassembled.
+    partial_11: Option<Reassembly>,
+    /// GIOP 1.2: by request id.
+    partial_12: HashMap<u32, Reassembly>,
+    pending_bytes: usize,
+    failed: Option<FrameError>,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        Self::new(FrameLimits::default())
+    }
+}
+
+fn read_u32(bytes: &[u8], order: ByteOrder) -> Option<u32> {
+    let b: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
+    Some(match order {
+        ByteOrder::Big => u32::from_be_bytes(b),
+        ByteOrder::Little => u32::from_le_bytes(b),
+    })
+}
+
+impl FrameDecoder {
+    /// A decoder with these limits.
+    pub fn new(limits: FrameLimits) -> Self {
+        FrameDecoder {
+            limits,
+            buf: Vec::new(),
+            consumed: 0,
+            ready: VecDeque::new(),
+            partial_11: None,
+            partial_12: HashMap::new(),
+            pending_bytes: 0,
+            failed: None,
+        }
+    }
+
+    /// Feeds bytes from the stream. Complete messages become available
+    /// from [`poll_frame`](Self::poll_frame); an error is final.
+    pub fn handle_bytes(&mut self, data: &[u8]) -> Result<(), FrameError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.buf.extend_from_slice(data);
+        let result = self.drain();
+        if let Err(e) = &result {
+            self.failed = Some(e.clone());
+            self.buf = Vec::new();
+            self.partial_11 = None;
+            self.partial_12.clear();
+        }
+        result
+    }
+
+    /// The next complete message, if any.
+    pub fn poll_frame(&mut self) -> Option<Frame> {
+        self.ready.pop_front()
+    }
+
+    /// Bytes held: the unparsed tail plus unfinished reassemblies.
+    pub fn pending_bytes(&self) -> usize {
+        self.buf.len() + self.pending_bytes
+    }
+
+    /// True when no partial message is held (a clean point to close).
+    pub fn is_idle(&self) -> bool {
+        self.buf.is_empty() && self.partial_11.is_none() && self.partial_12.is_empty()
+    }
+
+    fn drain(&mut self) -> Result<(), FrameError> {
+        let mut start = 0;
+        let result = loop {
+            let avail = &self.buf[start..];
+            if avail.len() < HEADER_SIZE {
+                break Ok(());
+            }
+            let header = match MessageHeader::decode(avail) {
+                Ok(h) => h,
+                Err(source) => {
+                    break Err(FrameError::Header {
+                        offset: self.consumed + start as u64,
+                        source,
+                    })
+                }
+            };
+            let len = HEADER_SIZE.saturating_add(header.size as usize);
+            if len > self.limits.max_message_size {
+                break Err(FrameError::TooLarge {
+                    size: len,
+                    limit: self.limits.max_message_size,
+                });
+            }
+            if avail.len() < len {
+                break Ok(());
+            }
+            let message = avail[..len].to_vec();
+            start += len;
+            if let Err(e) = self.accept(header, message) {
+                break Err(e);
+            }
+        };
+        self.buf.drain(..start);
+        self.consumed += start as u64;
+        result
+    }
+
+    fn accept(&mut self, header: MessageHeader, message: Vec<u8>) -> Result<(), FrameError> {
+        let v = header.version;
+        if header.message_type == MessageType::Fragment {
+            let (key, data_at) = if v >= GiopVersion::V1_2 {
+                let id = read_u32(&message[HEADER_SIZE..], header.byte_order)
+                    .ok_or(FrameError::OrphanFragment { request_id: None })?;
+                (Some(id), HEADER_SIZE + 4)
+            } else {
+                (None, HEADER_SIZE)
+            };
+            let mut partial = match key {
+                Some(id) => self.partial_12.remove(&id),
+                None => self.partial_11.take(),
+            }
+            .ok_or(FrameError::OrphanFragment { request_id: key })?;
+            if partial.version != v || partial.order != header.byte_order {
+                return Err(FrameError::FragmentMismatch);
+            }
+            let data = &message[data_at..];
+            partial.fragments += 1;
+            if partial.fragments > self.limits.max_fragments {
+                return Err(FrameError::TooManyFragments(self.limits.max_fragments));
+            }
+            if partial.bytes.len() + data.len() > self.limits.max_message_size {
+                return Err(FrameError::TooLarge {
+                    size: partial.bytes.len() + data.len(),
+                    limit: self.limits.max_message_size,
+                });
+            }
+            self.pending_bytes += data.len();
+            if self.pending_bytes > self.limits.max_pending_bytes {
+                return Err(FrameError::TooMuchPending);
+            }
+            if v == GiopVersion::V1_1 {
+                partial.fragment_starts.push(partial.bytes.len());
+            }
+            partial.bytes.extend_from_slice(data);
+            if header.more_fragments {
+                match key {
+                    Some(id) => {
+                        self.partial_12.insert(id, partial);
+                    }
+                    None => self.partial_11 = Some(partial),
+                }
+            } else {
+                self.pending_bytes -= partial.bytes.len();
+                self.complete(partial);
+            }
+            return Ok(());
+        }
+        if header.message_type == MessageType::CancelRequest {
+            // A cancelled request that was still arriving will never end.
+            if let Some(id) = read_u32(&message[HEADER_SIZE..], header.byte_order) {
+                if let Some(p) = self.partial_12.remove(&id) {
+                    self.pending_bytes -= p.bytes.len();
+                }
+            }
+        }
+        if !header.more_fragments {
+            self.ready.push_back(Frame {
+                bytes: message,
+                fragments: 1,
+                fragment_starts: Vec::new(),
+            });
+            return Ok(());
+        }
+        let partial = Reassembly {
+            bytes: message,
+            fragment_starts: Vec::new(),
+            version: v,
+            order: header.byte_order,
+            fragments: 1,
+        };
+        let fragmentable = matches!(
+            header.message_type,
+            MessageType::Request | MessageType::Reply | MessageType::LocateRequest | MessageType::LocateReply
+        );
+        if !fragmentable {
+            return Err(FrameError::BadFragmentation(
+                "this message type cannot be fragmented",
+            ));
+        }
+        self.pending_bytes += partial.bytes.len();
+        if self.pending_bytes > self.limits.max_pending_bytes {
+            return Err(FrameError::TooMuchPending);
+        }
+        if v >= GiopVersion::V1_2 {
+            // In 1.2 every fragmentable message starts with its request id.
+            let id = read_u32(&partial.bytes[HEADER_SIZE..], header.byte_order).ok_or(
+                FrameError::BadFragmentation("fragmented message without a request id"),
+            )?;
+            if self.partial_12.len() >= self.limits.max_reassemblies {
+                return Err(FrameError::TooMuchPending);
+            }
+            if self.partial_12.insert(id, partial).is_some() {
+                return Err(FrameError::BadFragmentation(
+                    "request id reused while its message is being reassembled",
+                ));
+            }
+        } else {
+            if self.partial_11.is_some() {
+                return Err(FrameError::BadFragmentation(
+                    "GIOP 1.1 message started before the previous one was complete",
+                ));
+            }
+            self.partial_11 = Some(partial);
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, partial: Reassembly) {
+        let mut bytes = partial.bytes;
+        let size = (bytes.len() - HEADER_SIZE) as u32;
+        bytes[6] &= !2;
+        let size = match partial.order {
+            ByteOrder::Big => size.to_be_bytes(),
+            ByteOrder::Little => size.to_le_bytes(),
+        };
+        bytes[8..12].copy_from_slice(&size);
+        self.ready.push_back(Frame {
+            bytes,
+            fragments: partial.fragments,
+            fragment_starts: partial.fragment_starts,
+        });
+    }
+}

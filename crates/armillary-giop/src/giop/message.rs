@@ -1,0 +1,671 @@
+//! The header fields of every GIOP message type, decoding a whole message
+//! and building new ones.
+
+use super::header::{MessageHeader, MessageType, HEADER_SIZE};
+use super::service_context::ServiceContext;
+use super::GiopError;
+use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use crate::ior::{Ior, TaggedProfile};
+use crate::version::{ByteOrder, GiopVersion};
+
+/// How a request names its target (`GIOP::TargetAddress`; GIOP 1.0 and
+/// 1.1 only have the object key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TargetAddress {
+    /// `KeyAddr`: the object key.
+    Key(Vec<u8>),
+    /// `ProfileAddr`: the profile the client used.
+    Profile(TaggedProfile),
+    /// `ReferenceAddr`: the whole IOR and which profile was used.
+    Reference {
+        /// Index of the profile used.
+        selected_profile_index: u32,
+        /// The IOR.
+        ior: Ior,
+    },
+}
+
+impl TargetAddress {
+    /// The object key, when the address is a key.
+    pub fn object_key(&self) -> Option<&[u8]> {
+        match self {
+            TargetAddress::Key(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        match self {
+            TargetAddress::Key(key) => {
+                w.write_short(0);
+                w.write_octet_seq(key)
+            }
+            TargetAddress::Profile(p) => {
+                w.write_short(1);
+                p.encode(w)
+            }
+            TargetAddress::Reference {
+                selected_profile_index,
+                ior,
+            } => {
+                w.write_short(2);
+                w.write_ulong(*selected_profile_index);
+                ior.encode(w)
+            }
+        }
+    }
+
+    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        let offset = r.position();
+        match r.read_short()? {
+            0 => Ok(TargetAddress::Key(r.read_octet_seq()?.to_vec())),
+            1 => Ok(TargetAddress::Profile(TaggedProfile::decode(r)?)),
+            2 => Ok(TargetAddress::Reference {
+                selected_profile_index: r.read_ulong()?,
+                ior: Ior::decode(r)?,
+            }),
+            _ => Err(CdrError::Invalid {
+                offset,
+                what: "TargetAddress discriminator is not 0, 1 or 2",
+            }),
+        }
+    }
+}
+
+/// The oneway synchronisation a request asks for (`Messaging::SyncScope`),
+/// carried in GIOP 1.2's response flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncScope {
+    /// No reply; the call returns once the request is handed to the
+    /// transport (`SYNC_NONE` and `SYNC_WITH_TRANSPORT`): flags 0.
+    None,
+    /// A reply once the server has the request, before the upcall
+    /// (`SYNC_WITH_SERVER`): flags 1.
+    WithServer,
+    /// A reply after the upcall (`SYNC_WITH_TARGET`, and every two-way
+    /// call): flags 3.
+    WithTarget,
+}
+
+impl SyncScope {
+    /// The GIOP 1.2 response flags octet.
+    pub const fn response_flags(self) -> u8 {
+        match self {
+            SyncScope::None => 0,
+            SyncScope::WithServer => 1,
+            SyncScope::WithTarget => 3,
+        }
+    }
+}
+
+/// The header fields of a Request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHeader {
+    /// Matches the reply to the request.
+    pub request_id: u32,
+    /// GIOP 1.2 response flags (bit 0: a reply is expected at some point;
+    /// bit 1: after the upcall). In 1.0/1.1, `response_expected` maps to 3
+    /// and its absence to 0.
+    pub response_flags: u8,
+    /// The three octets after the response flag: reserved in 1.1 and 1.2,
+    /// alignment padding in 1.0; kept for byte-exact re-encoding (some ORBs
+    /// leave garbage there).
+    pub reserved: [u8; 3],
+    /// The target (always `Key` in 1.0/1.1).
+    pub target: TargetAddress,
+    /// The operation name.
+    pub operation: String,
+    /// Service contexts, in order.
+    pub service_contexts: Vec<ServiceContext>,
+    /// The requesting principal (1.0/1.1; deprecated, usually empty).
+    pub requesting_principal: Vec<u8>,
+}
+
+impl RequestHeader {
+    /// Whether the client waits for a reply.
+    pub fn response_expected(&self) -> bool {
+        self.response_flags & 1 != 0
+    }
+
+    /// The oneway sync scope the flags ask for.
+    pub fn sync_scope(&self) -> SyncScope {
+        match self.response_flags & 3 {
+            0 | 2 => SyncScope::None,
+            1 => SyncScope::WithServer,
+            _ => SyncScope::WithTarget,
+        }
+    }
+
+    /// The object key, for every target form that carries one directly.
+    pub fn object_key(&self) -> Option<&[u8]> {
+        self.target.object_key()
+    }
+}
+
+/// The status of a Reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReplyStatus {
+    /// The body holds the results.
+    NoException,
+    /// The body holds a user exception.
+    UserException,
+    /// The body holds a system exception.
+    SystemException,
+    /// The body holds an IOR to retry with.
+    LocationForward,
+    /// As `LocationForward`, and the client should use the new IOR for
+    /// good (GIOP 1.2).
+    LocationForwardPerm,
+    /// The body holds the addressing disposition the server needs (1.2).
+    NeedsAddressingMode,
+}
+
+impl ReplyStatus {
+    const ALL: [ReplyStatus; 6] = [
+        ReplyStatus::NoException,
+        ReplyStatus::UserException,
+        ReplyStatus::SystemException,
+        ReplyStatus::LocationForward,
+        ReplyStatus::LocationForwardPerm,
+        ReplyStatus::NeedsAddressingMode,
+    ];
+
+    /// The CDR value.
+    pub const fn to_u32(self) -> u32 {
+        self as u32
+    }
+
+    /// The IDL name (`NO_EXCEPTION`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReplyStatus::NoException => "NO_EXCEPTION",
+            ReplyStatus::UserException => "USER_EXCEPTION",
+            ReplyStatus::SystemException => "SYSTEM_EXCEPTION",
+            ReplyStatus::LocationForward => "LOCATION_FORWARD",
+            ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
+            ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
+        }
+    }
+}
+
+/// The header fields of a Reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyHeader {
+    /// The request this answers.
+    pub request_id: u32,
+    /// How the request ended.
+    pub reply_status: ReplyStatus,
+    /// Service contexts, in order.
+    pub service_contexts: Vec<ServiceContext>,
+}
+
+/// The status of a LocateReply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocateStatus {
+    /// No such object.
+    UnknownObject,
+    /// The object is here.
+    ObjectHere,
+    /// The body holds an IOR to use instead.
+    ObjectForward,
+    /// As `ObjectForward`, for good (1.2).
+    ObjectForwardPerm,
+    /// The body holds a system exception (1.2).
+    LocSystemException,
+    /// The body holds the addressing disposition needed (1.2).
+    LocNeedsAddressingMode,
+}
+
+impl LocateStatus {
+    const ALL: [LocateStatus; 6] = [
+        LocateStatus::UnknownObject,
+        LocateStatus::ObjectHere,
+        LocateStatus::ObjectForward,
+        LocateStatus::ObjectForwardPerm,
+        LocateStatus::LocSystemException,
+        LocateStatus::LocNeedsAddressingMode,
+    ];
+
+    /// The IDL name (`OBJECT_HERE`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
+            LocateStatus::ObjectHere => "OBJECT_HERE",
+            LocateStatus::ObjectForward => "OBJECT_FORWARD",
+            LocateStatus::ObjectForwardPerm => "OBJECT_FORWARD_PERM",
+            LocateStatus::LocSystemException => "LOC_SYSTEM_EXCEPTION",
+            LocateStatus::LocNeedsAddressingMode => "LOC_NEEDS_ADDRESSING_MODE",
+        }
+    }
+}
+
+/// The header fields of a LocateReply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocateReplyHeader {
+    /// The LocateRequest this answers.
+    pub request_id: u32,
+    /// Where the object is.
+    pub locate_status: LocateStatus,
+}
+
+/// What a message is, with its decoded header fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageBody {
+    /// A Request.
+    Request(RequestHeader),
+    /// A Reply.
+    Reply(ReplyHeader),
+    /// A CancelRequest.
+    CancelRequest {
+        /// The request no longer wanted.
+        request_id: u32,
+    },
+    /// A LocateRequest.
+    LocateRequest {
+        /// Matches the LocateReply.
+        request_id: u32,
+        /// The object asked about.
+        target: TargetAddress,
+    },
+    /// A LocateReply.
+    LocateReply(LocateReplyHeader),
+    /// A CloseConnection.
+    CloseConnection,
+    /// A MessageError.
+    MessageError,
+    /// A Fragment; GIOP 1.2 fragments carry the request id.
+    Fragment {
+        /// The request id (1.2 only).
+        request_id: Option<u32>,
+    },
+}
+
+impl MessageBody {
+    /// The message type these fields belong to.
+    pub fn message_type(&self) -> MessageType {
+        match self {
+            MessageBody::Request(_) => MessageType::Request,
+            MessageBody::Reply(_) => MessageType::Reply,
+            MessageBody::CancelRequest { .. } => MessageType::CancelRequest,
+            MessageBody::LocateRequest { .. } => MessageType::LocateRequest,
+            MessageBody::LocateReply(_) => MessageType::LocateReply,
+            MessageBody::CloseConnection => MessageType::CloseConnection,
+            MessageBody::MessageError => MessageType::MessageError,
+            MessageBody::Fragment { .. } => MessageType::Fragment,
+        }
+    }
+
+    /// The request id the message carries, if any.
+    pub fn request_id(&self) -> Option<u32> {
+        match self {
+            MessageBody::Request(h) => Some(h.request_id),
+            MessageBody::Reply(h) => Some(h.request_id),
+            MessageBody::CancelRequest { request_id }
+            | MessageBody::LocateRequest { request_id, .. } => Some(*request_id),
+            MessageBody::LocateReply(h) => Some(h.request_id),
+            MessageBody::Fragment { request_id } => *request_id,
+            MessageBody::CloseConnection | MessageBody::MessageError => None,
+        }
+    }
+}
+
+/// A decoded GIOP message: header, header fields, and where the body
+/// starts in the buffer it was decoded from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The 12-byte header.
+    pub header: MessageHeader,
+    /// The message type's header fields.
+    pub body: MessageBody,
+    /// Offset of the body (or, for a Fragment, of its data) from the first
+    /// byte of the GIOP header.
+    pub body_offset: usize,
+    /// Alignment gaps in the header fields that did not hold zeros, as
+    /// (offset, byte). omniORB leaves stale buffer bytes there; keeping
+    /// them makes [`encode`](Self::encode) reproduce the message exactly.
+    pub stale_padding: Vec<(usize, u8)>,
+}
+
+fn read_contexts(r: &mut CdrReader<'_>) -> Result<Vec<ServiceContext>, CdrError> {
+    Vec::decode(r)
+}
+
+fn status<T: Copy>(
+    all: &[T],
+    r: &mut CdrReader<'_>,
+    what: &'static str,
+) -> Result<Result<T, GiopError>, CdrError> {
+    let offset = r.position();
+    let value = r.read_ulong()?;
+    Ok(all.get(value as usize).copied().ok_or(GiopError::BadEnum {
+        what,
+        value,
+        offset,
+    }))
+}
+
+/// Whether a message type's body is aligned to 8 in GIOP 1.2.
+fn body_aligned(version: GiopVersion, kind: MessageType) -> bool {
+    version >= GiopVersion::V1_2
+        && matches!(
+            kind,
+            MessageType::Request | MessageType::Reply | MessageType::LocateReply
+        )
+}
+
+impl Message {
+    /// Decodes a whole message (header included, exactly `12 + size`
+    /// bytes).
+    pub fn decode(bytes: &[u8]) -> Result<Message, GiopError> {
+        let header = MessageHeader::decode(bytes)?;
+        let actual = bytes.len() - HEADER_SIZE;
+        if header.size as usize != actual {
+            return Err(GiopError::SizeMismatch {
+                declared: header.size as usize,
+                actual,
+            });
+        }
+        let kind = header.message_type;
+        let v = header.version;
+        let mut r = CdrReader::new(bytes, header.byte_order, v).with_position(HEADER_SIZE);
+        let cdr = |source| GiopError::Cdr { kind, source };
+        let body = (|| -> Result<Result<MessageBody, GiopError>, CdrError> {
+            Ok(Ok(match kind {
+                MessageType::Request => {
+                    let h = if v >= GiopVersion::V1_2 {
+                        let request_id = r.read_ulong()?;
+                        let response_flags = r.read_octet()?;
+                        let reserved = r.read_octets(3)?;
+                        let target = TargetAddress::decode(&mut r)?;
+                        let operation = r.read_string()?;
+                        let service_contexts = read_contexts(&mut r)?;
+                        RequestHeader {
+                            request_id,
+                            response_flags,
+                            reserved: [reserved[0], reserved[1], reserved[2]],
+                            target,
+                            operation,
+                            service_contexts,
+                            requesting_principal: Vec::new(),
+                        }
+                    } else {
+                        let service_contexts = read_contexts(&mut r)?;
+                        let request_id = r.read_ulong()?;
+                        let response_expected = r.read_bool()?;
+                        // The boolean sits right after an aligned ulong, so in
+                        // 1.0 the key's length is preceded by exactly three
+                        // padding octets: the same place as 1.1's reserved.
+                        let mut reserved = [0u8; 3];
+                        reserved.copy_from_slice(r.read_octets(3)?);
+                        let key = r.read_octet_seq()?.to_vec();
+                        let operation = r.read_string()?;
+                        let requesting_principal = r.read_octet_seq()?.to_vec();
+                        RequestHeader {
+                            request_id,
+                            response_flags: if response_expected { 3 } else { 0 },
+                            reserved,
+                            target: TargetAddress::Key(key),
+                            operation,
+                            service_contexts,
+                            requesting_principal,
+                        }
+                    };
+                    MessageBody::Request(h)
+                }
+                MessageType::Reply => {
+                    let h = if v >= GiopVersion::V1_2 {
+                        let request_id = r.read_ulong()?;
+                        let reply_status = match status(&ReplyStatus::ALL, &mut r, "reply status")? {
+                            Ok(s) => s,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        ReplyHeader {
+                            request_id,
+                            reply_status,
+                            service_contexts: read_contexts(&mut r)?,
+                        }
+                    } else {
+                        let service_contexts = read_contexts(&mut r)?;
+                        let request_id = r.read_ulong()?;
+                        let reply_status = match status(&ReplyStatus::ALL[..4], &mut r, "reply status")? {
+                            Ok(s) => s,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        ReplyHeader {
+                            request_id,
+                            reply_status,
+                            service_contexts,
+                        }
+                    };
+                    MessageBody::Reply(h)
+                }
+                MessageType::CancelRequest => MessageBody::CancelRequest {
+                    request_id: r.read_ulong()?,
+                },
+                MessageType::LocateRequest => {
+                    let request_id = r.read_ulong()?;
+                    let target = if v >= GiopVersion::V1_2 {
+                        TargetAddress::decode(&mut r)?
+                    } else {
+                        TargetAddress::Key(r.read_octet_seq()?.to_vec())
+                    };
+                    MessageBody::LocateRequest { request_id, target }
+                }
+                MessageType::LocateReply => {
+                    let request_id = r.read_ulong()?;
+                    let statuses = if v >= GiopVersion::V1_2 {
+                        &LocateStatus::ALL[..]
+                    } else {
+                        &LocateStatus::ALL[..3]
+                    };
+                    let locate_status = match status(statuses, &mut r, "locate status")? {
+                        Ok(s) => s,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    MessageBody::LocateReply(LocateReplyHeader {
+                        request_id,
+                        locate_status,
+                    })
+                }
+                MessageType::CloseConnection => MessageBody::CloseConnection,
+                MessageType::MessageError => MessageBody::MessageError,
+                MessageType::Fragment => MessageBody::Fragment {
+                    request_id: if v >= GiopVersion::V1_2 {
+                        Some(r.read_ulong()?)
+                    } else {
+                        None
+                    },
+                },
+            }))
+        })()
+        .map_err(cdr)??;
+        if body_aligned(v, kind) && !r.is_empty() {
+            r.align(8).map_err(cdr)?;
+        }
+        let body_offset = r.index();
+        let stale_padding = stale_padding(&header, &body, &bytes[..body_offset]);
+        Ok(Message {
+            header,
+            body,
+            body_offset,
+            stale_padding,
+        })
+    }
+
+    /// A reader over the body in `bytes` (the buffer this message was
+    /// decoded from), with alignment counted from the GIOP header.
+    pub fn body_reader<'a>(&self, bytes: &'a [u8]) -> CdrReader<'a> {
+        CdrReader::new(bytes, self.header.byte_order, self.header.version)
+            .with_position(self.body_offset)
+    }
+
+    /// Encodes this message again with `body` after its header fields
+    /// (and any stale padding it was received with).
+    pub fn encode(&self, body: &[u8]) -> Result<Vec<u8>, CdrError> {
+        let mut b = MessageBuilder::new(self.header.version, self.header.byte_order, &self.body)?;
+        if !body.is_empty() {
+            b.body().write_octets(body);
+        }
+        let mut bytes = b.finish(self.header.more_fragments);
+        for &(at, byte) in &self.stale_padding {
+            if let Some(slot) = bytes.get_mut(at) {
+                *slot = byte;
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+/// The bytes where `original` (a message's header and header fields)
+/// differs from a fresh encoding of the same fields: stale padding.
+fn stale_padding(header: &MessageHeader, body: &MessageBody, original: &[u8]) -> Vec<(usize, u8)> {
+    let Ok(mut fresh) = MessageBuilder::new(header.version, header.byte_order, body) else {
+        return Vec::new();
+    };
+    // Force the alignment padding to be kept, then compare the prefix.
+    if original.len() > fresh.fields_end {
+        fresh.w.truncate(original.len().min(fresh.body_start));
+    }
+    let fresh = fresh.w.into_bytes();
+    original
+        .iter()
+        .zip(&fresh)
+        .enumerate()
+        .skip(HEADER_SIZE)
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, _))| (i, *a))
+        .collect()
+}
+
+/// Writes one GIOP message: the header, the header fields, then whatever
+/// body the caller writes with [`body`](Self::body).
+#[derive(Debug)]
+pub struct MessageBuilder {
+    w: CdrWriter,
+    fields_end: usize,
+    body_start: usize,
+    kind: MessageType,
+    version: GiopVersion,
+}
+
+impl MessageBuilder {
+    /// Starts a message of `version` and byte `order` with these header
+    /// fields. Fails only if a field cannot be encoded (a non-Latin-1
+    /// operation name, say).
+    pub fn new(version: GiopVersion, order: ByteOrder, fields: &MessageBody) -> Result<Self, CdrError> {
+        let mut w = CdrWriter::new(order, version);
+        w.write_octets(&[0; HEADER_SIZE]);
+        let v = version;
+        match fields {
+            MessageBody::Request(h) => {
+                if v >= GiopVersion::V1_2 {
+                    w.write_ulong(h.request_id);
+                    w.write_octet(h.response_flags);
+                    w.write_octets(&h.reserved);
+                    h.target.encode(&mut w)?;
+                    w.write_string(&h.operation)?;
+                    h.service_contexts.encode(&mut w)?;
+                } else {
+                    h.service_contexts.encode(&mut w)?;
+                    w.write_ulong(h.request_id);
+                    w.write_bool(h.response_expected());
+                    w.write_octets(&h.reserved);
+                    let key = match &h.target {
+                        TargetAddress::Key(k) => k.as_slice(),
+                        TargetAddress::Profile(_) | TargetAddress::Reference { .. } => {
+                            return Err(CdrError::Invalid {
+                                offset: w.position(),
+                                what: "GIOP 1.0/1.1 requests can only address an object key",
+                            })
+                        }
+                    };
+                    w.write_octet_seq(key)?;
+                    w.write_string(&h.operation)?;
+                    w.write_octet_seq(&h.requesting_principal)?;
+                }
+            }
+            MessageBody::Reply(h) => {
+                if v >= GiopVersion::V1_2 {
+                    w.write_ulong(h.request_id);
+                    w.write_ulong(h.reply_status.to_u32());
+                    h.service_contexts.encode(&mut w)?;
+                } else {
+                    h.service_contexts.encode(&mut w)?;
+                    w.write_ulong(h.request_id);
+                    w.write_ulong(h.reply_status.to_u32());
+                }
+            }
+            MessageBody::CancelRequest { request_id } => w.write_ulong(*request_id),
+            MessageBody::LocateRequest { request_id, target } => {
+                w.write_ulong(*request_id);
+                if v >= GiopVersion::V1_2 {
+                    target.encode(&mut w)?;
+                } else {
+                    let key = target.object_key().ok_or(CdrError::Invalid {
+                        offset: w.position(),
+                        what: "GIOP 1.0/1.1 locate requests can only address an object key",
+                    })?;
+                    w.write_octet_seq(key)?;
+                }
+            }
+            MessageBody::LocateReply(h) => {
+                w.write_ulong(h.request_id);
+                w.write_ulong(h.locate_status as u32);
+            }
+            MessageBody::CloseConnection | MessageBody::MessageError => {}
+            MessageBody::Fragment { request_id } => {
+                if let (true, Some(id)) = (v >= GiopVersion::V1_2, request_id) {
+                    w.write_ulong(*id);
+                }
+            }
+        }
+        let fields_end = w.len();
+        let kind = fields.message_type();
+        if body_aligned(v, kind) {
+            w.align(8);
+        }
+        let body_start = w.len();
+        Ok(MessageBuilder {
+            w,
+            fields_end,
+            body_start,
+            kind,
+            version,
+        })
+    }
+
+    /// The writer for the body; alignment counts from the GIOP header.
+    pub fn body(&mut self) -> &mut CdrWriter {
+        &mut self.w
+    }
+
+    /// Where the body starts.
+    pub fn body_offset(&self) -> usize {
+        self.body_start
+    }
+
+    /// Drops whatever body was written so far.
+    pub fn clear_body(&mut self) {
+        self.w.truncate(self.body_start);
+    }
+
+    /// Completes the message: fills in the header (with the more-fragments
+    /// flag as given) and returns its bytes. An empty 1.2 body has no
+    /// alignment padding.
+    pub fn finish(mut self, more_fragments: bool) -> Vec<u8> {
+        if self.w.len() == self.body_start {
+            self.w.truncate(self.fields_end);
+        }
+        let order = self.w.byte_order();
+        let mut bytes = self.w.into_bytes();
+        let header = MessageHeader {
+            version: self.version,
+            byte_order: order,
+            more_fragments,
+            message_type: self.kind,
+            size: (bytes.len() - HEADER_SIZE) as u32,
+        };
+        bytes[..HEADER_SIZE].copy_from_slice(&header.encode());
+        bytes
+    }
+}
