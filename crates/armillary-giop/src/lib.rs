@@ -14,6 +14,8 @@
 
 pub mod any;
 pub mod cdr;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod giop;
 pub mod ior;
 pub mod system_exception;

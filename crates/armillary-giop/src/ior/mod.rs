@@ -5,7 +5,64 @@
 //! bodies are kept as the exact bytes received, so that unknown profiles and
 //! components travel on unchanged.
 
+use std::fmt;
+use std::str::FromStr;
+
 use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use crate::version::{ByteOrder, GiopVersion};
+
+mod profile;
+mod url;
+
+pub use profile::{
+    decode_multiple_components, orb_type_name, profile_tag_name, KnownComponent, ProfileBody,
+    TaggedComponent, ORB_TYPE_ARMILLARY, ORB_TYPE_JACORB, ORB_TYPE_OMNIORB, ORB_TYPE_TAO,
+    TAG_ALTERNATE_IIOP_ADDRESS, TAG_CODE_SETS, TAG_ORB_TYPE,
+};
+pub use url::{escape, CorbalocAddress, ObjectUrl, DEFAULT_PORT};
+
+/// Why an IOR or object URL could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IorError {
+    /// The text does not start with `IOR:`.
+    #[error("not a stringified IOR (it must start with \"IOR:\")")]
+    NotAnIor,
+    /// A character of the hex part that is not a hex digit.
+    #[error("bad hex digit {ch:?} at character {at}")]
+    BadHex {
+        /// The character.
+        ch: char,
+        /// Its position in the text (0-based).
+        at: usize,
+    },
+    /// An odd number of hex digits.
+    #[error("odd number of hex digits ({0})")]
+    OddHex(usize),
+    /// The IOR's CDR encoding is malformed.
+    #[error("malformed IOR: {0}")]
+    Cdr(CdrError),
+    /// Bytes after the IOR inside its encapsulation.
+    #[error("{0} unexpected bytes after the IOR")]
+    Trailing(usize),
+    /// An IIOP profile body is malformed (offsets within the profile).
+    #[error("IIOP profile body: {source}")]
+    Profile {
+        /// The CDR error.
+        source: CdrError,
+    },
+    /// An IIOP major version other than 1.
+    #[error("unsupported IIOP version {0}")]
+    UnsupportedIiopVersion(GiopVersion),
+    /// A malformed corbaloc or corbaname URL.
+    #[error("{reason} at character {at}")]
+    Url {
+        /// Character position (0-based).
+        at: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
 
 /// Profile tag of an IIOP profile (`TAG_INTERNET_IOP`).
 pub const TAG_INTERNET_IOP: u32 = 0;
@@ -41,6 +98,118 @@ impl Ior {
     pub fn is_nil(&self) -> bool {
         self.profiles.is_empty()
     }
+}
+
+impl Ior {
+    /// An IOR with one IIOP profile.
+    pub fn iiop(type_id: &str, body: &ProfileBody) -> Result<Ior, CdrError> {
+        Ok(Ior {
+            type_id: type_id.to_owned(),
+            profiles: vec![body.to_profile()?],
+        })
+    }
+
+    /// The decoded IIOP profiles, in order (malformed ones are skipped).
+    pub fn iiop_profiles(&self) -> Vec<ProfileBody> {
+        self.profiles
+            .iter()
+            .filter(|p| p.tag == TAG_INTERNET_IOP)
+            .filter_map(|p| ProfileBody::decode(&p.data).ok())
+            .collect()
+    }
+
+    /// Decodes the CDR encapsulation a stringified IOR carries.
+    pub fn from_encapsulation(bytes: &[u8]) -> Result<Ior, IorError> {
+        let mut r = CdrReader::encapsulation(bytes, GiopVersion::V1_2, 0).map_err(IorError::Cdr)?;
+        let ior = Ior::decode(&mut r).map_err(IorError::Cdr)?;
+        // Some ORBs pad the encapsulation; anything but zeros is suspect.
+        if r.rest().iter().any(|b| *b != 0) {
+            return Err(IorError::Trailing(r.remaining()));
+        }
+        Ok(ior)
+    }
+
+    /// The CDR encapsulation of this IOR in byte `order`.
+    pub fn to_encapsulation(&self, order: ByteOrder) -> Result<Vec<u8>, CdrError> {
+        let mut w = CdrWriter::new(order, GiopVersion::V1_2);
+        w.write_octet(order.flag());
+        self.encode(&mut w)?;
+        Ok(w.into_bytes())
+    }
+}
+
+impl FromStr for Ior {
+    type Err = IorError;
+
+    /// Parses `IOR:` followed by hex digits (either case); surrounding
+    /// white space is ignored.
+    fn from_str(s: &str) -> Result<Ior, IorError> {
+        let s = s.trim();
+        let hex = match s.get(..4) {
+            Some(p) if p.eq_ignore_ascii_case("IOR:") => &s[4..],
+            _ => return Err(IorError::NotAnIor),
+        };
+        if hex.len() % 2 != 0 {
+            return Err(IorError::OddHex(hex.len()));
+        }
+        let digit = |i: usize, c: u8| {
+            char::from(c)
+                .to_digit(16)
+                .map(|d| d as u8)
+                .ok_or(IorError::BadHex {
+                    ch: char::from(c),
+                    at: i + 4,
+                })
+        };
+        let bytes = hex.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len() / 2);
+        for i in (0..bytes.len()).step_by(2) {
+            out.push(digit(i, bytes[i])? << 4 | digit(i + 1, bytes[i + 1])?);
+        }
+        Ior::from_encapsulation(&out)
+    }
+}
+
+impl fmt::Display for Ior {
+    /// `IOR:` and lower-case hex of a little-endian encapsulation.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = self.to_encapsulation(ByteOrder::Little).map_err(|_| fmt::Error)?;
+        f.write_str("IOR:")?;
+        for b in bytes {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Fuzz entry (see [`crate::fuzzing::ior_parse`]).
+pub(crate) fn fuzz_one(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(url) = text.parse::<ObjectUrl>() {
+            let printed = url.to_string();
+            let again: ObjectUrl = printed.parse().expect("a printed URL parses");
+            if let (ObjectUrl::Ior(a), ObjectUrl::Ior(b)) = (&url, &again) {
+                assert_eq!(a, b);
+            }
+            let _ = url.to_ior();
+        }
+    }
+    if let Ok(ior) = Ior::from_encapsulation(data) {
+        let printed = ior.to_string();
+        assert_eq!(printed.parse::<Ior>().expect("a printed IOR parses"), ior);
+        for p in &ior.profiles {
+            if let Ok(body) = ProfileBody::decode(&p.data) {
+                let again = ProfileBody::decode(&body.encode().expect("a decoded body encodes"))
+                    .expect("an encoded body decodes");
+                assert_eq!(again, body);
+                for c in &body.components {
+                    let _ = c.decode_known();
+                }
+            }
+            let _ = decode_multiple_components(&p.data);
+        }
+    }
+    let _ = ProfileBody::decode(data);
 }
 
 impl CdrEncode for TaggedProfile {
