@@ -32,6 +32,7 @@ pub fn fragment_message(message: &[u8], max_size: usize) -> Result<Vec<Vec<u8>>,
             more_fragments: more,
             message_type: kind,
             size: (piece.len() - HEADER_SIZE) as u32,
+            undefined_flags: 0,
         };
         piece[..HEADER_SIZE].copy_from_slice(&h.encode());
     };

@@ -79,6 +79,9 @@ pub struct MessageHeader {
     pub message_type: MessageType,
     /// Bytes after the header.
     pub size: u32,
+    /// Flag bits GIOP does not define (bits 2–7; all of bits 1–7 in 1.0),
+    /// kept so that re-encoding reproduces the header exactly.
+    pub undefined_flags: u8,
 }
 
 impl MessageHeader {
@@ -109,19 +112,21 @@ impl MessageHeader {
             ByteOrder::Big => u32::from_be_bytes(size_bytes),
             ByteOrder::Little => u32::from_le_bytes(size_bytes),
         };
+        // GIOP 1.0's flags octet is only the byte order boolean.
+        let defined = if version == GiopVersion::V1_0 { 1 } else { 3 };
         Ok(MessageHeader {
             version,
             byte_order,
-            // GIOP 1.0's flags octet is only the byte order boolean.
             more_fragments: version != GiopVersion::V1_0 && flags & 2 != 0,
             message_type,
             size,
+            undefined_flags: flags & !defined,
         })
     }
 
     /// The 12 header bytes.
     pub fn encode(&self) -> [u8; HEADER_SIZE] {
-        let mut flags = self.byte_order.flag();
+        let mut flags = self.byte_order.flag() | self.undefined_flags;
         if self.more_fragments && self.version != GiopVersion::V1_0 {
             flags |= 2;
         }

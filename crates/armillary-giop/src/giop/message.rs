@@ -502,11 +502,17 @@ impl Message {
     /// Encodes this message again with `body` after its header fields
     /// (and any stale padding it was received with).
     pub fn encode(&self, body: &[u8]) -> Result<Vec<u8>, CdrError> {
-        let mut b = MessageBuilder::new(self.header.version, self.header.byte_order, &self.body)?;
-        if !body.is_empty() {
-            b.body().write_octets(body);
-        }
-        let mut bytes = b.finish(self.header.more_fragments);
+        let b = MessageBuilder::new(self.header.version, self.header.byte_order, &self.body)?;
+        // The body goes exactly where it was (a peer may have put it after
+        // odd padding); the header is rebuilt around it.
+        let mut bytes = b.w.into_bytes();
+        bytes.resize(self.body_offset, 0);
+        bytes.extend_from_slice(body);
+        let header = MessageHeader {
+            size: (bytes.len() - HEADER_SIZE) as u32,
+            ..self.header
+        };
+        bytes[..HEADER_SIZE].copy_from_slice(&header.encode());
         for &(at, byte) in &self.stale_padding {
             if let Some(slot) = bytes.get_mut(at) {
                 *slot = byte;
@@ -664,6 +670,7 @@ impl MessageBuilder {
             more_fragments,
             message_type: self.kind,
             size: (bytes.len() - HEADER_SIZE) as u32,
+            undefined_flags: 0,
         };
         bytes[..HEADER_SIZE].copy_from_slice(&header.encode());
         bytes

@@ -122,6 +122,13 @@ fn parse_address(s: &str, start: usize) -> Result<CorbalocAddress, IorError> {
     if host.is_empty() {
         return Err(err(off, "missing host"));
     }
+    let bracketed = rest.starts_with('[');
+    let valid = host.bytes().all(|b| {
+        b.is_ascii_alphanumeric() || b"-._".contains(&b) || (bracketed && b":%".contains(&b))
+    });
+    if !valid || (bracketed && !host.contains(':')) {
+        return Err(err(off, "invalid host"));
+    }
     let port = match port_text {
         None | Some("") => DEFAULT_PORT,
         Some(p) => p.parse().map_err(|_| err(off + host.len(), "bad port"))?,

@@ -1,0 +1,85 @@
+//! The `armillary ior` command: output, JSON, and error messages.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_armillary")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const QUOTER: &str = "IOR:010000001500000049444c3a53746f636b2f51756f7465723a312e3000000000010000000000000058000000010102000a0000003132372e302e302e310059930600000051756f74657200000200000000000000080000000100000000545441010000001c00000001000000010001000100000001000105090101000100000009010100";
+
+#[test]
+fn decode_prints_every_profile_and_component() {
+    let (code, out, _) = run(&["ior", "decode", QUOTER]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Type ID: \"IDL:Stock/Quoter:1.0\""), "{out}");
+    assert!(out.contains("1. IIOP 1.2 127.0.0.1 37721 \"Quoter\""), "{out}");
+    assert!(out.contains("TAG_ORB_TYPE omniORB"), "{out}");
+    assert!(out.contains("char native: ISO-8859-1"), "{out}");
+}
+
+#[test]
+fn decode_reads_files_and_prints_json() {
+    let dir = std::env::temp_dir().join(format!("armillary-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("q.ior");
+    std::fs::write(&file, format!("{QUOTER}\n")).unwrap();
+    let (code, out, _) = run(&["ior", "decode", "--json", file.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["type_id"], "IDL:Stock/Quoter:1.0");
+    assert_eq!(json["profiles"][0]["port"], 37721);
+    assert_eq!(json["profiles"][0]["object_key"], "Quoter");
+    assert_eq!(json["profiles"][0]["components"][1]["char"]["native"], "ISO-8859-1");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn decode_understands_corbaloc_and_corbaname() {
+    let (code, out, _) = run(&["ior", "decode", "corbaloc:iiop:1.2@[::1]:2809,:backup/Name%20Service"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("IIOP 1.2 ::1 2809"), "{out}");
+    assert!(out.contains("IIOP 1.0 backup 2809"), "{out}");
+    assert!(out.contains("\"Name Service\""), "{out}");
+    let (code, out, _) = run(&["ior", "decode", "corbaname::ns.example:2810#a/b.kind"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("name: \"a/b.kind\""), "{out}");
+}
+
+#[test]
+fn errors_say_what_and_where() {
+    let cases = [
+        ("IOR:01zz", "bad hex digit 'z' at character 6"),
+        ("IOR:010", "odd number of hex digits"),
+        ("IOR:00000000", "malformed IOR"),
+        ("corbaloc:iiop:/key", "missing host at character 14"),
+        ("corbaloc:iiop:host:99999/key", "bad port"),
+        ("corbaloc:http://x/y", "unsupported protocol"),
+        ("nonsense", "expected IOR:, corbaloc: or corbaname:"),
+    ];
+    for (input, message) in cases {
+        let (code, out, err) = run(&["ior", "decode", input]);
+        assert_eq!(code, 1, "{input}: {out}");
+        assert!(err.starts_with("error: "), "{input}: {err}");
+        assert!(err.contains(message), "{input}: {err}");
+    }
+    let (code, _, err) = run(&["ior", "encode", "--type-id", "IDL:X:1.0", "--host", "0.0.0.0", "--port", "1", "--key", "k"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not an address a client can connect to"), "{err}");
+}
+
+#[test]
+fn encode_round_trips_through_decode() {
+    let (code, ior, _) = run(&["ior", "encode", "--type-id", "IDL:Stock/Quoter:1.0", "--host", "::1", "--port", "2809", "--key", "Quoter"]);
+    assert_eq!(code, 0);
+    let (code, out, _) = run(&["ior", "decode", ior.trim()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("1. IIOP 1.2 ::1 2809 \"Quoter\""), "{out}");
+    assert!(out.contains("TAG_ORB_TYPE Armillary"), "{out}");
+    assert!(out.contains("char native: UTF-8"), "{out}");
+}
