@@ -27,7 +27,8 @@ pub fn frame_decoder(data: &[u8]) {
         }
         at += n;
         while let Some(frame) = decoder.poll_frame() {
-            if let Ok((msg, mut body)) = frame.decode() {
+            if let Ok((_, mut body)) = frame.decode() {
+                let msg = Message::decode_exact(&frame.bytes).expect("a decoded frame decodes");
                 let again = msg
                     .encode(&frame.bytes[msg.body_offset..])
                     .expect("a decoded message re-encodes");

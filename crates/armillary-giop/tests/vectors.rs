@@ -59,7 +59,7 @@ fn key_text(key: &[u8]) -> String {
 fn check_message(session: &str, entry: &Value, bytes: &[u8]) -> usize {
     let file = entry["file"].as_str().unwrap();
     let what = format!("{session}/{file}");
-    let msg = Message::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let msg = Message::decode_exact(bytes).unwrap_or_else(|e| panic!("{what}: {e}"));
     let mut checked = 0;
     let mut eq = |field: &str, actual: Value| {
         if let Some(expected) = entry.get(field) {

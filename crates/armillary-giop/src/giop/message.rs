@@ -321,8 +321,9 @@ pub struct Message {
     /// byte of the GIOP header.
     pub body_offset: usize,
     /// Alignment gaps in the header fields that did not hold zeros, as
-    /// (offset, byte). omniORB leaves stale buffer bytes there; keeping
-    /// them makes [`encode`](Self::encode) reproduce the message exactly.
+    /// (offset, byte): omniORB leaves stale buffer bytes there. Filled in
+    /// only by [`decode_exact`](Self::decode_exact), so that
+    /// [`encode`](Self::encode) reproduces the message byte for byte.
     pub stale_padding: Vec<(usize, u8)>,
 }
 
@@ -482,14 +483,21 @@ impl Message {
         if body_aligned(v, kind) && !r.is_empty() {
             r.align(8).map_err(cdr)?;
         }
-        let body_offset = r.index();
-        let stale_padding = stale_padding(&header, &body, &bytes[..body_offset]);
         Ok(Message {
             header,
             body,
-            body_offset,
-            stale_padding,
+            body_offset: r.index(),
+            stale_padding: Vec::new(),
         })
+    }
+
+    /// As [`decode`](Self::decode), and also records the non-zero padding
+    /// bytes of the header fields, so that [`encode`](Self::encode) gives
+    /// back exactly `bytes` (for tools and tests; the ORB does not need it).
+    pub fn decode_exact(bytes: &[u8]) -> Result<Message, GiopError> {
+        let mut msg = Self::decode(bytes)?;
+        msg.stale_padding = stale_padding(&msg.header, &msg.body, &bytes[..msg.body_offset]);
+        Ok(msg)
     }
 
     /// A reader over the body in `bytes` (the buffer this message was
