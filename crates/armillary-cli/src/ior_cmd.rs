@@ -139,7 +139,9 @@ fn component_json(c: &TaggedComponent) -> Value {
             "tag": c.tag, "name": name, "host": host, "port": port,
         }),
         Ok(None) => json!({ "tag": c.tag, "name": name, "data": hex(&c.data) }),
-        Err(e) => json!({ "tag": c.tag, "name": name, "data": hex(&c.data), "error": e.to_string() }),
+        Err(e) => {
+            json!({ "tag": c.tag, "name": name, "data": hex(&c.data), "error": e.to_string() })
+        }
     }
 }
 
@@ -175,15 +177,26 @@ fn ior_json(ior: &Ior) -> Value {
 }
 
 fn text_component(out: &mut String, c: &Value) {
-    let name = c["name"].as_str().map(str::to_owned).unwrap_or_else(|| format!("tag {}", c["tag"]));
+    let name = c["name"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("tag {}", c["tag"]));
     if let Some(orb) = c.get("orb_type") {
         let who = c["orb"].as_str().unwrap_or("unknown ORB");
-        out.push_str(&format!("      {name} {who} ({})\n", orb.as_str().unwrap_or("")));
+        out.push_str(&format!(
+            "      {name} {who} ({})\n",
+            orb.as_str().unwrap_or("")
+        ));
     } else if let Some(chars) = c.get("char") {
         let list = |v: &Value| {
             v["conversion"]
                 .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
                 .unwrap_or_default()
         };
         let wchars = &c["wchar"];
@@ -195,15 +208,30 @@ fn text_component(out: &mut String, c: &Value) {
             list(wchars)
         ));
     } else if let Some(host) = c.get("host") {
-        out.push_str(&format!("      {name} {}:{}\n", host.as_str().unwrap_or(""), c["port"]));
+        out.push_str(&format!(
+            "      {name} {}:{}\n",
+            host.as_str().unwrap_or(""),
+            c["port"]
+        ));
     } else {
-        out.push_str(&format!("      {name} data {}\n", c["data"].as_str().unwrap_or("")));
+        out.push_str(&format!(
+            "      {name} data {}\n",
+            c["data"].as_str().unwrap_or("")
+        ));
     }
 }
 
 fn ior_text(json: &Value) -> String {
-    let mut out = format!("Type ID: \"{}\"\nProfiles:\n", json["type_id"].as_str().unwrap_or(""));
-    for (i, p) in json["profiles"].as_array().into_iter().flatten().enumerate() {
+    let mut out = format!(
+        "Type ID: \"{}\"\nProfiles:\n",
+        json["type_id"].as_str().unwrap_or("")
+    );
+    for (i, p) in json["profiles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let n = i + 1;
         if p.get("host").is_some() {
             let key = match p["object_key"].as_str() {
@@ -218,7 +246,10 @@ fn ior_text(json: &Value) -> String {
                 p["object_key_hex"].as_str().unwrap_or("")
             ));
         } else {
-            let name = p["name"].as_str().map(str::to_owned).unwrap_or_else(|| format!("profile tag {}", p["tag"]));
+            let name = p["name"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("profile tag {}", p["tag"]));
             out.push_str(&format!("{n}. {name}\n"));
             if let Some(data) = p.get("data") {
                 out.push_str(&format!("   data: {}\n", data.as_str().unwrap_or("")));
@@ -246,7 +277,11 @@ fn url_json(url: &ObjectUrl) -> Value {
             "corbaloc": { "addresses": addresses(a), "object_key": readable_key(key), "object_key_hex": hex(key) }
         }),
         ObjectUrl::CorbalocRir { key } => json!({ "corbaloc_rir": { "key": key } }),
-        ObjectUrl::Corbaname { addresses: a, key, name } => json!({
+        ObjectUrl::Corbaname {
+            addresses: a,
+            key,
+            name,
+        } => json!({
             "corbaname": {
                 "addresses": a.as_deref().map(addresses),
                 "rir": a.is_none(),
@@ -273,13 +308,19 @@ fn decode(reference: &str, as_json: bool) -> Result<String, String> {
             }
             out.push_str(&format!(
                 "  key: {} (hex {})",
-                readable_key(key).map(|k| format!("\"{k}\"")).unwrap_or_else(|| "(binary)".into()),
+                readable_key(key)
+                    .map(|k| format!("\"{k}\""))
+                    .unwrap_or_else(|| "(binary)".into()),
                 hex(key)
             ));
             out
         }
         ObjectUrl::CorbalocRir { key } => format!("corbaloc rir: initial reference \"{key}\""),
-        ObjectUrl::Corbaname { addresses, key, name } => {
+        ObjectUrl::Corbaname {
+            addresses,
+            key,
+            name,
+        } => {
             let mut out = String::from("corbaname\n");
             match addresses {
                 Some(list) => {
@@ -289,7 +330,10 @@ fn decode(reference: &str, as_json: bool) -> Result<String, String> {
                 }
                 None => out.push_str("  rir:\n"),
             }
-            out.push_str(&format!("  naming context key: {}\n  name: \"{name}\"", escape(key)));
+            out.push_str(&format!(
+                "  naming context key: {}\n  name: \"{name}\"",
+                escape(key)
+            ));
             out
         }
     })
@@ -301,7 +345,10 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     }
     (0..s.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("bad hex digit in --key-hex at character {i}")))
+        .map(|i| {
+            u8::from_str_radix(&s[i..i + 2], 16)
+                .map_err(|_| format!("bad hex digit in --key-hex at character {i}"))
+        })
         .collect()
 }
 
@@ -323,17 +370,25 @@ fn encode(
         "1.0" => GiopVersion::V1_0,
         "1.1" => GiopVersion::V1_1,
         "1.2" => GiopVersion::V1_2,
-        other => return Err(format!("unsupported IIOP version {other:?} (use 1.0, 1.1 or 1.2)")),
+        other => {
+            return Err(format!(
+                "unsupported IIOP version {other:?} (use 1.0, 1.1 or 1.2)"
+            ))
+        }
     };
     if host.is_empty() || host == "0.0.0.0" || host == "::" {
-        return Err(format!("{host:?} is not an address a client can connect to"));
+        return Err(format!(
+            "{host:?} is not an address a client can connect to"
+        ));
     }
     let mut body = ProfileBody::new(version, host, port, key);
     if version >= GiopVersion::V1_1 {
-        body.components.push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
+        body.components
+            .push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
         if !no_codesets {
-            body.components
-                .push(TaggedComponent::code_sets(&CodeSetComponentInfo::armillary()));
+            body.components.push(TaggedComponent::code_sets(
+                &CodeSetComponentInfo::armillary(),
+            ));
         }
     }
     let ior = Ior::iiop(type_id, &body).map_err(|e| e.to_string())?;

@@ -99,9 +99,14 @@ fn catior(ior: &str) -> (String, Vec<Profile>) {
         } else if let Some(p) = profiles.last_mut() {
             if let Some(rest) = t.strip_prefix("TAG_ORB_TYPE ") {
                 // "omniORB (ATT\x00)" or "(unknown) (ARM\x00)"
-                let raw = rest.rsplit_once('(').map(|(_, r)| r.trim_end_matches(')')).unwrap_or("");
+                let raw = rest
+                    .rsplit_once('(')
+                    .map(|(_, r)| r.trim_end_matches(')'))
+                    .unwrap_or("");
                 p.orb_type = Some(raw.to_owned());
-            } else if let Some((label, value)) = t.trim_start_matches("TAG_CODE_SETS ").split_once(':') {
+            } else if let Some((label, value)) =
+                t.trim_start_matches("TAG_CODE_SETS ").split_once(':')
+            {
                 let list: Vec<String> = value
                     .split(',')
                     .map(|s| code_set_name(s.trim()))
@@ -122,7 +127,11 @@ fn catior(ior: &str) -> (String, Vec<Profile>) {
 
 fn ours(ior: &str) -> (String, Vec<Profile>) {
     let out = armillary(&["ior", "decode", "--json", ior]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     let profiles = json["profiles"]
         .as_array()
@@ -138,15 +147,30 @@ fn ours(ior: &str) -> (String, Vec<Profile>) {
             let comps = p["components"].as_array().unwrap();
             let find = |name: &str| comps.iter().find(|c| c["name"] == name);
             let orb_type = find("TAG_ORB_TYPE").map(|c| {
-                let id = u32::from_str_radix(c["orb_type"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+                let id = u32::from_str_radix(
+                    c["orb_type"].as_str().unwrap().trim_start_matches("0x"),
+                    16,
+                )
+                .unwrap();
                 id.to_be_bytes()
                     .iter()
-                    .map(|b| if b.is_ascii_graphic() { char::from(*b).to_string() } else { format!("\\x{b:02x}") })
+                    .map(|b| {
+                        if b.is_ascii_graphic() {
+                            char::from(*b).to_string()
+                        } else {
+                            format!("\\x{b:02x}")
+                        }
+                    })
                     .collect::<String>()
             });
             let cs = find("TAG_CODE_SETS");
             let list = |v: &Value| -> Vec<String> {
-                v["conversion"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()).collect()
+                v["conversion"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap().to_owned())
+                    .collect()
             };
             Profile {
                 version: p["iiop_version"].as_str().unwrap().to_owned(),
@@ -177,7 +201,9 @@ fn workspace() -> PathBuf {
 }
 
 fn vectors() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS").map(PathBuf::from).unwrap_or_else(|_| workspace().join("../shared/vectors/omniorb-4.2"))
+    std::env::var("ARMILLARY_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace().join("../shared/vectors/omniorb-4.2"))
 }
 
 #[test]
@@ -190,7 +216,10 @@ fn catior_and_armillary_agree_on_captured_omniorb_iors() {
         if !session.path().is_dir() {
             continue;
         }
-        for file in std::fs::read_dir(session.path()).unwrap().filter_map(Result::ok) {
+        for file in std::fs::read_dir(session.path())
+            .unwrap()
+            .filter_map(Result::ok)
+        {
             if file.path().extension().and_then(|e| e.to_str()) == Some("ior") {
                 let ior = std::fs::read_to_string(file.path()).unwrap();
                 agree(ior.trim(), &file.path().display().to_string());
@@ -237,7 +266,12 @@ fn catior_and_armillary_agree_on_fresh_omniorb_iors() {
             Command::new(peers.join("interop_server"))
                 .arg("--ior-file")
                 .arg(&ior_file)
-                .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0", "-ORBmaxGIOPVersion", version])
+                .args([
+                    "-ORBendPoint",
+                    "giop:tcp:127.0.0.1:0",
+                    "-ORBmaxGIOPVersion",
+                    version,
+                ])
                 .stdout(Stdio::null())
                 .spawn()
                 .unwrap(),
@@ -265,7 +299,18 @@ fn catior_reads_what_armillary_encodes() {
         ("1.1", vec!["--key-hex", "00ff41"]),
         ("1.0", vec!["--key", "plain"]),
     ] {
-        let mut args = vec!["ior", "encode", "--type-id", "IDL:Stock/Quoter:1.0", "--host", "127.0.0.1", "--port", "2809", "--giop", giop];
+        let mut args = vec![
+            "ior",
+            "encode",
+            "--type-id",
+            "IDL:Stock/Quoter:1.0",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "2809",
+            "--giop",
+            giop,
+        ];
         args.extend(key_args);
         let out = armillary(&args);
         assert!(out.status.success());

@@ -3,7 +3,10 @@
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_armillary")).args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_armillary"))
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -18,7 +21,10 @@ fn decode_prints_every_profile_and_component() {
     let (code, out, _) = run(&["ior", "decode", QUOTER]);
     assert_eq!(code, 0);
     assert!(out.contains("Type ID: \"IDL:Stock/Quoter:1.0\""), "{out}");
-    assert!(out.contains("1. IIOP 1.2 127.0.0.1 37721 \"Quoter\""), "{out}");
+    assert!(
+        out.contains("1. IIOP 1.2 127.0.0.1 37721 \"Quoter\""),
+        "{out}"
+    );
     assert!(out.contains("TAG_ORB_TYPE omniORB"), "{out}");
     assert!(out.contains("char native: ISO-8859-1"), "{out}");
 }
@@ -35,13 +41,20 @@ fn decode_reads_files_and_prints_json() {
     assert_eq!(json["type_id"], "IDL:Stock/Quoter:1.0");
     assert_eq!(json["profiles"][0]["port"], 37721);
     assert_eq!(json["profiles"][0]["object_key"], "Quoter");
-    assert_eq!(json["profiles"][0]["components"][1]["char"]["native"], "ISO-8859-1");
+    assert_eq!(
+        json["profiles"][0]["components"][1]["char"]["native"],
+        "ISO-8859-1"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn decode_understands_corbaloc_and_corbaname() {
-    let (code, out, _) = run(&["ior", "decode", "corbaloc:iiop:1.2@[::1]:2809,:backup/Name%20Service"]);
+    let (code, out, _) = run(&[
+        "ior",
+        "decode",
+        "corbaloc:iiop:1.2@[::1]:2809,:backup/Name%20Service",
+    ]);
     assert_eq!(code, 0);
     assert!(out.contains("IIOP 1.2 ::1 2809"), "{out}");
     assert!(out.contains("IIOP 1.0 backup 2809"), "{out}");
@@ -68,14 +81,39 @@ fn errors_say_what_and_where() {
         assert!(err.starts_with("error: "), "{input}: {err}");
         assert!(err.contains(message), "{input}: {err}");
     }
-    let (code, _, err) = run(&["ior", "encode", "--type-id", "IDL:X:1.0", "--host", "0.0.0.0", "--port", "1", "--key", "k"]);
+    let (code, _, err) = run(&[
+        "ior",
+        "encode",
+        "--type-id",
+        "IDL:X:1.0",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "1",
+        "--key",
+        "k",
+    ]);
     assert_eq!(code, 1);
-    assert!(err.contains("not an address a client can connect to"), "{err}");
+    assert!(
+        err.contains("not an address a client can connect to"),
+        "{err}"
+    );
 }
 
 #[test]
 fn encode_round_trips_through_decode() {
-    let (code, ior, _) = run(&["ior", "encode", "--type-id", "IDL:Stock/Quoter:1.0", "--host", "::1", "--port", "2809", "--key", "Quoter"]);
+    let (code, ior, _) = run(&[
+        "ior",
+        "encode",
+        "--type-id",
+        "IDL:Stock/Quoter:1.0",
+        "--host",
+        "::1",
+        "--port",
+        "2809",
+        "--key",
+        "Quoter",
+    ]);
     assert_eq!(code, 0);
     let (code, out, _) = run(&["ior", "decode", ior.trim()]);
     assert_eq!(code, 0);

@@ -113,11 +113,15 @@ impl Any {
 
     /// Converts a typed value that implements CDR encoding into an `any`
     /// with `type_code`, by encoding it and decoding it again dynamically.
-    pub fn from_cdr_value<T: CdrEncode + ?Sized>(type_code: TypeCode, value: &T) -> Result<Any, CdrError> {
+    pub fn from_cdr_value<T: CdrEncode + ?Sized>(
+        type_code: TypeCode,
+        value: &T,
+    ) -> Result<Any, CdrError> {
         let order = ByteOrder::NATIVE;
         let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
         value.encode(&mut w)?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
+        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2)
+            .with_codesets(crate::CodeSets::NATIVE);
         let mut stack = Vec::new();
         let value = decode_value(&type_code, &mut r, &mut stack)?;
         Ok(Any { type_code, value })
@@ -133,7 +137,8 @@ impl Any {
         let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
         let mut stack = Vec::new();
         encode_value(&self.type_code, &self.value, &mut w, &mut stack).ok()?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
+        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2)
+            .with_codesets(crate::CodeSets::NATIVE);
         T::decode(&mut r).ok()
     }
 
@@ -203,11 +208,19 @@ fn decode_value<'t>(
             K::Octet => Value::Octet(r.read_octet()?),
             K::String => {
                 let bound = tc.length().unwrap_or(0);
-                Value::String(if bound == 0 { r.read_string()? } else { r.read_bounded_string(bound)? })
+                Value::String(if bound == 0 {
+                    r.read_string()?
+                } else {
+                    r.read_bounded_string(bound)?
+                })
             }
             K::WString => {
                 let bound = tc.length().unwrap_or(0);
-                Value::WString(if bound == 0 { r.read_wstring()? } else { r.read_bounded_wstring(bound)? })
+                Value::WString(if bound == 0 {
+                    r.read_wstring()?
+                } else {
+                    r.read_bounded_wstring(bound)?
+                })
             }
             K::Fixed => {
                 let scale = u16::try_from(tc.fixed_scale().unwrap_or(0))
@@ -219,7 +232,10 @@ fn decode_value<'t>(
             K::Principal => Value::Principal(r.read_octet_seq()?.to_vec()),
             K::ObjRef | K::AbstractInterface => {
                 if tc.kind() == K::AbstractInterface && !r.read_bool()? {
-                    return Err(invalid(r.position(), "abstract interface holding a value is not supported"));
+                    return Err(invalid(
+                        r.position(),
+                        "abstract interface holding a value is not supported",
+                    ));
                 }
                 Value::ObjRef(Ior::decode(r)?)
             }
@@ -249,7 +265,9 @@ fn decode_value<'t>(
                 Value::Struct(members)
             }
             K::Union => {
-                let disc_tc = tc.discriminator_type().map_err(|_| invalid(r.position(), "union"))?;
+                let disc_tc = tc
+                    .discriminator_type()
+                    .map_err(|_| invalid(r.position(), "union"))?;
                 let label = read_label(r, disc_tc)?;
                 let discriminator = label_value(disc_tc, label);
                 let n = tc.member_count().unwrap_or(0);
@@ -260,7 +278,9 @@ fn decode_value<'t>(
                 let member = match chosen {
                     Some(i) => {
                         stack.push(tc);
-                        let m = tc.member_type(i).map_err(|_| invalid(r.position(), "union member"));
+                        let m = tc
+                            .member_type(i)
+                            .map_err(|_| invalid(r.position(), "union member"));
                         let v = m.and_then(|m| decode_value(m, r, stack));
                         stack.pop();
                         Some((i, Box::new(v?)))
@@ -277,17 +297,26 @@ fn decode_value<'t>(
                 let v = r.read_ulong()?;
                 let count = tc.member_count().unwrap_or(0) as u32;
                 if v >= count {
-                    return Err(CdrError::InvalidEnum { offset, value: v, count });
+                    return Err(CdrError::InvalidEnum {
+                        offset,
+                        value: v,
+                        count,
+                    });
                 }
                 Value::Enum(v)
             }
             K::Sequence | K::Array => {
-                let elem = tc.content_type().map_err(|_| invalid(r.position(), "sequence"))?;
+                let elem = tc
+                    .content_type()
+                    .map_err(|_| invalid(r.position(), "sequence"))?;
                 let n = if tc.kind() == K::Sequence {
                     let n = r.read_seq_len(resolve(elem, stack)?.min_wire_size())?;
                     let bound = tc.length().unwrap_or(0);
                     if bound != 0 && n as u64 > u64::from(bound) {
-                        return Err(CdrError::BoundExceeded { bound, length: n as u64 });
+                        return Err(CdrError::BoundExceeded {
+                            bound,
+                            length: n as u64,
+                        });
                     }
                     n
                 } else {
@@ -304,7 +333,9 @@ fn decode_value<'t>(
                 }
             }
             K::Alias => {
-                let content = tc.content_type().map_err(|_| invalid(r.position(), "alias"))?;
+                let content = tc
+                    .content_type()
+                    .map_err(|_| invalid(r.position(), "alias"))?;
                 stack.push(tc);
                 let v = decode_value(content, r, stack);
                 stack.pop();
@@ -314,7 +345,12 @@ fn decode_value<'t>(
                 let offset = r.position();
                 match r.read_ulong()? {
                     0 => Value::Null,
-                    _ => return Err(invalid(offset, "valuetype values in an any are not supported yet")),
+                    _ => {
+                        return Err(invalid(
+                            offset,
+                            "valuetype values in an any are not supported yet",
+                        ))
+                    }
                 }
             }
             K::Native | K::LocalInterface | K::Component | K::Home => {
@@ -362,7 +398,9 @@ fn encode_value<'t>(
 ) -> Result<(), CdrError> {
     let tc = resolve(tc, stack)?;
     if stack.len() > crate::cdr::MAX_DEPTH as usize {
-        return Err(CdrError::TooDeep { offset: w.position() });
+        return Err(CdrError::TooDeep {
+            offset: w.position(),
+        });
     }
     let at = w.position();
     let mismatch = || invalid(at, "value does not match its TypeCode");
@@ -417,7 +455,13 @@ fn encode_value<'t>(
             stack.pop();
             result?
         }
-        (K::Union, Value::Union { discriminator, member }) => {
+        (
+            K::Union,
+            Value::Union {
+                discriminator,
+                member,
+            },
+        ) => {
             let disc_tc = tc.discriminator_type().map_err(|_| mismatch())?;
             let label = value_label(discriminator).ok_or_else(mismatch)?;
             write_label(w, disc_tc, label)?;
@@ -445,7 +489,10 @@ fn encode_value<'t>(
             let bound = tc.length().unwrap_or(0);
             if tc.kind() == K::Sequence {
                 if bound != 0 && len > bound as usize {
-                    return Err(CdrError::BoundExceeded { bound, length: len as u64 });
+                    return Err(CdrError::BoundExceeded {
+                        bound,
+                        length: len as u64,
+                    });
                 }
                 w.write_len(len)?;
             } else if len != bound as usize {

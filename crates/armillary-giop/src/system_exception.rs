@@ -239,11 +239,10 @@ impl SystemException {
         let id = r.read_string()?;
         let minor = r.read_ulong()?;
         let offset = r.position();
-        let completed =
-            CompletionStatus::from_u32(r.read_ulong()?).ok_or(CdrError::Invalid {
-                offset,
-                what: "completion status is not 0, 1 or 2",
-            })?;
+        let completed = CompletionStatus::from_u32(r.read_ulong()?).ok_or(CdrError::Invalid {
+            offset,
+            what: "completion status is not 0, 1 or 2",
+        })?;
         Ok(match SystemExceptionKind::from_repository_id(&id) {
             Some(kind) => SystemException::new(kind, minor, completed),
             None => SystemException {

@@ -140,9 +140,21 @@ pub struct ValueMember {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Repr {
     Simple(TCKind),
-    String { wide: bool, bound: u32 },
-    Interface { kind: TCKind, id: String, name: String },
-    Struct { kind: TCKind, id: String, name: String, members: Vec<StructMember> },
+    String {
+        wide: bool,
+        bound: u32,
+    },
+    Interface {
+        kind: TCKind,
+        id: String,
+        name: String,
+    },
+    Struct {
+        kind: TCKind,
+        id: String,
+        name: String,
+        members: Vec<StructMember>,
+    },
     Union {
         id: String,
         name: String,
@@ -150,11 +162,29 @@ enum Repr {
         default_index: i32,
         members: Vec<UnionMember>,
     },
-    Enum { id: String, name: String, members: Vec<String> },
-    Sequence { element: TypeCode, bound: u32 },
-    Array { element: TypeCode, length: u32 },
-    Alias { kind: TCKind, id: String, name: String, content: TypeCode },
-    Fixed { digits: u16, scale: i16 },
+    Enum {
+        id: String,
+        name: String,
+        members: Vec<String>,
+    },
+    Sequence {
+        element: TypeCode,
+        bound: u32,
+    },
+    Array {
+        element: TypeCode,
+        length: u32,
+    },
+    Alias {
+        kind: TCKind,
+        id: String,
+        name: String,
+        content: TypeCode,
+    },
+    Fixed {
+        digits: u16,
+        scale: i16,
+    },
     Value {
         kind: TCKind,
         id: String,
@@ -163,7 +193,9 @@ enum Repr {
         base: Option<TypeCode>,
         members: Vec<ValueMember>,
     },
-    Recursive { id: String },
+    Recursive {
+        id: String,
+    },
 }
 
 /// A CORBA TypeCode. Cheap to clone.
@@ -199,7 +231,7 @@ macro_rules! simple {
 simple! {
     null => Null, void => Void, short => Short, long => Long, ushort => UShort,
     ulong => ULong, float => Float, double => Double, boolean => Boolean,
-    char => Char, octet => Octet, any => Any, type_code => TypeCode,
+    char => Char, octet => Octet, any => Any, tc_typecode => TypeCode,
     principal => Principal, longlong => LongLong, ulonglong => ULongLong,
     longdouble => LongDouble, wchar => WChar,
 }
@@ -434,7 +466,9 @@ impl TypeCode {
     /// The label of union member `i`.
     pub fn member_label(&self, i: usize) -> Result<i128, TypeCodeError> {
         match &*self.0 {
-            Repr::Union { members, .. } => members.get(i).map(|m| m.label).ok_or(TypeCodeError::Bounds),
+            Repr::Union { members, .. } => {
+                members.get(i).map(|m| m.label).ok_or(TypeCodeError::Bounds)
+            }
             _ => Err(TypeCodeError::BadKind),
         }
     }
@@ -523,7 +557,9 @@ impl TypeCode {
                 id: id.clone(),
                 name: String::new(),
             },
-            Repr::Struct { kind, id, members, .. } => Repr::Struct {
+            Repr::Struct {
+                kind, id, members, ..
+            } => Repr::Struct {
                 kind: *kind,
                 id: id.clone(),
                 name: String::new(),
@@ -568,7 +604,9 @@ impl TypeCode {
                 element: element.compact(),
                 length: *length,
             },
-            Repr::Alias { kind, id, content, .. } => Repr::Alias {
+            Repr::Alias {
+                kind, id, content, ..
+            } => Repr::Alias {
                 kind: *kind,
                 id: id.clone(),
                 name: String::new(),
@@ -658,7 +696,13 @@ fn equivalent(a: &TypeCode, b: &TypeCode, depth: u32) -> bool {
         (Repr::Alias { content: x, .. }, Repr::Alias { content: y, .. }) => {
             equivalent(x, y, depth + 1)
         }
-        _ => a == b || matches!((&*a.0, &*b.0), (Repr::Interface { .. }, Repr::Interface { .. })),
+        _ => {
+            a == b
+                || matches!(
+                    (&*a.0, &*b.0),
+                    (Repr::Interface { .. }, Repr::Interface { .. })
+                )
+        }
     }
 }
 
@@ -673,12 +717,7 @@ impl fmt::Debug for TypeCode {
             Repr::Array { element, length } => write!(f, "{element:?}[{length}]"),
             Repr::Fixed { digits, scale } => write!(f, "fixed<{digits},{scale}>"),
             Repr::Recursive { id } => write!(f, "recursive({id})"),
-            _ => write!(
-                f,
-                "{:?} {}",
-                self.kind(),
-                self.id().unwrap_or_default()
-            ),
+            _ => write!(f, "{:?} {}", self.kind(), self.id().unwrap_or_default()),
         }
     }
 }
@@ -700,7 +739,12 @@ impl TypeCode {
     }
 
     /// `base`: absolute stream offset of `w`'s first byte.
-    fn encode_at(&self, w: &mut CdrWriter, base: usize, st: &mut EncodeState) -> Result<(), CdrError> {
+    fn encode_at(
+        &self,
+        w: &mut CdrWriter,
+        base: usize,
+        st: &mut EncodeState,
+    ) -> Result<(), CdrError> {
         w.align(4);
         let start = base + w.len();
         if let Repr::Recursive { id } = &*self.0 {
@@ -734,20 +778,27 @@ impl TypeCode {
         result
     }
 
-    fn encode_params(&self, w: &mut CdrWriter, base: usize, st: &mut EncodeState) -> Result<(), CdrError> {
+    fn encode_params(
+        &self,
+        w: &mut CdrWriter,
+        base: usize,
+        st: &mut EncodeState,
+    ) -> Result<(), CdrError> {
         // Complex kinds: an encapsulation whose content starts 4 bytes after
         // the (aligned) length.
-        let encaps = |w: &mut CdrWriter,
-                      st: &mut EncodeState,
-                      body: &dyn Fn(&mut CdrWriter, usize, &mut EncodeState) -> Result<(), CdrError>|
-         -> Result<(), CdrError> {
-            w.align(4);
-            let inner_base = base + w.len() + 4;
-            let mut inner = CdrWriter::new(w.byte_order(), w.version()).with_codesets(w.codesets());
-            inner.write_octet(w.byte_order().flag());
-            body(&mut inner, inner_base, st)?;
-            w.write_octet_seq(inner.as_bytes())
-        };
+        let encaps =
+            |w: &mut CdrWriter,
+             st: &mut EncodeState,
+             body: &dyn Fn(&mut CdrWriter, usize, &mut EncodeState) -> Result<(), CdrError>|
+             -> Result<(), CdrError> {
+                w.align(4);
+                let inner_base = base + w.len() + 4;
+                let mut inner =
+                    CdrWriter::new(w.byte_order(), w.version()).with_codesets(w.codesets());
+                inner.write_octet(w.byte_order().flag());
+                body(&mut inner, inner_base, st)?;
+                w.write_octet_seq(inner.as_bytes())
+            };
         match &*self.0 {
             Repr::Simple(_) | Repr::Recursive { .. } => Ok(()),
             Repr::String { bound, .. } => {
@@ -758,7 +809,9 @@ impl TypeCode {
                 e.write_string(id)?;
                 e.write_string(name)
             }),
-            Repr::Struct { id, name, members, .. } => encaps(w, st, &|e, b, st| {
+            Repr::Struct {
+                id, name, members, ..
+            } => encaps(w, st, &|e, b, st| {
                 e.write_string(id)?;
                 e.write_string(name)?;
                 e.write_len(members.len())?;
@@ -807,7 +860,9 @@ impl TypeCode {
                 e.write_ulong(*length);
                 Ok(())
             }),
-            Repr::Alias { id, name, content, .. } => encaps(w, st, &|e, b, st| {
+            Repr::Alias {
+                id, name, content, ..
+            } => encaps(w, st, &|e, b, st| {
                 e.write_string(id)?;
                 e.write_string(name)?;
                 content.encode_at(e, b, st)
@@ -866,7 +921,10 @@ pub(crate) fn write_label(w: &mut CdrWriter, disc: &TypeCode, label: i128) -> Re
         TCKind::Boolean => w.write_bool(label != 0),
         TCKind::Char => w.write_octet(u8::try_from(label).map_err(|_| bad)?),
         TCKind::WChar => {
-            let c = u32::try_from(label).ok().and_then(char::from_u32).ok_or(bad)?;
+            let c = u32::try_from(label)
+                .ok()
+                .and_then(char::from_u32)
+                .ok_or(bad)?;
             w.write_wchar(c)?
         }
         _ => {
@@ -908,7 +966,11 @@ struct DecodeState {
     done: HashMap<usize, TypeCode>,
 }
 
-fn decode_at(r: &mut CdrReader<'_>, base: usize, st: &mut DecodeState) -> Result<TypeCode, CdrError> {
+fn decode_at(
+    r: &mut CdrReader<'_>,
+    base: usize,
+    st: &mut DecodeState,
+) -> Result<TypeCode, CdrError> {
     r.nested(|r| {
         r.align(4)?;
         let start = base + r.position();
@@ -955,7 +1017,12 @@ fn decode_params(
             let scale = r.read_short()?;
             TypeCode::fixed(digits, scale)
         }
-        K::ObjRef | K::AbstractInterface | K::LocalInterface | K::Native | K::Component | K::Home => {
+        K::ObjRef
+        | K::AbstractInterface
+        | K::LocalInterface
+        | K::Native
+        | K::Component
+        | K::Home => {
             let (mut e, _) = open_encaps(r, base)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
@@ -1141,6 +1208,9 @@ mod tests {
         let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
         tc.encode(&mut w).unwrap();
         let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Big, GiopVersion::V1_2);
-        assert!(matches!(TypeCode::decode(&mut r), Err(CdrError::TooDeep { .. })));
+        assert!(matches!(
+            TypeCode::decode(&mut r),
+            Err(CdrError::TooDeep { .. })
+        ));
     }
 }

@@ -7,14 +7,18 @@ use std::path::{Path, PathBuf};
 use armillary_giop::any::{Any, AnyValue, Value};
 use armillary_giop::giop::Message;
 use armillary_giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
-use armillary_giop::{ByteOrder, CdrDecode, CdrEncode, CdrReader, CdrWriter, CodeSets, GiopVersion};
+use armillary_giop::{
+    ByteOrder, CdrDecode, CdrEncode, CdrReader, CdrWriter, CodeSets, GiopVersion,
+};
 use proptest::prelude::*;
 use serde_json::Value as Json;
 
 fn vectors_dir() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS").map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
-    })
+    std::env::var("ARMILLARY_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
+        })
 }
 
 #[test]
@@ -23,7 +27,8 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
     for session in ["giop-1.0", "giop-1.1", "giop-1.2"] {
         let dir = vectors_dir().join(session);
         let index: Json =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap())
+                .unwrap();
         for entry in index["messages"].as_array().unwrap() {
             let is_any = entry["operation"] == "echo_any" || entry["reply_to"] == "echo_any";
             if !is_any {
@@ -47,8 +52,17 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
             let mut again = CdrReader::new(w.as_bytes(), msg.header.byte_order, msg.header.version)
                 .with_codesets(CodeSets::NATIVE)
                 .with_align_base(msg.body_offset);
-            assert_eq!(Any::decode(&mut again).unwrap(), any, "{session}: re-decoding");
-            let differing = w.as_bytes().iter().zip(original).filter(|(a, b)| a != b).count();
+            assert_eq!(
+                Any::decode(&mut again).unwrap(),
+                any,
+                "{session}: re-decoding"
+            );
+            let differing = w
+                .as_bytes()
+                .iter()
+                .zip(original)
+                .filter(|(a, b)| a != b)
+                .count();
             assert!(differing <= 32, "{session}: {differing} bytes differ");
             seen.push(any);
         }
@@ -58,11 +72,17 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
     assert!(kinds.contains(&TCKind::String), "{kinds:?}");
     assert!(kinds.contains(&TCKind::Struct), "{kinds:?}");
     assert!(kinds.contains(&TCKind::Union), "{kinds:?}");
-    let shape = seen.iter().find(|a| a.type_code.kind() == TCKind::Struct).unwrap();
+    let shape = seen
+        .iter()
+        .find(|a| a.type_code.kind() == TCKind::Struct)
+        .unwrap();
     assert_eq!(shape.type_code.id(), Ok("IDL:Kinds/Shape:1.0"));
     assert_eq!(shape.type_code.name(), Ok("Shape"));
     assert_eq!(shape.type_code.member_count(), Ok(3));
-    let union = seen.iter().find(|a| a.type_code.kind() == TCKind::Union).unwrap();
+    let union = seen
+        .iter()
+        .find(|a| a.type_code.kind() == TCKind::Union)
+        .unwrap();
     assert_eq!(union.type_code.id(), Ok("IDL:Kinds/Value:1.0"));
     assert!(seen.iter().any(|a| a.get::<i32>().is_some()));
     assert!(seen.iter().any(|a| a.get::<String>().is_some()));
@@ -71,15 +91,44 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
 fn leaf() -> impl Strategy<Value = (TypeCode, BoxedStrategy<Value>)> {
     prop_oneof![
         Just((TypeCode::long(), any::<i32>().prop_map(Value::Long).boxed())),
-        Just((TypeCode::ushort(), any::<u16>().prop_map(Value::UShort).boxed())),
-        Just((TypeCode::ulonglong(), any::<u64>().prop_map(Value::ULongLong).boxed())),
-        Just((TypeCode::double(), (-1e9f64..1e9).prop_map(Value::Double).boxed())),
-        Just((TypeCode::boolean(), any::<bool>().prop_map(Value::Boolean).boxed())),
-        Just((TypeCode::octet(), any::<u8>().prop_map(Value::Octet).boxed())),
-        Just((TypeCode::char(), (0u8..128).prop_map(|c| Value::Char(char::from(c))).boxed())),
-        Just((TypeCode::wchar(), proptest::char::range('a', '\u{d7ff}').prop_map(Value::WChar).boxed())),
-        Just((TypeCode::string(0), ".{0,8}".prop_map(Value::String).boxed())),
-        Just((TypeCode::wstring(0), ".{0,8}".prop_map(Value::WString).boxed())),
+        Just((
+            TypeCode::ushort(),
+            any::<u16>().prop_map(Value::UShort).boxed()
+        )),
+        Just((
+            TypeCode::ulonglong(),
+            any::<u64>().prop_map(Value::ULongLong).boxed()
+        )),
+        Just((
+            TypeCode::double(),
+            (-1e9f64..1e9).prop_map(Value::Double).boxed()
+        )),
+        Just((
+            TypeCode::boolean(),
+            any::<bool>().prop_map(Value::Boolean).boxed()
+        )),
+        Just((
+            TypeCode::octet(),
+            any::<u8>().prop_map(Value::Octet).boxed()
+        )),
+        Just((
+            TypeCode::char(),
+            (0u8..128).prop_map(|c| Value::Char(char::from(c))).boxed()
+        )),
+        Just((
+            TypeCode::wchar(),
+            proptest::char::range('a', '\u{d7ff}')
+                .prop_map(Value::WChar)
+                .boxed()
+        )),
+        Just((
+            TypeCode::string(0),
+            ".{0,8}".prop_map(Value::String).boxed()
+        )),
+        Just((
+            TypeCode::wstring(0),
+            ".{0,8}".prop_map(Value::WString).boxed()
+        )),
         Just((
             TypeCode::enum_tc("IDL:T/E:1.0", "E", &["a", "b", "c"]),
             (0u32..3).prop_map(Value::Enum).boxed()
@@ -104,7 +153,10 @@ fn typed() -> impl Strategy<Value = (TypeCode, Value)> {
                         })
                         .collect(),
                 );
-                (tc, Value::Struct(members.into_iter().map(|(_, v)| v).collect()))
+                (
+                    tc,
+                    Value::Struct(members.into_iter().map(|(_, v)| v).collect()),
+                )
             }),
             (inner.clone(), 0usize..4).prop_map(|((tc, v), n)| {
                 (
@@ -125,12 +177,23 @@ fn typed() -> impl Strategy<Value = (TypeCode, Value)> {
                     TypeCode::long(),
                     1,
                     vec![
-                        UnionMember { label: 7, name: "x".into(), type_code: tc },
-                        UnionMember { label: 0, name: "d".into(), type_code: TypeCode::short() },
+                        UnionMember {
+                            label: 7,
+                            name: "x".into(),
+                            type_code: tc,
+                        },
+                        UnionMember {
+                            label: 0,
+                            name: "d".into(),
+                            type_code: TypeCode::short(),
+                        },
                     ],
                 );
                 let value = if first {
-                    Value::Union { discriminator: Box::new(Value::Long(7)), member: Some((0, Box::new(v))) }
+                    Value::Union {
+                        discriminator: Box::new(Value::Long(7)),
+                        member: Some((0, Box::new(v))),
+                    }
                 } else {
                     Value::Union {
                         discriminator: Box::new(Value::Long(-3)),
@@ -139,7 +202,10 @@ fn typed() -> impl Strategy<Value = (TypeCode, Value)> {
                 };
                 (u, value)
             }),
-            inner.prop_map(|(tc, v)| (TypeCode::any(), Value::Any(Box::new(Any::new(tc, v).unwrap())))),
+            inner.prop_map(|(tc, v)| (
+                TypeCode::any(),
+                Value::Any(Box::new(Any::new(tc, v).unwrap()))
+            )),
         ]
     })
 }
@@ -173,7 +239,14 @@ fn typed_extraction_checks_the_type() {
     assert_eq!(Any::from("x").get::<String>(), Some("x".into()));
     assert_eq!(<Vec<u8>>::type_code().kind(), TCKind::Sequence);
     assert!(Any::new(TypeCode::long(), Value::Short(1)).is_err());
-    let typed: Any = Any::from_cdr_value(TypeCode::sequence(TypeCode::long(), 0), &vec![1i32, 2]).unwrap();
-    assert_eq!(typed.value, Value::Sequence(vec![Value::Long(1), Value::Long(2)]));
-    assert_eq!(typed.to_cdr_value::<Vec<i32>>(&TypeCode::sequence(TypeCode::long(), 0)), Some(vec![1, 2]));
+    let typed: Any =
+        Any::from_cdr_value(TypeCode::sequence(TypeCode::long(), 0), &vec![1i32, 2]).unwrap();
+    assert_eq!(
+        typed.value,
+        Value::Sequence(vec![Value::Long(1), Value::Long(2)])
+    );
+    assert_eq!(
+        typed.to_cdr_value::<Vec<i32>>(&TypeCode::sequence(TypeCode::long(), 0)),
+        Some(vec![1, 2])
+    );
 }

@@ -8,9 +8,16 @@ use std::path::{Path, PathBuf};
 use armillary_giop::fuzzing;
 
 fn regressions(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions").join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions")
+        .join(target);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     files
@@ -29,11 +36,19 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 fn frame_decoder_regressions() {
     replay("frame_decoder", fuzzing::frame_decoder);
     // The captures, as fuzz inputs (4 bytes of split sizes, then a stream).
-    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2/giop-1.2");
+    let vectors =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2/giop-1.2");
     let mut stream = vec![7, 64, 1, 200];
-    let mut files: Vec<_> = std::fs::read_dir(vectors).unwrap().filter_map(Result::ok).map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(vectors)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
     files.sort();
-    for f in files.iter().filter(|p| p.to_string_lossy().contains("-c2s-")) {
+    for f in files
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("-c2s-"))
+    {
         stream.extend(std::fs::read(f).unwrap());
     }
     fuzzing::frame_decoder(&stream);

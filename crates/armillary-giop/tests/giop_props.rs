@@ -6,8 +6,8 @@
 use armillary_giop::cdr::codeset::CodeSetContext;
 use armillary_giop::giop::{
     fragment_message, FrameDecoder, FrameError, FrameLimits, LocateReplyHeader, LocateStatus,
-    Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader,
-    ServiceContext, TargetAddress,
+    Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, ServiceContext,
+    TargetAddress,
 };
 use armillary_giop::ior::{Ior, TaggedProfile};
 use armillary_giop::{ByteOrder, GiopVersion};
@@ -82,7 +82,15 @@ fn body(v: GiopVersion) -> BoxedStrategy<MessageBody> {
         any::<[u8; 3]>().boxed()
     };
     prop_oneof![
-        (any::<u32>(), flags, reserved, target(v), "[a-z_]{1,12}", contexts(), prop::collection::vec(any::<u8>(), 0..4))
+        (
+            any::<u32>(),
+            flags,
+            reserved,
+            target(v),
+            "[a-z_]{1,12}",
+            contexts(),
+            prop::collection::vec(any::<u8>(), 0..4)
+        )
             .prop_map(move |(id, flags, reserved, target, op, sc, principal)| {
                 MessageBody::Request(RequestHeader {
                     request_id: id,
@@ -91,7 +99,11 @@ fn body(v: GiopVersion) -> BoxedStrategy<MessageBody> {
                     target,
                     operation: op,
                     service_contexts: sc,
-                    requesting_principal: if v < GiopVersion::V1_2 { principal } else { Vec::new() },
+                    requesting_principal: if v < GiopVersion::V1_2 {
+                        principal
+                    } else {
+                        Vec::new()
+                    },
                 })
             }),
         (any::<u32>(), 0..statuses, contexts()).prop_map(move |(id, s, sc)| MessageBody::Reply(
@@ -124,7 +136,12 @@ fn body(v: GiopVersion) -> BoxedStrategy<MessageBody> {
 
 fn message() -> impl Strategy<Value = (GiopVersion, ByteOrder, MessageBody, Vec<u8>)> {
     (version(), order()).prop_flat_map(|(v, o)| {
-        (Just(v), Just(o), body(v), prop::collection::vec(any::<u8>(), 0..40))
+        (
+            Just(v),
+            Just(o),
+            body(v),
+            prop::collection::vec(any::<u8>(), 0..40),
+        )
     })
 }
 
@@ -252,19 +269,45 @@ fn header(version: (u8, u8), flags: u8, kind: u8, size: u32) -> Vec<u8> {
 
 #[test]
 fn malformed_streams_are_typed_errors() {
-    let cases: Vec<(Vec<u8>, fn(&FrameError) -> bool)> = vec![
-        (b"HTTP/1.1 200 OK\r\n".to_vec(), |e| matches!(e, FrameError::Header { .. })),
-        (header((1, 3), 0, 0, 0), |e| matches!(e, FrameError::Header { .. })),
-        (header((1, 2), 0, 9, 0), |e| matches!(e, FrameError::Header { .. })),
-        (header((1, 0), 0, 7, 0), |e| matches!(e, FrameError::Header { .. })),
-        (header((1, 2), 0, 0, u32::MAX), |e| matches!(e, FrameError::TooLarge { .. })),
-        ([header((1, 2), 0, 7, 4), vec![0, 0, 0, 9]].concat(), |e| {
-            matches!(e, FrameError::OrphanFragment { request_id: Some(9) })
+    type Expect = fn(&FrameError) -> bool;
+    let cases: Vec<(Vec<u8>, Expect)> = vec![
+        (b"HTTP/1.1 200 OK\r\n".to_vec(), |e| {
+            matches!(e, FrameError::Header { .. })
         }),
-        (header((1, 1), 0, 7, 0), |e| matches!(e, FrameError::OrphanFragment { request_id: None })),
-        (header((1, 2), 2, 5, 0), |e| matches!(e, FrameError::BadFragmentation(_))),
+        (header((1, 3), 0, 0, 0), |e| {
+            matches!(e, FrameError::Header { .. })
+        }),
+        (header((1, 2), 0, 9, 0), |e| {
+            matches!(e, FrameError::Header { .. })
+        }),
+        (header((1, 0), 0, 7, 0), |e| {
+            matches!(e, FrameError::Header { .. })
+        }),
+        (header((1, 2), 0, 0, u32::MAX), |e| {
+            matches!(e, FrameError::TooLarge { .. })
+        }),
+        ([header((1, 2), 0, 7, 4), vec![0, 0, 0, 9]].concat(), |e| {
+            matches!(
+                e,
+                FrameError::OrphanFragment {
+                    request_id: Some(9)
+                }
+            )
+        }),
+        (header((1, 1), 0, 7, 0), |e| {
+            matches!(e, FrameError::OrphanFragment { request_id: None })
+        }),
+        (header((1, 2), 2, 5, 0), |e| {
+            matches!(e, FrameError::BadFragmentation(_))
+        }),
         (
-            [header((1, 1), 2, 0, 4), vec![0; 4], header((1, 1), 2, 1, 4), vec![0; 4]].concat(),
+            [
+                header((1, 1), 2, 0, 4),
+                vec![0; 4],
+                header((1, 1), 2, 1, 4),
+                vec![0; 4],
+            ]
+            .concat(),
             |e| matches!(e, FrameError::BadFragmentation(_)),
         ),
         (
@@ -284,7 +327,9 @@ fn malformed_streams_are_typed_errors() {
             max_message_size: 1 << 20,
             ..FrameLimits::default()
         });
-        let err = decoder.handle_bytes(&stream).expect_err(&format!("case {i}"));
+        let err = decoder
+            .handle_bytes(&stream)
+            .expect_err(&format!("case {i}"));
         assert!(expected(&err), "case {i}: {err}");
         // The error is final.
         assert!(decoder.handle_bytes(&[]).is_err());
@@ -313,7 +358,10 @@ fn limits_bound_fragment_counts_and_pending_bytes() {
     for id in 0..3u8 {
         stream.extend([header((1, 2), 2, 0, 4), vec![0, 0, 0, id]].concat());
     }
-    assert_eq!(decoder.handle_bytes(&stream), Err(FrameError::TooMuchPending));
+    assert_eq!(
+        decoder.handle_bytes(&stream),
+        Err(FrameError::TooMuchPending)
+    );
     // A CancelRequest drops the partial message it names.
     let mut decoder = FrameDecoder::default();
     let stream = [
@@ -326,7 +374,9 @@ fn limits_bound_fragment_counts_and_pending_bytes() {
     decoder.handle_bytes(&stream).unwrap();
     assert!(decoder.is_idle());
     assert!(matches!(
-        decoder.poll_frame().map(|f| Message::decode(&f.bytes).unwrap().body),
+        decoder
+            .poll_frame()
+            .map(|f| Message::decode(&f.bytes).unwrap().body),
         Some(MessageBody::CancelRequest { request_id: 5 })
     ));
 }

@@ -13,19 +13,27 @@ use armillary_giop::{ByteOrder, GiopVersion};
 use proptest::prelude::*;
 
 fn vectors_dir() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS").map(PathBuf::from).unwrap_or_else(|_| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
-    })
+    std::env::var("ARMILLARY_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
+        })
 }
 
 #[test]
 fn omniorb_iors_decode_and_print_back_exactly() {
     let mut n = 0;
-    for session in std::fs::read_dir(vectors_dir()).unwrap().filter_map(Result::ok) {
+    for session in std::fs::read_dir(vectors_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+    {
         if !session.path().is_dir() {
             continue;
         }
-        for file in std::fs::read_dir(session.path()).unwrap().filter_map(Result::ok) {
+        for file in std::fs::read_dir(session.path())
+            .unwrap()
+            .filter_map(Result::ok)
+        {
             let path = file.path();
             if path.extension().and_then(|e| e.to_str()) != Some("ior") {
                 continue;
@@ -38,14 +46,20 @@ fn omniorb_iors_decode_and_print_back_exactly() {
             assert_eq!(body.host, "127.0.0.1");
             let key = String::from_utf8(body.object_key.clone()).unwrap();
             assert!(["Echo", "Quoter", "Types"].contains(&key.as_str()), "{key}");
-            assert_eq!(body.component(TAG_ORB_TYPE), Some(KnownComponent::OrbType(ORB_TYPE_OMNIORB)));
+            assert_eq!(
+                body.component(TAG_ORB_TYPE),
+                Some(KnownComponent::OrbType(ORB_TYPE_OMNIORB))
+            );
             let cs = body.code_sets().unwrap();
             assert_eq!(cs.for_char_data.native_code_set, ISO_8859_1);
             assert_eq!(cs.for_char_data.conversion_code_sets, vec![UTF_8]);
             assert_eq!(cs.for_wchar_data.native_code_set, UTF_16);
             // Every profile body re-encodes to its exact bytes.
             for p in &ior.profiles {
-                assert_eq!(ProfileBody::decode(&p.data).unwrap().encode().unwrap(), p.data);
+                assert_eq!(
+                    ProfileBody::decode(&p.data).unwrap().encode().unwrap(),
+                    p.data
+                );
             }
             n += 1;
         }
@@ -54,7 +68,11 @@ fn omniorb_iors_decode_and_print_back_exactly() {
 }
 
 fn addr(version: GiopVersion, host: &str, port: u16) -> CorbalocAddress {
-    CorbalocAddress { version, host: host.into(), port }
+    CorbalocAddress {
+        version,
+        host: host.into(),
+        port,
+    }
 }
 
 #[test]
@@ -62,7 +80,10 @@ fn corbaloc_and_corbaname_parse_per_the_spec() {
     let ok: Vec<(&str, ObjectUrl)> = vec![
         (
             "corbaloc::localhost/NameService",
-            ObjectUrl::Corbaloc { addresses: vec![addr(GiopVersion::V1_0, "localhost", 2809)], key: b"NameService".to_vec() },
+            ObjectUrl::Corbaloc {
+                addresses: vec![addr(GiopVersion::V1_0, "localhost", 2809)],
+                key: b"NameService".to_vec(),
+            },
         ),
         (
             "corbaloc:iiop:1.2@host.example:3000,iiop:[::1]:4000,:10.0.0.1/a%2Fb%00",
@@ -75,8 +96,18 @@ fn corbaloc_and_corbaname_parse_per_the_spec() {
                 key: b"a/b\0".to_vec(),
             },
         ),
-        ("corbaloc:rir:/NameService", ObjectUrl::CorbalocRir { key: "NameService".into() }),
-        ("corbaloc:rir:", ObjectUrl::CorbalocRir { key: "NameService".into() }),
+        (
+            "corbaloc:rir:/NameService",
+            ObjectUrl::CorbalocRir {
+                key: "NameService".into(),
+            },
+        ),
+        (
+            "corbaloc:rir:",
+            ObjectUrl::CorbalocRir {
+                key: "NameService".into(),
+            },
+        ),
         (
             "corbaname::ns.example:2810#a/b.kind/c",
             ObjectUrl::Corbaname {
@@ -87,7 +118,11 @@ fn corbaloc_and_corbaname_parse_per_the_spec() {
         ),
         (
             "corbaname:rir:/Other#x%20y",
-            ObjectUrl::Corbaname { addresses: None, key: b"Other".to_vec(), name: "x y".into() },
+            ObjectUrl::Corbaname {
+                addresses: None,
+                key: b"Other".to_vec(),
+                name: "x y".into(),
+            },
         ),
     ];
     for (text, expected) in ok {
@@ -100,19 +135,31 @@ fn corbaloc_and_corbaname_parse_per_the_spec() {
         ("corbaloc:iiop:/key", "missing host at character 14"),
         ("corbaloc::host:notaport/key", "bad port at character 14"),
         ("corbaloc:iiop:1.x@host/key", "bad version at character 14"),
-        ("corbaloc:iiop:[::1/key", "unterminated [IPv6 address] at character 14"),
-        ("corbaloc:ssliop:host/key", "unsupported protocol (expected iiop: or :) at character 9"),
+        (
+            "corbaloc:iiop:[::1/key",
+            "unterminated [IPv6 address] at character 14",
+        ),
+        (
+            "corbaloc:ssliop:host/key",
+            "unsupported protocol (expected iiop: or :) at character 9",
+        ),
         ("corbaloc::host", "missing /key at character 14"),
         ("corbaloc::ho st/key", "invalid host at character 10"),
         ("corbaloc::host/%4", "truncated %-escape at character 15"),
-        ("http://x", "expected IOR:, corbaloc: or corbaname: at character 0"),
+        (
+            "http://x",
+            "expected IOR:, corbaloc: or corbaname: at character 0",
+        ),
     ];
     for (text, message) in bad {
         let err = text.parse::<ObjectUrl>().unwrap_err();
         assert_eq!(err.to_string(), message, "{text}");
     }
     assert_eq!("IOR:0".parse::<Ior>(), Err(IorError::OddHex(1)));
-    assert_eq!("IOR:0g".parse::<Ior>(), Err(IorError::BadHex { ch: 'g', at: 5 }));
+    assert_eq!(
+        "IOR:0g".parse::<Ior>(),
+        Err(IorError::BadHex { ch: 'g', at: 5 })
+    );
     assert_eq!("ior".parse::<Ior>(), Err(IorError::NotAnIor));
 }
 
@@ -122,31 +169,57 @@ fn corbaloc_becomes_an_ior_with_one_profile_per_address() {
     let ior = url.to_ior().unwrap();
     let bodies = ior.iiop_profiles();
     assert_eq!(bodies.len(), 2);
-    assert_eq!((bodies[1].host.as_str(), bodies[1].port, bodies[1].iiop_version), ("b", 2, GiopVersion::V1_1));
+    assert_eq!(
+        (
+            bodies[1].host.as_str(),
+            bodies[1].port,
+            bodies[1].iiop_version
+        ),
+        ("b", 2, GiopVersion::V1_1)
+    );
     assert_eq!(bodies[0].object_key, b"key");
 }
 
 fn component() -> impl Strategy<Value = TaggedComponent> {
     prop_oneof![
         any::<u32>().prop_map(TaggedComponent::orb_type),
-        Just(TaggedComponent::code_sets(&CodeSetComponentInfo::armillary())),
-        ("[a-z0-9.]{1,12}", any::<u16>()).prop_map(|(h, p)| TaggedComponent::alternate_address(&h, p).unwrap()),
-        (100u32.., prop::collection::vec(any::<u8>(), 0..16)).prop_map(|(tag, data)| TaggedComponent { tag, data }),
+        Just(TaggedComponent::code_sets(
+            &CodeSetComponentInfo::armillary()
+        )),
+        ("[a-z0-9.]{1,12}", any::<u16>())
+            .prop_map(|(h, p)| TaggedComponent::alternate_address(&h, p).unwrap()),
+        (100u32.., prop::collection::vec(any::<u8>(), 0..16))
+            .prop_map(|(tag, data)| TaggedComponent { tag, data }),
     ]
 }
 
 fn ior() -> impl Strategy<Value = Ior> {
-    let body = (0u8..=2, "[a-z0-9.:-]{1,20}", any::<u16>(), prop::collection::vec(any::<u8>(), 0..24), prop::collection::vec(component(), 0..4), any::<bool>())
+    let body = (
+        0u8..=2,
+        "[a-z0-9.:-]{1,20}",
+        any::<u16>(),
+        prop::collection::vec(any::<u8>(), 0..24),
+        prop::collection::vec(component(), 0..4),
+        any::<bool>(),
+    )
         .prop_map(|(minor, host, port, key, components, big)| {
             let mut b = ProfileBody::new(GiopVersion::new(1, minor), &host, port, key);
             if minor > 0 {
                 b.components = components;
             }
-            b.byte_order = if big { ByteOrder::Big } else { ByteOrder::Little };
+            b.byte_order = if big {
+                ByteOrder::Big
+            } else {
+                ByteOrder::Little
+            };
             b.to_profile().unwrap()
         });
-    let unknown = (2u32..1000, prop::collection::vec(any::<u8>(), 0..24)).prop_map(|(tag, data)| TaggedProfile { tag, data });
-    ("[A-Za-z:/0-9.]{0,30}", prop::collection::vec(prop_oneof![body, unknown], 0..4))
+    let unknown = (2u32..1000, prop::collection::vec(any::<u8>(), 0..24))
+        .prop_map(|(tag, data)| TaggedProfile { tag, data });
+    (
+        "[A-Za-z:/0-9.]{0,30}",
+        prop::collection::vec(prop_oneof![body, unknown], 0..4),
+    )
         .prop_map(|(type_id, profiles)| Ior { type_id, profiles })
 }
 

@@ -46,7 +46,11 @@ fn sessions() -> Vec<Session> {
             dir,
         });
     }
-    assert!(out.len() >= 12, "expected the 12 omniORB sessions, found {}", out.len());
+    assert!(
+        out.len() >= 12,
+        "expected the 12 omniORB sessions, found {}",
+        out.len()
+    );
     out
 }
 
@@ -80,7 +84,10 @@ fn check_message(session: &str, entry: &Value, bytes: &[u8]) -> usize {
     eq("more_fragments", msg.header.more_fragments.into());
     eq("size", msg.header.size.into());
     if msg.header.message_type != MessageType::Fragment {
-        eq("request_id", msg.body.request_id().map_or(Value::Null, Into::into));
+        eq(
+            "request_id",
+            msg.body.request_id().map_or(Value::Null, Into::into),
+        );
     }
     match &msg.body {
         MessageBody::Request(h) => {

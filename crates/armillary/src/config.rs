@@ -123,7 +123,11 @@ fn split_host_port(s: &str) -> Option<(String, u16)> {
             None => (s, ""),
         }
     };
-    let port = if port.is_empty() { 0 } else { port.parse().ok()? };
+    let port = if port.is_empty() {
+        0
+    } else {
+        port.parse().ok()?
+    };
     Some((host.to_owned(), port))
 }
 
@@ -131,10 +135,15 @@ fn parse_endpoint(option: &str, value: &str) -> Result<ListenEndpoint, OrbOption
     let rest = value
         .strip_prefix("iiop://")
         .or_else(|| value.strip_prefix("giop:tcp:"))
-        .ok_or_else(|| bad(option, value, "expected iiop://host:port or giop:tcp:host:port"))?;
+        .ok_or_else(|| {
+            bad(
+                option,
+                value,
+                "expected iiop://host:port or giop:tcp:host:port",
+            )
+        })?;
     let rest = rest.trim_end_matches('/');
-    let (host, port) =
-        split_host_port(rest).ok_or_else(|| bad(option, value, "bad host:port"))?;
+    let (host, port) = split_host_port(rest).ok_or_else(|| bad(option, value, "bad host:port"))?;
     Ok(ListenEndpoint {
         host: if host.is_empty() {
             "127.0.0.1".to_owned()
@@ -256,7 +265,9 @@ impl OrbConfig {
                 }
                 "-ORBHoldLimit" => {
                     let v = value()?;
-                    self.hold_limit = v.parse().map_err(|_| bad(&option, &v, "expected a count"))?;
+                    self.hold_limit = v
+                        .parse()
+                        .map_err(|_| bad(&option, &v, "expected a count"))?;
                 }
                 _ => return Err(OrbOptionError::Unknown(option)),
             }

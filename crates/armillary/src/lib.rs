@@ -12,10 +12,10 @@
 
 pub mod collocated;
 pub mod config;
-pub mod net;
-pub mod poa;
 mod exception;
+pub mod net;
 mod object;
+pub mod poa;
 mod servant;
 
 pub use armillary_giop as giop;

@@ -97,7 +97,10 @@ mod tests {
         let hosts = published_hosts("0.0.0.0:2809".parse().unwrap());
         assert!(!hosts.is_empty());
         assert!(hosts.iter().all(|h| h != "0.0.0.0"));
-        assert_eq!(published_hosts("127.0.0.1:1".parse().unwrap()), ["127.0.0.1"]);
+        assert_eq!(
+            published_hosts("127.0.0.1:1".parse().unwrap()),
+            ["127.0.0.1"]
+        );
         let v6 = published_hosts("[::]:1".parse().unwrap());
         assert!(v6.iter().all(|h| h != "::"));
     }

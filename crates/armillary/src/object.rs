@@ -250,27 +250,21 @@ impl ObjectRef {
             &|w| w.write_string(repository_id),
             |reply| match reply {
                 ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
-                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(
-                    0,
-                    CompletionStatus::Yes,
-                ))),
+                ReplyBody::UserException { .. } => {
+                    Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+                }
             },
         )
     }
 
     /// Asks whether the object no longer exists (`_non_existent`).
     pub fn non_existent(&self) -> Result<bool, SystemException> {
-        self.invoke(
-            "_non_existent",
-            &|_| Ok(()),
-            |reply| match reply {
-                ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
-                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(
-                    0,
-                    CompletionStatus::Yes,
-                ))),
-            },
-        )
+        self.invoke("_non_existent", &|_| Ok(()), |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        })
     }
 }
 

@@ -34,7 +34,10 @@ pub trait Servant: Send + Sync + 'static {
     fn dispatch_builtin(&self, request: &mut ServerRequest<'_>) -> Result<bool, SystemException> {
         match request.operation() {
             "_is_a" => {
-                let id = request.args().read_string().map_err(|e| request.marshal_error(&e))?;
+                let id = request
+                    .args()
+                    .read_string()
+                    .map_err(|e| request.marshal_error(&e))?;
                 let answer = self.is_a(&id) || id == OBJECT_REPOSITORY_ID;
                 request.results().write_bool(answer);
                 Ok(true)

@@ -116,7 +116,10 @@ impl Fixed {
             *slot = (rest % 10) as u8;
             rest /= 10;
         }
-        Ok(nibbles.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect())
+        Ok(nibbles
+            .chunks_exact(2)
+            .map(|p| (p[0] << 4) | p[1])
+            .collect())
     }
 
     /// Decodes packed-decimal octets as a value of the given scale.

@@ -71,7 +71,10 @@ impl LongDouble {
                 ((e + F128_BIAS) as u128, u128::from(frac) << shift)
             }
             0x7ff => (0x7fff, u128::from(frac) << shift),
-            e => ((e - F64_BIAS + F128_BIAS) as u128, u128::from(frac) << shift),
+            e => (
+                (e - F64_BIAS + F128_BIAS) as u128,
+                u128::from(frac) << shift,
+            ),
         };
         Self::from_bits(sign | (exp128 << F128_FRACTION_BITS) | frac128)
     }

@@ -104,7 +104,9 @@ pub enum CdrError {
         source: FixedError,
     },
     /// An enum value outside the enum's members.
-    #[error("enum value {value} at offset {offset} is out of range (the enum has {count} members)")]
+    #[error(
+        "enum value {value} at offset {offset} is out of range (the enum has {count} members)"
+    )]
     InvalidEnum {
         /// Where it was read.
         offset: usize,

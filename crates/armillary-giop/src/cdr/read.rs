@@ -228,10 +228,7 @@ impl<'a> CdrReader<'a> {
     /// Reads a `long double` (16 octets, aligned to 8).
     pub fn read_long_double(&mut self) -> Result<LongDouble, CdrError> {
         self.align(8)?;
-        let bytes: [u8; 16] = self
-            .read_octets(16)?
-            .try_into()
-            .map_err(|_| self.end(16))?;
+        let bytes: [u8; 16] = self.read_octets(16)?.try_into().map_err(|_| self.end(16))?;
         Ok(match self.order {
             ByteOrder::Big => LongDouble::from_be_bytes(bytes),
             ByteOrder::Little => LongDouble::from_le_bytes(bytes),
@@ -297,12 +294,12 @@ impl<'a> CdrReader<'a> {
         let offset = self.position();
         let bytes = self.read_string_bytes()?;
         match self.codesets.char_set {
-            CharCodeSet::Utf8 => String::from_utf8(bytes.to_vec()).map_err(|_| {
-                CdrError::InvalidText {
+            CharCodeSet::Utf8 => {
+                String::from_utf8(bytes.to_vec()).map_err(|_| CdrError::InvalidText {
                     offset,
                     code_set: char_set_name(CharCodeSet::Utf8),
-                }
-            }),
+                })
+            }
             CharCodeSet::Iso8859_1 => Ok(if bytes.is_ascii() {
                 // ASCII is valid UTF-8: one copy, no per-byte conversion.
                 String::from_utf8_lossy(bytes).into_owned()

@@ -195,7 +195,11 @@ impl Everything {
             ld: r.read_long_double()?,
             fixed: r.read_fixed(12, 3)?,
             text: r.read_string()?,
-            wide: if wide { r.read_wstring()? } else { String::new() },
+            wide: if wide {
+                r.read_wstring()?
+            } else {
+                String::new()
+            },
             octets: r.read_octet_seq()?.to_vec(),
             longs: r.read()?,
             doubles: r.read()?,
@@ -234,7 +238,10 @@ fn arb_everything() -> impl Strategy<Value = Everything> {
         ),
     )
         .prop_map(
-            |((b, o, c, wc, s, us, l, ul, ll, ull), (f, d, ld, fixed, text, wide, octets, longs, doubles, strings, matrix))| {
+            |(
+                (b, o, c, wc, s, us, l, ul, ll, ull),
+                (f, d, ld, fixed, text, wide, octets, longs, doubles, strings, matrix),
+            )| {
                 Everything {
                     b,
                     o,

@@ -314,7 +314,10 @@ impl FrameDecoder {
         };
         let fragmentable = matches!(
             header.message_type,
-            MessageType::Request | MessageType::Reply | MessageType::LocateRequest | MessageType::LocateReply
+            MessageType::Request
+                | MessageType::Reply
+                | MessageType::LocateRequest
+                | MessageType::LocateReply
         );
         if !fragmentable {
             return Err(FrameError::BadFragmentation(

@@ -416,7 +416,8 @@ impl Message {
                 MessageType::Reply => {
                     let h = if v >= GiopVersion::V1_2 {
                         let request_id = r.read_ulong()?;
-                        let reply_status = match status(&ReplyStatus::ALL, &mut r, "reply status")? {
+                        let reply_status = match status(&ReplyStatus::ALL, &mut r, "reply status")?
+                        {
                             Ok(s) => s,
                             Err(e) => return Ok(Err(e)),
                         };
@@ -428,10 +429,11 @@ impl Message {
                     } else {
                         let service_contexts = read_contexts(&mut r)?;
                         let request_id = r.read_ulong()?;
-                        let reply_status = match status(&ReplyStatus::ALL[..4], &mut r, "reply status")? {
-                            Ok(s) => s,
-                            Err(e) => return Ok(Err(e)),
-                        };
+                        let reply_status =
+                            match status(&ReplyStatus::ALL[..4], &mut r, "reply status")? {
+                                Ok(s) => s,
+                                Err(e) => return Ok(Err(e)),
+                            };
                         ReplyHeader {
                             request_id,
                             reply_status,
@@ -566,7 +568,11 @@ impl MessageBuilder {
     /// Starts a message of `version` and byte `order` with these header
     /// fields. Fails only if a field cannot be encoded (a non-Latin-1
     /// operation name, say).
-    pub fn new(version: GiopVersion, order: ByteOrder, fields: &MessageBody) -> Result<Self, CdrError> {
+    pub fn new(
+        version: GiopVersion,
+        order: ByteOrder,
+        fields: &MessageBody,
+    ) -> Result<Self, CdrError> {
         let mut w = CdrWriter::new(order, version);
         w.write_octets(&[0; HEADER_SIZE]);
         let v = version;

@@ -173,7 +173,9 @@ impl FromStr for Ior {
 impl fmt::Display for Ior {
     /// `IOR:` and lower-case hex of a little-endian encapsulation.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bytes = self.to_encapsulation(ByteOrder::Little).map_err(|_| fmt::Error)?;
+        let bytes = self
+            .to_encapsulation(ByteOrder::Little)
+            .map_err(|_| fmt::Error)?;
         f.write_str("IOR:")?;
         for b in bytes {
             write!(f, "{b:02x}")?;

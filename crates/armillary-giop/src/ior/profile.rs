@@ -61,7 +61,10 @@ pub enum KnownComponent {
 }
 
 impl TaggedComponent {
-    fn encapsulated(tag: u32, body: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>) -> Result<Self, CdrError> {
+    fn encapsulated(
+        tag: u32,
+        body: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<Self, CdrError> {
         let order = ByteOrder::NATIVE;
         let mut w = CdrWriter::new(order, GiopVersion::V1_2);
         w.write_octet(order.flag());
@@ -107,7 +110,9 @@ impl TaggedComponent {
         let reader = || CdrReader::encapsulation(&self.data, GiopVersion::V1_2, 0);
         Ok(Some(match self.tag {
             TAG_ORB_TYPE => KnownComponent::OrbType(reader()?.read_ulong()?),
-            TAG_CODE_SETS => KnownComponent::CodeSets(CodeSetComponentInfo::decode(&mut reader()?)?),
+            TAG_CODE_SETS => {
+                KnownComponent::CodeSets(CodeSetComponentInfo::decode(&mut reader()?)?)
+            }
             TAG_ALTERNATE_IIOP_ADDRESS => {
                 let mut r = reader()?;
                 KnownComponent::AlternateIiopAddress {
@@ -262,7 +267,8 @@ impl ProfileBody {
     pub fn addresses(&self) -> Vec<(String, u16)> {
         let mut out = vec![(self.host.clone(), self.port)];
         for c in &self.components {
-            if let Ok(Some(KnownComponent::AlternateIiopAddress { host, port })) = c.decode_known() {
+            if let Ok(Some(KnownComponent::AlternateIiopAddress { host, port })) = c.decode_known()
+            {
                 out.push((host, port));
             }
         }

@@ -88,7 +88,10 @@ pub fn escape(bytes: &[u8]) -> String {
 }
 
 fn parse_address(s: &str, start: usize) -> Result<CorbalocAddress, IorError> {
-    let err = |at: usize, reason| IorError::Url { at: start + at, reason };
+    let err = |at: usize, reason| IorError::Url {
+        at: start + at,
+        reason,
+    };
     let body = if let Some(rest) = s.strip_prefix("iiop:") {
         (rest, 5)
     } else if let Some(rest) = s.strip_prefix(':') {
@@ -99,7 +102,9 @@ fn parse_address(s: &str, start: usize) -> Result<CorbalocAddress, IorError> {
     let (mut rest, mut off) = body;
     let mut version = GiopVersion::V1_0;
     if let Some((v, r)) = rest.split_once('@') {
-        let (maj, min) = v.split_once('.').ok_or(err(off, "bad version (expected major.minor)"))?;
+        let (maj, min) = v
+            .split_once('.')
+            .ok_or(err(off, "bad version (expected major.minor)"))?;
         let maj: u8 = maj.parse().map_err(|_| err(off, "bad version"))?;
         let min: u8 = min.parse().map_err(|_| err(off, "bad version"))?;
         version = GiopVersion::new(maj, min);
@@ -107,10 +112,15 @@ fn parse_address(s: &str, start: usize) -> Result<CorbalocAddress, IorError> {
         rest = r;
     }
     let (host, port_text) = if let Some(r) = rest.strip_prefix('[') {
-        let (h, after) = r.split_once(']').ok_or(err(off, "unterminated [IPv6 address]"))?;
+        let (h, after) = r
+            .split_once(']')
+            .ok_or(err(off, "unterminated [IPv6 address]"))?;
         let port = match after {
             "" => None,
-            p => Some(p.strip_prefix(':').ok_or(err(off + h.len() + 2, "expected :port"))?),
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or(err(off + h.len() + 2, "expected :port"))?,
+            ),
         };
         (h, port)
     } else {
@@ -163,7 +173,11 @@ impl FromStr for ObjectUrl {
             let rest = &s[9..];
             let (addr, key) = rest.split_once('/').unwrap_or((rest, ""));
             if addr == "rir:" || addr.starts_with("rir:") && addr.len() == 4 {
-                let key = if key.is_empty() { "NameService".to_owned() } else { String::from_utf8_lossy(&unescape(key, 9 + addr.len() + 1)?).into_owned() };
+                let key = if key.is_empty() {
+                    "NameService".to_owned()
+                } else {
+                    String::from_utf8_lossy(&unescape(key, 9 + addr.len() + 1)?).into_owned()
+                };
                 return Ok(ObjectUrl::CorbalocRir { key });
             }
             if !rest.contains('/') {
@@ -180,10 +194,11 @@ impl FromStr for ObjectUrl {
             let rest = &s[10..];
             let (loc, name) = rest.split_once('#').unwrap_or((rest, ""));
             let name_start = 10 + loc.len() + 1;
-            let name = String::from_utf8(unescape(name, name_start)?).map_err(|_| IorError::Url {
-                at: name_start,
-                reason: "name is not UTF-8",
-            })?;
+            let name =
+                String::from_utf8(unescape(name, name_start)?).map_err(|_| IorError::Url {
+                    at: name_start,
+                    reason: "name is not UTF-8",
+                })?;
             let (addr, key) = loc.split_once('/').unwrap_or((loc, ""));
             let key = if key.is_empty() {
                 b"NameService".to_vec()

@@ -110,7 +110,11 @@ impl ActiveObjectMap {
     }
 
     pub fn drain(&mut self) -> Vec<Entry> {
-        let entries = self.slots.iter_mut().filter_map(|s| s.entry.take()).collect();
+        let entries = self
+            .slots
+            .iter_mut()
+            .filter_map(|s| s.entry.take())
+            .collect();
         self.by_id.clear();
         self.by_servant.clear();
         self.free = (0..self.slots.len() as u32).collect();

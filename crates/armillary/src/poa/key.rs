@@ -83,7 +83,8 @@ impl<'a> Cursor<'a> {
     }
 
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.take(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     fn u64(&mut self) -> Option<u64> {
@@ -134,7 +135,9 @@ impl ObjectKey {
             return None;
         }
         let poa = match c.take(1)?[0] {
-            TRANSIENT => PoaName::Transient { orb_token: c.u64()? },
+            TRANSIENT => PoaName::Transient {
+                orb_token: c.u64()?,
+            },
             PERSISTENT => {
                 let count = c.u16()?;
                 let mut path = Vec::new();
@@ -165,8 +168,14 @@ mod tests {
         let keys = [
             ObjectKey {
                 poa: PoaName::Transient { orb_token: 42 },
-                poa_slot: SlotRef { index: 1, generation: 2 },
-                object_slot: SlotRef { index: 3, generation: 4 },
+                poa_slot: SlotRef {
+                    index: 1,
+                    generation: 2,
+                },
+                object_slot: SlotRef {
+                    index: 3,
+                    generation: 4,
+                },
                 object_id: b"oid".to_vec(),
             },
             ObjectKey {

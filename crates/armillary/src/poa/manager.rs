@@ -115,11 +115,7 @@ impl PoaManager {
         self.inner.state.lock().state
     }
 
-    fn transition(
-        &self,
-        to: PoaManagerState,
-        wait_for_completion: bool,
-    ) -> Result<(), PoaError> {
+    fn transition(&self, to: PoaManagerState, wait_for_completion: bool) -> Result<(), PoaError> {
         let released = {
             let mut shared = self.inner.state.lock();
             if shared.state == PoaManagerState::Inactive {

@@ -9,9 +9,9 @@
 //! **Invariant:** no POA lock is held while a servant, a servant manager or
 //! an adapter activator runs.
 
+mod aom;
 pub mod current;
 pub mod key;
-mod aom;
 mod manager;
 mod policy;
 mod servant_manager;
@@ -160,7 +160,9 @@ struct PoaState {
 
 impl std::fmt::Debug for Poa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Poa").field("path", &self.inner.path).finish()
+        f.debug_struct("Poa")
+            .field("path", &self.inner.path)
+            .finish()
     }
 }
 
@@ -574,7 +576,10 @@ impl Poa {
         self.require_retain()?;
         let (entry, manager, remaining) = {
             let mut state = self.inner.state.write();
-            let entry = state.aom.remove(object_id).ok_or(PoaError::ObjectNotActive)?;
+            let entry = state
+                .aom
+                .remove(object_id)
+                .ok_or(PoaError::ObjectNotActive)?;
             let remaining = state.aom.has_servant(&entry.servant);
             (entry, state.servant_manager.clone(), remaining)
         };
@@ -640,7 +645,15 @@ impl Poa {
         let implicit = p.implicit_activation == ImplicitActivationPolicy::ImplicitActivation;
         if p.retains() && (unique || implicit) {
             if unique {
-                if let Some(id) = self.inner.state.read().aom.ids_of(servant).into_iter().next() {
+                if let Some(id) = self
+                    .inner
+                    .state
+                    .read()
+                    .aom
+                    .ids_of(servant)
+                    .into_iter()
+                    .next()
+                {
                     return Ok(id);
                 }
             }
@@ -690,7 +703,10 @@ impl Poa {
     }
 
     /// The servant serving the object a reference names.
-    pub fn reference_to_servant(&self, reference: &ObjectRef) -> Result<Arc<dyn Servant>, PoaError> {
+    pub fn reference_to_servant(
+        &self,
+        reference: &ObjectRef,
+    ) -> Result<Arc<dyn Servant>, PoaError> {
         let id = self.reference_to_id(reference)?;
         self.id_to_servant(&id)
     }
@@ -772,7 +788,11 @@ impl Poa {
     /// working (transient) or wait for a new POA of the same name
     /// (persistent). With `etherealize_objects`, the servant activator
     /// etherealizes every active object.
-    pub fn destroy(&self, etherealize_objects: bool, wait_for_completion: bool) -> Result<(), PoaError> {
+    pub fn destroy(
+        &self,
+        etherealize_objects: bool,
+        wait_for_completion: bool,
+    ) -> Result<(), PoaError> {
         if wait_for_completion && current::in_upcall() {
             return Err(PoaError::BadInvOrder);
         }

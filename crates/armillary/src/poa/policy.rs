@@ -127,9 +127,7 @@ impl Policies {
                 Policy::ImplicitActivation(v) => p.implicit_activation = v,
             }
         }
-        let position = |pred: &dyn Fn(&Policy) -> bool| {
-            list.iter().position(pred).unwrap_or(0)
-        };
+        let position = |pred: &dyn Fn(&Policy) -> bool| list.iter().position(pred).unwrap_or(0);
         if p.servant_retention == ServantRetentionPolicy::NonRetain
             && p.request_processing == RequestProcessingPolicy::UseActiveObjectMapOnly
         {

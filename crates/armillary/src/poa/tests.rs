@@ -46,9 +46,9 @@ impl Servant for Echo {
     fn dispatch(&self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
         match request.operation() {
             "whoami" => {
-                let oid = PoaCurrent.get_object_id().map_err(|_| {
-                    SystemException::internal(0, CompletionStatus::No)
-                })?;
+                let oid = PoaCurrent
+                    .get_object_id()
+                    .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
                 let w = request.results();
                 w.write_string(self.0).unwrap();
                 w.write_octet_seq(&oid).unwrap();
@@ -71,7 +71,11 @@ fn key_of(obj: &ObjectRef) -> Vec<u8> {
 
 /// Runs `operation` on the object `obj` names; returns the reply body's
 /// label and id, or the failure.
-fn call(registry: &PoaRegistry, obj: &ObjectRef, operation: &str) -> Result<(String, Vec<u8>), String> {
+fn call(
+    registry: &PoaRegistry,
+    obj: &ObjectRef,
+    operation: &str,
+) -> Result<(String, Vec<u8>), String> {
     let key = key_of(obj);
     match registry.resolve(&key, operation) {
         Resolution::Upcall(upcall) => {
@@ -81,9 +85,12 @@ fn call(registry: &PoaRegistry, obj: &ObjectRef, operation: &str) -> Result<(Str
             upcall.run(&mut request).map_err(|e| e.to_string())?;
             let (_, w, start) = request.into_reply();
             let bytes = w.into_bytes();
-            let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2)
-                .with_position(start);
-            Ok((r.read_string().unwrap(), r.read_octet_seq().unwrap().to_vec()))
+            let mut r =
+                CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2).with_position(start);
+            Ok((
+                r.read_string().unwrap(),
+                r.read_octet_seq().unwrap().to_vec(),
+            ))
         }
         Resolution::Held(_) => Err("held".into()),
         Resolution::Forward(_) => Err("forward".into()),
@@ -106,7 +113,10 @@ fn activation_and_conversions() {
     assert_eq!(root.reference_to_id(&obj).unwrap(), id);
     assert_eq!(root.servant_to_id(&servant).unwrap(), id);
     assert!(Arc::ptr_eq(&root.id_to_servant(&id).unwrap(), &servant));
-    assert_eq!(call(&registry, &obj, "whoami").unwrap(), ("a".into(), id.clone()));
+    assert_eq!(
+        call(&registry, &obj, "whoami").unwrap(),
+        ("a".into(), id.clone())
+    );
 
     // Implicit activation on the root POA.
     let other: Arc<dyn Servant> = Arc::new(Echo("b"));
@@ -116,7 +126,9 @@ fn activation_and_conversions() {
     // Deactivation: the old key no longer reaches anything.
     root.deactivate_object(&id).unwrap();
     assert_eq!(root.deactivate_object(&id), Err(PoaError::ObjectNotActive));
-    assert!(call(&registry, &obj, "whoami").unwrap_err().contains("OBJECT_NOT_EXIST"));
+    assert!(call(&registry, &obj, "whoami")
+        .unwrap_err()
+        .contains("OBJECT_NOT_EXIST"));
 }
 
 #[test]
@@ -146,19 +158,34 @@ fn child_poas_user_ids_and_destroy() {
         child.activate_object(Arc::new(Echo("x"))),
         Err(PoaError::WrongPolicy)
     );
-    let obj = child.create_reference_with_id(b"fred", "IDL:Test/Echo:1.0").unwrap();
+    let obj = child
+        .create_reference_with_id(b"fred", "IDL:Test/Echo:1.0")
+        .unwrap();
     assert_eq!(call(&registry, &obj, "whoami").unwrap().1, b"fred");
     assert_eq!(root.reference_to_id(&obj), Err(PoaError::WrongAdapter));
-    assert!(call(&registry, &obj, "nope").unwrap_err().contains("BAD_OPERATION"));
+    assert!(call(&registry, &obj, "nope")
+        .unwrap_err()
+        .contains("BAD_OPERATION"));
 
     child.destroy(true, true).unwrap();
-    assert_eq!(root.find_poa("child", false), Err(PoaError::AdapterNonExistent));
-    assert!(call(&registry, &obj, "whoami").unwrap_err().contains("OBJECT_NOT_EXIST"));
+    assert_eq!(
+        root.find_poa("child", false),
+        Err(PoaError::AdapterNonExistent)
+    );
+    assert!(call(&registry, &obj, "whoami")
+        .unwrap_err()
+        .contains("OBJECT_NOT_EXIST"));
     // A new POA of the same name does not inherit the old transient keys.
     let again = root
-        .create_poa("child", Some(root.the_poa_manager()), &[Policy::IdAssignment(IdAssignmentPolicy::UserId)])
+        .create_poa(
+            "child",
+            Some(root.the_poa_manager()),
+            &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
+        )
         .unwrap();
-    again.activate_object_with_id(b"fred", Arc::new(Echo("new"))).unwrap();
+    again
+        .activate_object_with_id(b"fred", Arc::new(Echo("new")))
+        .unwrap();
     assert!(call(&registry, &obj, "whoami").is_err());
 }
 
@@ -171,7 +198,8 @@ fn persistent_keys_survive_a_new_registry() {
     let obj = {
         let (_registry, root) = setup();
         let poa = root.create_poa("store", None, &policies).unwrap();
-        poa.create_reference_with_id(b"item", "IDL:Test/Echo:1.0").unwrap()
+        poa.create_reference_with_id(b"item", "IDL:Test/Echo:1.0")
+            .unwrap()
     };
     // "Restart": a new registry with another token.
     let (registry, root) = PoaRegistry::new(8, Arc::new(TestFactory), 4);
@@ -194,11 +222,15 @@ fn manager_states_gate_requests() {
     manager.hold_requests(false).unwrap();
     assert_eq!(call(&registry, &obj, "whoami").unwrap_err(), "held");
     manager.discard_requests(false).unwrap();
-    assert!(call(&registry, &obj, "whoami").unwrap_err().contains("TRANSIENT"));
+    assert!(call(&registry, &obj, "whoami")
+        .unwrap_err()
+        .contains("TRANSIENT"));
     manager.activate().unwrap();
     assert!(call(&registry, &obj, "whoami").is_ok());
     manager.deactivate(true).unwrap();
-    assert!(call(&registry, &obj, "whoami").unwrap_err().contains("OBJ_ADAPTER"));
+    assert!(call(&registry, &obj, "whoami")
+        .unwrap_err()
+        .contains("OBJ_ADAPTER"));
 }
 
 struct CountingActivator {
@@ -233,8 +265,12 @@ fn servant_activator_incarnates_once_and_etherealizes() {
             ],
         )
         .unwrap();
-    let obj = poa.create_reference_with_id(b"x", "IDL:Test/Echo:1.0").unwrap();
-    assert!(call(&registry, &obj, "whoami").unwrap_err().contains("OBJ_ADAPTER"));
+    let obj = poa
+        .create_reference_with_id(b"x", "IDL:Test/Echo:1.0")
+        .unwrap();
+    assert!(call(&registry, &obj, "whoami")
+        .unwrap_err()
+        .contains("OBJ_ADAPTER"));
     let activator = Arc::new(CountingActivator {
         incarnations: AtomicUsize::new(0),
         etherealizations: AtomicUsize::new(0),
@@ -244,7 +280,9 @@ fn servant_activator_incarnates_once_and_etherealizes() {
     assert_eq!(call(&registry, &obj, "whoami").unwrap().0, "incarnated");
     assert_eq!(call(&registry, &obj, "whoami").unwrap().0, "incarnated");
     assert_eq!(activator.incarnations.load(Ordering::SeqCst), 1);
-    let fwd = poa.create_reference_with_id(b"elsewhere", "IDL:Test/Echo:1.0").unwrap();
+    let fwd = poa
+        .create_reference_with_id(b"elsewhere", "IDL:Test/Echo:1.0")
+        .unwrap();
     assert_eq!(call(&registry, &fwd, "whoami").unwrap_err(), "forward");
     poa.deactivate_object(b"x").unwrap();
     assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 1);
@@ -265,7 +303,10 @@ impl ServantLocator for Locator {
     }
 
     fn postinvoke(&self, _: &[u8], _: &Poa, operation: &str, cookie: Cookie, _: Arc<dyn Servant>) {
-        assert_eq!(cookie.downcast_ref::<String>().map(String::as_str), Some(operation));
+        assert_eq!(
+            cookie.downcast_ref::<String>().map(String::as_str),
+            Some(operation)
+        );
         self.post.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -312,17 +353,30 @@ fn locators_and_default_servants_serve_non_retain_poas() {
         )
         .unwrap();
     defaulted.set_servant(Arc::new(Echo("default"))).unwrap();
-    let a = defaulted.create_reference_with_id(b"1", "IDL:Test/Echo:1.0").unwrap();
-    let b = defaulted.create_reference_with_id(b"2", "IDL:Test/Echo:1.0").unwrap();
-    assert_eq!(call(&registry, &a, "whoami").unwrap(), ("default".into(), b"1".to_vec()));
-    assert_eq!(call(&registry, &b, "whoami").unwrap(), ("default".into(), b"2".to_vec()));
+    let a = defaulted
+        .create_reference_with_id(b"1", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let b = defaulted
+        .create_reference_with_id(b"2", "IDL:Test/Echo:1.0")
+        .unwrap();
+    assert_eq!(
+        call(&registry, &a, "whoami").unwrap(),
+        ("default".into(), b"1".to_vec())
+    );
+    assert_eq!(
+        call(&registry, &b, "whoami").unwrap(),
+        ("default".into(), b"2".to_vec())
+    );
     assert_eq!(PoaCurrent.get_poa(), Err(PoaError::NoContext));
 }
 
 #[test]
 fn garbage_keys_fail_cleanly() {
     let (registry, _root) = setup();
-    assert!(matches!(registry.resolve(b"NameService", "x"), Resolution::NotAPoaKey));
+    assert!(matches!(
+        registry.resolve(b"NameService", "x"),
+        Resolution::NotAPoaKey
+    ));
     let mut key = key::MAGIC.to_vec();
     key.extend_from_slice(&[0; 40]);
     assert!(matches!(registry.resolve(&key, "x"), Resolution::Failed(_)));
