@@ -15,11 +15,15 @@ pub mod config;
 mod exception;
 pub mod net;
 mod object;
+mod orb;
+mod reactor;
+mod transport;
 pub mod poa;
 mod servant;
 
 pub use armillary_giop as giop;
 pub use exception::UserException;
+pub use orb::{Orb, OrbError};
 pub use object::{
     set_default_invoker, Invoker, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome,
 };

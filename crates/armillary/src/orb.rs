@@ -1,0 +1,431 @@
+//! The ORB: configuration, the POA registry, the client connection cache,
+//! the server, and the operations of `CORBA::ORB`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use armillary_giop::cdr::codeset::{negotiate, CodeSets};
+use armillary_giop::cdr::CdrReader;
+use armillary_giop::giop::{
+    Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext,
+    TargetAddress,
+};
+use armillary_giop::ior::{Ior, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY};
+use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::config::{OrbConfig, OrbOptionError};
+use crate::object::{Invoker, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
+use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
+use crate::transport::client::{Awaited, Closed, ConnectionCache};
+use crate::transport::server::Server;
+
+/// Why an ORB could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OrbError {
+    /// A bad `-ORB…` option.
+    #[error(transparent)]
+    Option(#[from] OrbOptionError),
+    /// A listening endpoint could not be opened.
+    #[error("cannot listen on {endpoint}: {source}")]
+    Listen {
+        /// The endpoint as configured.
+        endpoint: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+}
+
+/// A CORBA ORB. Cheap to clone; clones are the same ORB.
+#[derive(Clone)]
+pub struct Orb {
+    core: Arc<OrbCore>,
+}
+
+pub(crate) struct OrbCore {
+    pub(crate) config: OrbConfig,
+    pub(crate) registry: Arc<PoaRegistry>,
+    root: Poa,
+    pub(crate) connections: ConnectionCache,
+    server: Mutex<Option<Arc<Server>>>,
+    /// Plain object keys bound by the application (`corbaloc` targets).
+    pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
+    initial: RwLock<HashMap<String, ObjectRef>>,
+    shut_down: AtomicBool,
+    shutdown_lock: Mutex<()>,
+    shutdown_signal: Condvar,
+    me: Weak<OrbCore>,
+}
+
+struct CoreFactory(Weak<OrbCore>);
+
+impl ReferenceFactory for CoreFactory {
+    fn make_reference(&self, type_id: &str, object_key: Vec<u8>, _persistent: bool) -> ObjectRef {
+        match self.0.upgrade() {
+            Some(core) => core.make_reference(type_id, object_key),
+            None => ObjectRef::nil(),
+        }
+    }
+
+    fn object_key(&self, reference: &ObjectRef) -> Option<Vec<u8>> {
+        reference
+            .ior()
+            .iiop_profiles()
+            .into_iter()
+            .next()
+            .map(|p| p.object_key)
+    }
+}
+
+fn orb_token() -> u64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    now ^ (u64::from(std::process::id()) << 32)
+}
+
+impl Orb {
+    /// `ORB_init`: an ORB configured from `-ORB…` options; returns the
+    /// other arguments for the application.
+    pub fn init<I, S>(args: I) -> Result<(Orb, Vec<String>), OrbError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut config = OrbConfig::default();
+        let rest = config.apply_args(args)?;
+        Ok((Orb::with_config(config)?, rest))
+    }
+
+    /// An ORB with this configuration. Listening endpoints given in the
+    /// configuration are opened now; otherwise the server starts on
+    /// 127.0.0.1 the first time a reference is made.
+    pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
+        let hold_limit = config.hold_limit;
+        let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
+            let (registry, root) =
+                PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
+            OrbCore {
+                config,
+                registry,
+                root,
+                connections: ConnectionCache::default(),
+                server: Mutex::new(None),
+                key_table: RwLock::new(HashMap::new()),
+                initial: RwLock::new(HashMap::new()),
+                shut_down: AtomicBool::new(false),
+                shutdown_lock: Mutex::new(()),
+                shutdown_signal: Condvar::new(),
+                me: me.clone(),
+            }
+        });
+        if !core.config.endpoints.is_empty() {
+            core.server()?;
+        }
+        crate::object::set_default_invoker(Some(core.clone()));
+        Ok(Orb { core })
+    }
+
+    /// The root POA.
+    pub fn root_poa(&self) -> Poa {
+        self.core.root.clone()
+    }
+
+    /// `resolve_initial_references` for object references: names given
+    /// with `-ORBInitRef`, under `-ORBDefaultInitRef`, or registered with
+    /// [`register_initial_reference`](Self::register_initial_reference).
+    /// (`RootPOA` and `POACurrent` are [`root_poa`](Self::root_poa) and
+    /// [`PoaCurrent`](crate::poa::PoaCurrent).)
+    pub fn resolve_initial_references(&self, name: &str) -> Result<ObjectRef, SystemException> {
+        if let Some(obj) = self.core.initial.read().get(name) {
+            return Ok(obj.clone());
+        }
+        if let Some(url) = self.core.config.initial_references.get(name) {
+            return self.string_to_object(url);
+        }
+        if let Some(base) = &self.core.config.default_initial_reference {
+            return self.string_to_object(&format!("{}/{}", base.trim_end_matches('/'), name));
+        }
+        Err(SystemException::inv_objref(0, CompletionStatus::No))
+    }
+
+    /// Makes `obj` what `resolve_initial_references(name)` returns.
+    pub fn register_initial_reference(&self, name: &str, obj: ObjectRef) {
+        self.core.initial.write().insert(name.to_owned(), obj);
+    }
+
+    /// Lets clients reach `obj` with the plain object key `key` (for
+    /// `corbaloc::host:port/key` URLs), like TAO's IOR table.
+    pub fn bind_object_key(&self, key: &str, obj: ObjectRef) {
+        self.core.key_table.write().insert(key.as_bytes().to_vec(), obj);
+    }
+
+    /// The stringified IOR of `obj`.
+    pub fn object_to_string(&self, obj: &ObjectRef) -> String {
+        obj.ior().to_string()
+    }
+
+    /// Turns an `IOR:`, `corbaloc:` or `corbaname:` string into a
+    /// reference. `corbaloc:rir:` resolves an initial reference.
+    pub fn string_to_object(&self, s: &str) -> Result<ObjectRef, SystemException> {
+        let url: ObjectUrl = s
+            .parse()
+            .map_err(|_| SystemException::bad_param(minor::MALFORMED, CompletionStatus::No))?;
+        match url {
+            ObjectUrl::CorbalocRir { key } => self.resolve_initial_references(&key),
+            ObjectUrl::Corbaname { .. } => {
+                Err(SystemException::no_implement(0, CompletionStatus::No))
+            }
+            other => {
+                let ior = other
+                    .to_ior()
+                    .ok_or_else(|| SystemException::bad_param(minor::MALFORMED, CompletionStatus::No))?;
+                Ok(ObjectRef::new(ior, self.core.clone()))
+            }
+        }
+    }
+
+    /// Blocks until [`shutdown`](Self::shutdown); the server's threads do
+    /// the work.
+    pub fn run(&self) {
+        let mut guard = self.core.shutdown_lock.lock();
+        while !self.core.shut_down.load(Ordering::SeqCst) {
+            self.core.shutdown_signal.wait(&mut guard);
+        }
+    }
+
+    /// Whether the calling thread has ORB work to do. Armillary's server
+    /// threads do all the work, so this is always false.
+    pub fn work_pending(&self) -> bool {
+        false
+    }
+
+    /// Does one unit of ORB work on the calling thread (none is ever
+    /// pending: see [`work_pending`](Self::work_pending)).
+    pub fn perform_work(&self) {}
+
+    /// Stops the ORB: closes connections with CloseConnection and stops
+    /// the server. With `wait_for_completion`, waits for running requests.
+    pub fn shutdown(&self, wait_for_completion: bool) {
+        self.core.shut_down.store(true, Ordering::SeqCst);
+        let server = self.core.server.lock().take();
+        if let Some(server) = server {
+            server.stop(wait_for_completion);
+        }
+        self.core.connections.close_all(self.core.config.max_giop_version);
+        let _guard = self.core.shutdown_lock.lock();
+        self.core.shutdown_signal.notify_all();
+    }
+
+    /// Shuts down (if needed) and releases the ORB's resources.
+    pub fn destroy(self) {
+        self.shutdown(true);
+        let _ = self.core.root.destroy(true, false);
+        crate::object::set_default_invoker(None);
+    }
+
+    /// The endpoints the server listens on, as (host published, port);
+    /// starts the server if it was not running.
+    pub fn endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
+        Ok(self.core.server()?.published())
+    }
+}
+
+impl OrbCore {
+    pub(crate) fn server(&self) -> Result<Arc<Server>, OrbError> {
+        let mut slot = self.server.lock();
+        if let Some(s) = &*slot {
+            return Ok(s.clone());
+        }
+        let core = self.me.upgrade().ok_or_else(|| OrbError::Listen {
+            endpoint: String::new(),
+            source: std::io::Error::other("the ORB is gone"),
+        })?;
+        let server = Server::start(core)?;
+        *slot = Some(server.clone());
+        Ok(server)
+    }
+
+    fn make_reference(self: &Arc<Self>, type_id: &str, key: Vec<u8>) -> ObjectRef {
+        let published = self.server().map(|s| s.published()).unwrap_or_default();
+        let version = self.config.max_giop_version;
+        let mut profiles = Vec::new();
+        for (host, port) in published.iter().take(1) {
+            let mut body = ProfileBody::new(version, host, *port, key.clone());
+            if version >= GiopVersion::V1_1 {
+                body.components.push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
+                body.components
+                    .push(TaggedComponent::code_sets(&self.config.codesets));
+                for (h, p) in published.iter().skip(1) {
+                    if let Ok(alt) = TaggedComponent::alternate_address(h, *p) {
+                        body.components.push(alt);
+                    }
+                }
+            }
+            if let Ok(p) = body.to_profile() {
+                profiles.push(p);
+            }
+        }
+        ObjectRef::new(
+            Ior {
+                type_id: type_id.to_owned(),
+                profiles,
+            },
+            self.clone(),
+        )
+    }
+
+    fn invoke_once(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<Attempt, SystemException> {
+        let profile = target
+            .iiop_profiles()
+            .into_iter()
+            .next()
+            .ok_or_else(|| SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No))?;
+        let version = profile.iiop_version.min(self.config.max_giop_version);
+        let codesets = if version >= GiopVersion::V1_1 {
+            negotiate(&self.config.codesets, profile.code_sets().as_ref()).map_err(|_| {
+                SystemException::codeset_incompatible(0, CompletionStatus::No)
+            })?
+        } else {
+            CodeSets::DEFAULT
+        };
+        let mut last_error = None;
+        for (host, port) in profile.addresses() {
+            let conn = match self.connections.get(&host, port) {
+                Ok(c) => c,
+                Err(e) => {
+                    last_error = Some(e);
+                    continue;
+                }
+            };
+            let id = conn.next_request_id();
+            let mut contexts = Vec::new();
+            if version >= GiopVersion::V1_1 && !conn.sent_codesets.swap(true, Ordering::SeqCst) {
+                contexts.push(ServiceContext::code_sets(codesets.to_context(), version));
+            }
+            let header = MessageBody::Request(RequestHeader {
+                request_id: id,
+                response_flags: if request.response_expected { 3 } else { 0 },
+                reserved: [0; 3],
+                target: TargetAddress::Key(profile.object_key.clone()),
+                operation: request.operation.to_owned(),
+                service_contexts: contexts,
+                requesting_principal: Vec::new(),
+            });
+            let mut builder = MessageBuilder::new(version, ByteOrder::NATIVE, &header)
+                .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
+            builder.body().set_codesets(codesets);
+            (request.args)(builder.body())
+                .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
+            let bytes = builder.finish(false);
+            if request.response_expected {
+                conn.expect_reply(id);
+            }
+            if conn.send(&bytes).is_err() {
+                // Not sent whole: the server cannot have run it.
+                conn.forget_reply(id);
+                self.connections.evict(&conn);
+                return Ok(Attempt::Retry);
+            }
+            if !request.response_expected {
+                return Ok(Attempt::Done(None));
+            }
+            return match conn.wait_reply(id) {
+                Awaited::Closed(Closed::Orderly) => {
+                    self.connections.evict(&conn);
+                    Ok(Attempt::Retry)
+                }
+                Awaited::Closed(Closed::Broken) => {
+                    self.connections.evict(&conn);
+                    Err(SystemException::comm_failure(
+                        minor::CONNECTION_LOST,
+                        CompletionStatus::Maybe,
+                    ))
+                }
+                Awaited::Reply(frame) => self.reply(frame, codesets),
+            };
+        }
+        Err(last_error.unwrap_or_else(|| {
+            SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No)
+        }))
+    }
+
+    fn reply(&self, frame: armillary_giop::giop::Frame, codesets: CodeSets) -> Result<Attempt, SystemException> {
+        let marshal = |e: &armillary_giop::cdr::CdrError| SystemException::from_cdr_error(e, CompletionStatus::Maybe);
+        let msg = Message::decode(&frame.bytes)
+            .map_err(|_| SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe))?;
+        let MessageBody::Reply(header) = &msg.body else {
+            return Err(SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe));
+        };
+        let mut body: CdrReader<'_> = frame.reader(&msg).with_codesets(codesets);
+        let outcome = match header.reply_status {
+            ReplyStatus::NoException => ReplyOutcome::Normal,
+            ReplyStatus::UserException => ReplyOutcome::UserException,
+            ReplyStatus::SystemException => {
+                return Err(SystemException::decode_body(&mut body).map_err(|e| marshal(&e))?)
+            }
+            ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+                return Ok(Attempt::Forward(Ior::decode(&mut body).map_err(|e| marshal(&e))?));
+            }
+            ReplyStatus::NeedsAddressingMode => {
+                return Err(SystemException::no_implement(0, CompletionStatus::No));
+            }
+        };
+        Ok(Attempt::Done(Some(ReplyMessage {
+            body_offset: msg.body_offset,
+            byte_order: msg.header.byte_order,
+            version: msg.header.version,
+            codesets,
+            outcome,
+            bytes: frame.bytes,
+        })))
+    }
+}
+
+enum Attempt {
+    Done(Option<ReplyMessage>),
+    Forward(Ior),
+    Retry,
+}
+
+impl Invoker for OrbCore {
+    fn invoke(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<Option<ReplyMessage>, SystemException> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SystemException::bad_inv_order(4, CompletionStatus::No));
+        }
+        let mut target = target.clone();
+        let mut forwards = 0;
+        let mut retries = 0;
+        loop {
+            match self.invoke_once(&target, request)? {
+                Attempt::Done(reply) => return Ok(reply),
+                Attempt::Forward(to) => {
+                    forwards += 1;
+                    if forwards > self.config.max_forwards {
+                        return Err(SystemException::transient(minor::FORWARD_LIMIT, CompletionStatus::No));
+                    }
+                    target = to;
+                }
+                Attempt::Retry => {
+                    retries += 1;
+                    if retries > 3 {
+                        return Err(SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! IIOP: GIOP over TCP. The client side keeps a cache of connections
+//! (one per endpoint) whose callers wait for their replies
+//! Leader/Followers-style; the server side accepts connections and reads
+//! requests through the reactor.
+
+pub(crate) mod client;
+pub(crate) mod server;
+
+use armillary_giop::giop::FrameLimits;
+
+/// The frame limits both sides apply to what a peer sends.
+pub(crate) fn frame_limits() -> FrameLimits {
+    FrameLimits {
+        max_message_size: 128 << 20,
+        max_fragments: 1 << 16,
+        max_pending_bytes: 256 << 20,
+        max_reassemblies: 1024,
+    }
+}

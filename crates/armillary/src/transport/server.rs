@@ -1,0 +1,650 @@
+//! The server side of IIOP: listeners and connections registered with the
+//! reactor; each request read is dispatched through the POA on the thread
+//! that read it, and its reply written back on the same connection.
+//!
+//! **Invariant:** a connection is read by at most one thread at a time
+//! (`ServerConnection::reading`); replies are written whole under the
+//! connection's write lock.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
+use armillary_giop::cdr::CdrWriter;
+use armillary_giop::giop::{
+    Frame, FrameDecoder, KnownServiceContext, LocateReplyHeader, LocateStatus, Message,
+    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, SyncScope,
+};
+use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Token};
+use parking_lot::Mutex;
+
+use crate::config::ConcurrencyModel;
+use crate::net;
+use crate::orb::{OrbCore, OrbError};
+use crate::poa::{Admission, Resolution};
+use crate::reactor::{EventHandler, Reactor};
+use crate::servant::{ReplyKind, ServerRequest};
+
+/// The listeners, the reactor and the threads that run it.
+pub(crate) struct Server {
+    reactor: Arc<Reactor>,
+    published: Vec<(String, u16)>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    connections: Mutex<Vec<std::sync::Weak<ServerConnection>>>,
+}
+
+struct Acceptor {
+    listener: Mutex<TcpListener>,
+    core: std::sync::Weak<OrbCore>,
+    server: std::sync::Weak<Server>,
+}
+
+struct ReadGate {
+    busy: bool,
+    again: bool,
+}
+
+/// One accepted connection.
+pub(crate) struct ServerConnection {
+    stream: Mutex<TcpStream>,
+    token: Mutex<Option<Token>>,
+    core: std::sync::Weak<OrbCore>,
+    gate: Mutex<ReadGate>,
+    decoder: Mutex<FrameDecoder>,
+    /// Bytes the socket would not take yet.
+    outgoing: Mutex<VecDeque<u8>>,
+    /// Code sets the client announced (CodeSets service context).
+    codesets: Mutex<CodeSets>,
+    closed: AtomicBool,
+    last_activity: Mutex<Instant>,
+    /// The version to use for connection-level messages.
+    version: Mutex<GiopVersion>,
+}
+
+impl Server {
+    pub(crate) fn start(core: Arc<OrbCore>) -> Result<Arc<Server>, OrbError> {
+        let reactor = Reactor::new().map_err(|source| OrbError::Listen {
+            endpoint: "reactor".into(),
+            source,
+        })?;
+        let mut endpoints = core.config.endpoints.clone();
+        if endpoints.is_empty() {
+            endpoints.push(crate::config::ListenEndpoint {
+                host: "127.0.0.1".into(),
+                port: 0,
+            });
+        }
+        let mut listeners = Vec::new();
+        let mut published = Vec::new();
+        for ep in &endpoints {
+            let describe = format!("{}:{}", ep.host, ep.port);
+            let addr: SocketAddr = net::bind_address(ep).map_err(|source| OrbError::Listen {
+                endpoint: describe.clone(),
+                source,
+            })?;
+            let listener = net::listen(addr).map_err(|source| OrbError::Listen {
+                endpoint: describe.clone(),
+                source,
+            })?;
+            let bound = listener.local_addr().map_err(|source| OrbError::Listen {
+                endpoint: describe,
+                source,
+            })?;
+            let hosts = match &core.config.publish_host {
+                Some(h) => vec![h.clone()],
+                None => net::published_hosts(bound),
+            };
+            for h in hosts {
+                published.push((h, bound.port()));
+            }
+            listeners.push(listener);
+        }
+        let server = Arc::new(Server {
+            reactor: reactor.clone(),
+            published,
+            threads: Mutex::new(Vec::new()),
+            connections: Mutex::new(Vec::new()),
+        });
+        for listener in listeners {
+            let acceptor = Arc::new(Acceptor {
+                listener: Mutex::new(listener),
+                core: Arc::downgrade(&core),
+                server: Arc::downgrade(&server),
+            });
+            let mut l = acceptor.listener.lock();
+            reactor
+                .register(&mut *l, Interest::READABLE, acceptor.clone())
+                .map_err(|source| OrbError::Listen {
+                    endpoint: "register".into(),
+                    source,
+                })?;
+        }
+        let threads = match core.config.concurrency {
+            ConcurrencyModel::SingleThreadedReactive => 1,
+            ConcurrencyModel::ThreadPool(n) => n.max(1),
+        };
+        let idle = core.config.idle_timeout;
+        for i in 0..threads {
+            let reactor = reactor.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("armillary-reactor-{i}"))
+                .spawn(move || {
+                    let mut last_tick = Instant::now();
+                    while !reactor.is_stopping() {
+                        if reactor.turn(Some(Duration::from_millis(500))).is_err() {
+                            break;
+                        }
+                        if idle.is_some() && last_tick.elapsed() >= Duration::from_millis(500) {
+                            last_tick = Instant::now();
+                            reactor.tick_all();
+                        }
+                    }
+                })
+                .map_err(|source| OrbError::Listen {
+                    endpoint: "thread".into(),
+                    source,
+                })?;
+            server.threads.lock().push(handle);
+        }
+        Ok(server)
+    }
+
+    /// The (host, port) pairs IORs publish.
+    pub(crate) fn published(&self) -> Vec<(String, u16)> {
+        self.published.clone()
+    }
+
+    /// Closes every connection with CloseConnection and stops the threads.
+    pub(crate) fn stop(&self, wait: bool) {
+        let conns: Vec<_> = self.connections.lock().drain(..).filter_map(|w| w.upgrade()).collect();
+        for c in conns {
+            c.close_orderly(&self.reactor);
+        }
+        self.reactor.stop();
+        if wait {
+            let current = std::thread::current().id();
+            for t in self.threads.lock().drain(..) {
+                if t.thread().id() != current {
+                    let _ = t.join();
+                }
+            }
+        }
+    }
+}
+
+impl EventHandler for Acceptor {
+    fn ready(&self, reactor: &Arc<Reactor>, _readable: bool, _writable: bool) {
+        loop {
+            let accepted = self.listener.lock().accept();
+            match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let conn = Arc::new(ServerConnection {
+                        stream: Mutex::new(stream),
+                        token: Mutex::new(None),
+                        core: self.core.clone(),
+                        gate: Mutex::new(ReadGate {
+                            busy: false,
+                            again: false,
+                        }),
+                        decoder: Mutex::new(FrameDecoder::new(super::frame_limits())),
+                        outgoing: Mutex::new(VecDeque::new()),
+                        codesets: Mutex::new(CodeSets::DEFAULT),
+                        closed: AtomicBool::new(false),
+                        last_activity: Mutex::new(Instant::now()),
+                        version: Mutex::new(GiopVersion::V1_0),
+                    });
+                    let registered = {
+                        let mut stream = conn.stream.lock();
+                        reactor.register(&mut *stream, Interest::READABLE, conn.clone())
+                    };
+                    match registered {
+                        Ok(token) => {
+                            *conn.token.lock() = Some(token);
+                            if let Some(server) = self.server.upgrade() {
+                                let mut list = server.connections.lock();
+                                list.retain(|w| w.strong_count() > 0);
+                                list.push(Arc::downgrade(&conn));
+                            }
+                        }
+                        Err(_) => continue,
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // Out of descriptors or similar: try again on the next event.
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+impl EventHandler for ServerConnection {
+    fn ready(&self, reactor: &Arc<Reactor>, readable: bool, writable: bool) {
+        if writable {
+            self.flush(reactor);
+        }
+        if readable {
+            self.read_ready(reactor);
+        }
+    }
+
+    fn tick(&self, reactor: &Arc<Reactor>) {
+        let Some(core) = self.core.upgrade() else {
+            return;
+        };
+        if let Some(idle) = core.config.idle_timeout {
+            let quiet = self.last_activity.lock().elapsed() >= idle;
+            let gate_free = !self.gate.lock().busy;
+            if quiet && gate_free && self.decoder.lock().is_idle() {
+                self.close_orderly(reactor);
+            }
+        }
+    }
+}
+
+impl ServerConnection {
+    /// Reads while data is there; only one thread at a time does so.
+    fn read_ready(&self, reactor: &Arc<Reactor>) {
+        {
+            let mut gate = self.gate.lock();
+            if gate.busy {
+                gate.again = true;
+                return;
+            }
+            gate.busy = true;
+        }
+        loop {
+            let frames = self.read_frames(reactor);
+            for frame in frames {
+                self.handle(reactor, frame);
+            }
+            let mut gate = self.gate.lock();
+            if gate.again && !self.closed.load(Ordering::SeqCst) {
+                gate.again = false;
+                continue;
+            }
+            gate.busy = false;
+            return;
+        }
+    }
+
+    fn read_frames(&self, reactor: &Arc<Reactor>) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            if self.closed.load(Ordering::SeqCst) {
+                return frames;
+            }
+            let n = self.stream.lock().read(&mut buf);
+            match n {
+                Ok(0) => {
+                    self.close(reactor);
+                    return frames;
+                }
+                Ok(n) => {
+                    *self.last_activity.lock() = Instant::now();
+                    let mut decoder = self.decoder.lock();
+                    if decoder.handle_bytes(&buf[..n]).is_err() {
+                        drop(decoder);
+                        self.message_error(reactor);
+                        return frames;
+                    }
+                    while let Some(f) = decoder.poll_frame() {
+                        frames.push(f);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return frames,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.close(reactor);
+                    return frames;
+                }
+            }
+        }
+    }
+
+    fn handle(&self, reactor: &Arc<Reactor>, frame: Frame) {
+        let Ok(msg) = Message::decode(&frame.bytes) else {
+            self.message_error(reactor);
+            return;
+        };
+        *self.version.lock() = msg.header.version;
+        let Some(core) = self.core.upgrade() else {
+            return;
+        };
+        match &msg.body {
+            MessageBody::Request(h) => self.request(reactor, &core, &frame, &msg, h),
+            MessageBody::LocateRequest { request_id, target } => {
+                let key = target.object_key().unwrap_or_default();
+                let status = match self.locate(&core, key) {
+                    Some(_) => LocateStatus::ObjectHere,
+                    None => LocateStatus::UnknownObject,
+                };
+                let fields = MessageBody::LocateReply(LocateReplyHeader {
+                    request_id: *request_id,
+                    locate_status: status,
+                });
+                if let Ok(b) = MessageBuilder::new(msg.header.version, msg.header.byte_order, &fields) {
+                    self.send(reactor, &b.finish(false));
+                }
+            }
+            MessageBody::CloseConnection => self.close(reactor),
+            MessageBody::MessageError => self.close(reactor),
+            // A lone cancel, or one for a request already answered.
+            MessageBody::CancelRequest { .. } => {}
+            MessageBody::Reply(_) | MessageBody::LocateReply(_) | MessageBody::Fragment { .. } => {
+                self.message_error(reactor)
+            }
+        }
+    }
+
+    /// Whether `key` names a live object: a bound plain key or a POA key
+    /// whose POA and object exist.
+    fn locate(&self, core: &Arc<OrbCore>, key: &[u8]) -> Option<()> {
+        if core.key_table.read().contains_key(key) {
+            return Some(());
+        }
+        match core.registry.resolve(key, "_locate") {
+            Resolution::Upcall(_) | Resolution::Held(_) => Some(()),
+            _ => None,
+        }
+    }
+
+    fn request(
+        &self,
+        reactor: &Arc<Reactor>,
+        core: &Arc<OrbCore>,
+        frame: &Frame,
+        msg: &Message,
+        h: &RequestHeader,
+    ) {
+        for ctx in &h.service_contexts {
+            if let Ok(Some(KnownServiceContext::CodeSets(cs))) = ctx.decode_known() {
+                self.set_codesets(cs);
+            }
+        }
+        let codesets = if msg.header.version >= GiopVersion::V1_1 {
+            *self.codesets.lock()
+        } else {
+            CodeSets::DEFAULT
+        };
+        let version = msg.header.version;
+        let order = msg.header.byte_order;
+        let expected = h.response_expected();
+        if h.sync_scope() == SyncScope::WithServer {
+            // SYNC_WITH_SERVER: acknowledge before the upcall.
+            self.reply(reactor, version, order, h.request_id, ReplyKind::Normal, &[], 0);
+        }
+        let key = match h.object_key() {
+            Some(k) => k.to_vec(),
+            None => {
+                if expected {
+                    let ex = SystemException::no_implement(0, CompletionStatus::No);
+                    self.reply_exception(reactor, version, order, h.request_id, &ex);
+                }
+                return;
+            }
+        };
+        // Plain keys (corbaloc) map to a reference this ORB made.
+        let key = match core.key_table.read().get(&key) {
+            Some(obj) => obj
+                .ior()
+                .iiop_profiles()
+                .into_iter()
+                .next()
+                .map(|p| p.object_key)
+                .unwrap_or(key),
+            None => key,
+        };
+        let resolution = core.registry.resolve(&key, &h.operation);
+        let upcall = match resolution {
+            Resolution::Upcall(u) => u,
+            Resolution::Held(manager) => {
+                // Parked until the manager decides; answered then.
+                let conn = self.self_arc(reactor);
+                let frame = frame.clone();
+                let reactor = reactor.clone();
+                manager.hold(Box::new(move |admission| {
+                    if let Some(conn) = conn {
+                        let reactor2 = reactor.clone();
+                        reactor.post(Box::new(move || match admission {
+                            Admission::Run => conn.handle(&reactor2, frame),
+                            Admission::Discard | Admission::Reject => {
+                                if let Ok(msg) = Message::decode(&frame.bytes) {
+                                    if let MessageBody::Request(h) = &msg.body {
+                                        let ex = if admission == Admission::Discard {
+                                            SystemException::transient(minor::POA_DISCARDING, CompletionStatus::No)
+                                        } else {
+                                            SystemException::obj_adapter(minor::ADAPTER_INACTIVE, CompletionStatus::No)
+                                        };
+                                        if h.response_expected() {
+                                            conn.reply_exception(&reactor2, msg.header.version, msg.header.byte_order, h.request_id, &ex);
+                                        }
+                                    }
+                                }
+                            }
+                        }));
+                    }
+                }));
+                return;
+            }
+            Resolution::Forward(to) => {
+                if expected {
+                    let mut w = CdrWriter::new(order, version);
+                    let _ = to.ior().encode(&mut w);
+                    let fields = MessageBody::Reply(ReplyHeader {
+                        request_id: h.request_id,
+                        reply_status: ReplyStatus::LocationForward,
+                        service_contexts: Vec::new(),
+                    });
+                    if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
+                        let mut body = CdrWriter::new(order, version).with_align_base(b.body_offset());
+                        let _ = to.ior().encode(&mut body);
+                        b.body().write_octets(body.as_bytes());
+                        self.send(reactor, &b.finish(false));
+                    }
+                }
+                return;
+            }
+            Resolution::Failed(ex) => {
+                if expected {
+                    self.reply_exception(reactor, version, order, h.request_id, &ex);
+                }
+                return;
+            }
+            Resolution::NotAPoaKey => {
+                if expected {
+                    let ex = SystemException::object_not_exist(minor::UNREGISTERED_OBJECT, CompletionStatus::No);
+                    self.reply_exception(reactor, version, order, h.request_id, &ex);
+                }
+                return;
+            }
+        };
+        // The reply body's offset does not depend on its status.
+        let body_offset = MessageBuilder::new(
+            version,
+            order,
+            &MessageBody::Reply(ReplyHeader {
+                request_id: h.request_id,
+                reply_status: ReplyStatus::NoException,
+                service_contexts: Vec::new(),
+            }),
+        )
+        .map(|b| b.body_offset())
+        .unwrap_or(0);
+        let args = frame.reader(msg).with_codesets(codesets);
+        let writer = CdrWriter::new(order, version)
+            .with_codesets(codesets)
+            .with_align_base(body_offset);
+        let mut request = ServerRequest::new(&h.operation, &key, args, expected, writer);
+        let outcome = upcall.run(&mut request);
+        if !expected || h.sync_scope() == SyncScope::WithServer {
+            return;
+        }
+        match outcome {
+            Ok(()) => {
+                let (kind, w, _) = request.into_reply();
+                self.reply(reactor, version, order, h.request_id, kind, w.as_bytes(), body_offset);
+            }
+            Err(ex) => self.reply_exception(reactor, version, order, h.request_id, &ex),
+        }
+    }
+
+    fn set_codesets(&self, ctx: CodeSetContext) {
+        if let Ok(cs) = CodeSets::from_context(&ctx) {
+            *self.codesets.lock() = cs;
+        }
+    }
+
+    fn self_arc(&self, reactor: &Arc<Reactor>) -> Option<Arc<ServerConnection>> {
+        let _ = reactor;
+        let core = self.core.upgrade()?;
+        let server = core.server().ok()?;
+        let list = server.connections.lock();
+        list.iter()
+            .filter_map(|w| w.upgrade())
+            .find(|c| std::ptr::eq(Arc::as_ptr(c), self))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reply(
+        &self,
+        reactor: &Arc<Reactor>,
+        version: GiopVersion,
+        order: ByteOrder,
+        request_id: u32,
+        kind: ReplyKind,
+        body: &[u8],
+        _body_offset: usize,
+    ) {
+        let status = match kind {
+            ReplyKind::Normal => ReplyStatus::NoException,
+            ReplyKind::UserException => ReplyStatus::UserException,
+            ReplyKind::SystemException => ReplyStatus::SystemException,
+        };
+        let fields = MessageBody::Reply(ReplyHeader {
+            request_id,
+            reply_status: status,
+            service_contexts: Vec::new(),
+        });
+        if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
+            b.body().write_octets(body);
+            self.send(reactor, &b.finish(false));
+        }
+    }
+
+    fn reply_exception(
+        &self,
+        reactor: &Arc<Reactor>,
+        version: GiopVersion,
+        order: ByteOrder,
+        request_id: u32,
+        ex: &SystemException,
+    ) {
+        let fields = MessageBody::Reply(ReplyHeader {
+            request_id,
+            reply_status: ReplyStatus::SystemException,
+            service_contexts: Vec::new(),
+        });
+        if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
+            let _ = ex.encode_body(b.body());
+            self.send(reactor, &b.finish(false));
+        }
+    }
+
+    /// Writes `bytes`, queueing what the socket will not take now.
+    fn send(&self, reactor: &Arc<Reactor>, bytes: &[u8]) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut out = self.outgoing.lock();
+        if !out.is_empty() {
+            out.extend(bytes);
+            return;
+        }
+        let mut written = 0;
+        while written < bytes.len() {
+            match self.stream.lock().write(&bytes[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    drop(out);
+                    self.close(reactor);
+                    return;
+                }
+            }
+        }
+        if written < bytes.len() {
+            out.extend(&bytes[written..]);
+            if let Some(token) = *self.token.lock() {
+                let mut stream = self.stream.lock();
+                let _ = reactor.reregister(&mut *stream, token, Interest::READABLE | Interest::WRITABLE);
+            }
+        }
+    }
+
+    fn flush(&self, reactor: &Arc<Reactor>) {
+        let mut out = self.outgoing.lock();
+        while !out.is_empty() {
+            let (front, _) = out.as_slices();
+            let r = self.stream.lock().write(front);
+            match r {
+                Ok(n) if n > 0 => {
+                    out.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                _ => {
+                    drop(out);
+                    self.close(reactor);
+                    return;
+                }
+            }
+        }
+        if let Some(token) = *self.token.lock() {
+            let mut stream = self.stream.lock();
+            let _ = reactor.reregister(&mut *stream, token, Interest::READABLE);
+        }
+    }
+
+    fn message_error(&self, reactor: &Arc<Reactor>) {
+        let version = (*self.version.lock()).min(GiopVersion::V1_2);
+        if let Ok(b) = MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::MessageError) {
+            self.send(reactor, &b.finish(false));
+        }
+        self.close(reactor);
+    }
+
+    /// Sends CloseConnection, then closes.
+    pub(crate) fn close_orderly(&self, reactor: &Arc<Reactor>) {
+        let version = *self.version.lock();
+        if let Ok(b) = MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection) {
+            self.send(reactor, &b.finish(false));
+        }
+        self.close(reactor);
+    }
+
+    fn close(&self, reactor: &Arc<Reactor>) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let token = self.token.lock().take();
+        let mut stream = self.stream.lock();
+        let _ = stream.flush();
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        if let Some(token) = token {
+            reactor.deregister(&mut *stream, token);
+        }
+    }
+}

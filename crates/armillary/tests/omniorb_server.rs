@@ -1,0 +1,289 @@
+//! An Armillary client against omniORB's `interop_server` (built from
+//! `tests/interop/cpp`), in GIOP 1.0, 1.1 and 1.2: hand-written calls
+//! through `ObjectRef::invoke`, checking values, user and system
+//! exceptions, object references in replies, oneways and inout/out
+//! parameters.
+//!
+//! Needs omniORB (`scripts/test.sh` installs it); set
+//! `ARMILLARY_SKIP_OMNIORB=1` to skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use armillary::config::OrbConfig;
+use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
+use armillary::{ObjectRef, Orb, ReplyBody};
+use armillary_giop::GiopVersion;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn omniorb_available() -> bool {
+    if std::env::var("ARMILLARY_SKIP_OMNIORB").as_deref() == Ok("1") {
+        eprintln!("skipped: ARMILLARY_SKIP_OMNIORB=1");
+        return false;
+    }
+    assert!(
+        Path::new("/usr/include/omniORB4/CORBA.h").exists(),
+        "omniORB is missing: run ./scripts/test.sh (it installs it) or set ARMILLARY_SKIP_OMNIORB=1"
+    );
+    true
+}
+
+fn build_peers() -> PathBuf {
+    let out = workspace().join("target/interop-cpp");
+    let status = Command::new("make")
+        .arg("-s")
+        .arg(format!("OUT={}", out.display()))
+        .current_dir(workspace().join("tests/interop/cpp"))
+        .status()
+        .expect("make");
+    assert!(status.success(), "building the omniORB peers failed");
+    out
+}
+
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(peers: &Path, tag: &str) -> (Peer, String) {
+    let ior_file = peers.join(format!("server-{tag}-{}.ior", std::process::id()));
+    let _ = std::fs::remove_file(&ior_file);
+    let child = Command::new(peers.join("interop_server"))
+        .arg("--ior-file")
+        .arg(&ior_file)
+        .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ior_file.exists() {
+        assert!(Instant::now() < deadline, "omniORB server wrote no IOR");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ior = std::fs::read_to_string(&ior_file).unwrap().trim().to_owned();
+    let _ = std::fs::remove_file(&ior_file);
+    (peer, ior)
+}
+
+type Result<T> = std::result::Result<T, SystemException>;
+
+fn echo_long(obj: &ObjectRef, v: i32) -> Result<i32> {
+    obj.invoke(
+        "echo_long",
+        &|w| {
+            w.write_long(v);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+        },
+    )
+}
+
+fn echo_string(obj: &ObjectRef, op: &str, v: &str) -> Result<String> {
+    let wide = op == "echo_wstring";
+    obj.invoke(
+        op,
+        &|w| if wide { w.write_wstring(v) } else { w.write_string(v) },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(if wide { r.read_wstring()? } else { r.read_string()? })),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+        },
+    )
+}
+
+/// What `fail` raises, typed the way generated stubs type it.
+#[derive(Debug, PartialEq)]
+enum FailError {
+    Failure { code: i32, reason: String, details: Vec<String> },
+    Empty,
+    System(SystemException),
+}
+
+impl From<SystemException> for FailError {
+    fn from(e: SystemException) -> Self {
+        FailError::System(e)
+    }
+}
+
+fn fail(obj: &ObjectRef, code: i32) -> std::result::Result<(), FailError> {
+    obj.invoke(
+        "fail",
+        &|w| {
+            w.write_long(code);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(_) => Ok(Ok(())),
+            ReplyBody::UserException { id, members } => Ok(Err(match id.as_str() {
+                "IDL:Interop/Failure:1.0" => FailError::Failure {
+                    code: members.read_long()?,
+                    reason: members.read_string()?,
+                    details: members.read()?,
+                },
+                "IDL:Interop/Empty:1.0" => FailError::Empty,
+                _ => FailError::System(SystemException::unknown(1, CompletionStatus::Yes)),
+            })),
+        },
+    )
+}
+
+fn run_session(version: GiopVersion, ior: &str) {
+    let config = OrbConfig {
+        max_giop_version: version,
+        ..OrbConfig::default()
+    };
+    let orb = Orb::with_config(config).unwrap();
+    let obj = orb.string_to_object(ior).unwrap();
+    assert!(obj.is_a("IDL:Interop/Everything:1.0").unwrap());
+    assert!(obj.is_a("IDL:Interop/Base:1.0").unwrap(), "inherited interface, asked remotely");
+    assert!(!obj.is_a("IDL:Interop/Peer:1.0").unwrap());
+    assert!(!obj.non_existent().unwrap());
+    for v in [0, -1, i32::MIN, i32::MAX, 42] {
+        assert_eq!(echo_long(&obj, v).unwrap(), v);
+    }
+    for s in ["", "hello, GIOP", "ünïcödé"] {
+        assert_eq!(echo_string(&obj, "echo_string", s).unwrap(), s);
+    }
+    if version == GiopVersion::V1_2 {
+        assert_eq!(echo_string(&obj, "echo_wstring", "wide ☺").unwrap(), "wide ☺");
+    }
+    // User exceptions with members, and an empty one.
+    assert_eq!(
+        fail(&obj, 7),
+        Err(FailError::Failure {
+            code: 7,
+            reason: "failed on purpose".into(),
+            details: vec!["first".into(), "second".into()]
+        })
+    );
+    assert_eq!(fail(&obj, 0), Err(FailError::Empty));
+    // A system exception raised by the servant.
+    let e = obj
+        .invoke::<(), SystemException>(
+            "fail_system",
+            &|w| {
+                w.write_long(5);
+                Ok(())
+            },
+            |_| Ok(Ok(())),
+        )
+        .unwrap_err();
+    assert_eq!((e.kind, e.minor, e.completed), (SystemExceptionKind::NoPermission, 5, CompletionStatus::Yes));
+    // An unknown operation.
+    let e = obj
+        .invoke::<(), SystemException>("no_such_op", &|_| Ok(()), |_| Ok(Ok(())))
+        .unwrap_err();
+    assert_eq!(e.kind, SystemExceptionKind::BadOperation);
+    // inout and out parameters.
+    let (r, b, c) = obj
+        .invoke::<_, SystemException>(
+            "split",
+            &|w| {
+                w.write_long(10);
+                w.write_long(5);
+                Ok(())
+            },
+            |reply| match reply {
+                ReplyBody::Result(r) => Ok(Ok((r.read_long()?, r.read_long()?, r.read_long()?))),
+                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            },
+        )
+        .unwrap();
+    assert_eq!((r, b, c), (15, 10, 5));
+    // An object reference in a reply, then a call on it.
+    let me: ObjectRef = obj
+        .invoke::<_, SystemException>("get_self", &|_| Ok(()), |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read()?)),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+        })
+        .unwrap();
+    assert_eq!(me.type_id(), "IDL:Interop/Everything:1.0");
+    assert_eq!(echo_long(&me, 99).unwrap(), 99);
+    // Oneways, then a two-way call sees them (same connection, in order).
+    let count = |o: &ObjectRef| {
+        o.invoke::<i32, SystemException>("oneway_count", &|_| Ok(()), |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+        })
+        .unwrap()
+    };
+    let before = count(&obj);
+    for n in 0..3 {
+        obj.invoke_oneway("ping", &|w| {
+            w.write_long(n);
+            Ok(())
+        })
+        .unwrap();
+    }
+    assert_eq!(count(&obj), before + 3);
+    // Attributes.
+    obj.invoke::<(), SystemException>(
+        "_set_counter",
+        &|w| {
+            w.write_long(41);
+            Ok(())
+        },
+        |_| Ok(Ok(())),
+    )
+    .unwrap();
+    let counter = obj
+        .invoke::<i32, SystemException>("_get_counter", &|_| Ok(()), |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+        })
+        .unwrap();
+    assert_eq!(counter, 41);
+    // A key the server does not know.
+    let bogus = orb
+        .string_to_object(&format!(
+            "corbaloc:iiop:{version}@{}:{}/NoSuchObject",
+            me.ior().iiop_profiles()[0].host,
+            me.ior().iiop_profiles()[0].port
+        ))
+        .unwrap();
+    let e = echo_long(&bogus, 1).unwrap_err();
+    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    orb.shutdown(true);
+}
+
+#[test]
+fn armillary_client_against_omniorb_server_in_every_giop_version() {
+    if !omniorb_available() {
+        return;
+    }
+    let peers = build_peers();
+    let (_server, ior) = start_server(&peers, "client-test");
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        run_session(version, &ior);
+    }
+}
+
+#[test]
+fn a_vanished_server_is_a_clean_exception() {
+    if !omniorb_available() {
+        return;
+    }
+    let peers = build_peers();
+    let (server, ior) = start_server(&peers, "vanish");
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let obj = orb.string_to_object(&ior).unwrap();
+    assert_eq!(echo_long(&obj, 1).unwrap(), 1);
+    drop(server);
+    let e = echo_long(&obj, 2).unwrap_err();
+    assert!(
+        matches!(e.kind, SystemExceptionKind::Transient | SystemExceptionKind::CommFailure),
+        "{e}"
+    );
+    orb.shutdown(true);
+}
