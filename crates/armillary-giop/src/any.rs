@@ -309,8 +309,12 @@ fn decode_value<'t>(
                 let elem = tc
                     .content_type()
                     .map_err(|_| invalid(r.position(), "sequence"))?;
+                let min = resolve(elem, stack)?.min_wire_size();
                 let n = if tc.kind() == K::Sequence {
-                    let n = r.read_seq_len(resolve(elem, stack)?.min_wire_size())?;
+                    let n = r.read_seq_len(min)?;
+                    if min == 0 && n > 0 {
+                        return Err(invalid(r.position(), "sequence of a type whose values take no bytes"));
+                    }
                     let bound = tc.length().unwrap_or(0);
                     if bound != 0 && n as u64 > u64::from(bound) {
                         return Err(CdrError::BoundExceeded {
@@ -320,7 +324,15 @@ fn decode_value<'t>(
                     }
                     n
                 } else {
-                    tc.length().unwrap_or(0) as usize
+                    let n = tc.length().unwrap_or(0) as usize;
+                    if n > 0 && (min == 0 || n.saturating_mul(min) > r.remaining()) {
+                        return Err(CdrError::LengthTooLarge {
+                            offset: r.position(),
+                            length: n as u64,
+                            remaining: r.remaining(),
+                        });
+                    }
+                    n
                 };
                 if resolve(elem, stack)?.unalias().kind() == K::Octet {
                     Value::Octets(r.read_octets(n)?.to_vec())
@@ -488,6 +500,9 @@ fn encode_value<'t>(
             };
             let bound = tc.length().unwrap_or(0);
             if tc.kind() == K::Sequence {
+                if len > 0 && resolve(elem, stack)?.min_wire_size() == 0 {
+                    return Err(invalid(at, "sequence of a type whose values take no bytes"));
+                }
                 if bound != 0 && len > bound as usize {
                     return Err(CdrError::BoundExceeded {
                         bound,

@@ -618,14 +618,39 @@ impl TypeCode {
     }
 
     /// The smallest number of bytes a value of this type takes on the
-    /// wire (to bound sequence pre-allocation); 1 when unsure.
+    /// wire (to bound sequence lengths and pre-allocation). 0 only for
+    /// types whose values take no bytes at all (`null`, `void`, empty
+    /// structs or arrays), which no sequence may hold.
     pub(crate) fn min_wire_size(&self) -> usize {
-        match self.unalias().kind() {
+        self.min_wire_size_at(0)
+    }
+
+    fn min_wire_size_at(&self, depth: u32) -> usize {
+        if depth > 8 || self.is_recursive_placeholder() {
+            return 1;
+        }
+        let tc = self.unalias();
+        match tc.kind() {
+            TCKind::Null | TCKind::Void => 0,
             TCKind::Short | TCKind::UShort => 2,
             TCKind::Long | TCKind::ULong | TCKind::Float | TCKind::Enum => 4,
-            TCKind::String | TCKind::WString | TCKind::Sequence => 4,
+            TCKind::String | TCKind::WString | TCKind::Sequence | TCKind::Any => 4,
+            TCKind::TypeCode | TCKind::Value | TCKind::ValueBox | TCKind::Event => 4,
             TCKind::LongLong | TCKind::ULongLong | TCKind::Double => 8,
             TCKind::LongDouble => 16,
+            TCKind::Struct | TCKind::Except => match &*tc.0 {
+                Repr::Struct { members, .. } => members
+                    .iter()
+                    .map(|m| m.type_code.min_wire_size_at(depth + 1))
+                    .fold(0usize, usize::saturating_add),
+                _ => 1,
+            },
+            TCKind::Array => {
+                let n = tc.length().unwrap_or(0) as usize;
+                tc.content_type()
+                    .map_or(1, |e| e.min_wire_size_at(depth + 1))
+                    .saturating_mul(n)
+            }
             _ => 1,
         }
     }
@@ -1059,7 +1084,10 @@ fn decode_params(
                 let mut members = Vec::with_capacity(e.capacity_hint(n, 8));
                 for i in 0..n {
                     let label = if i as i32 == default_index {
-                        i128::from(e.read_octet()?)
+                        // The default member's label is a placeholder octet
+                        // with no meaning; it is kept as 0.
+                        e.read_octet()?;
+                        0
                     } else {
                         read_label(&mut e, &discriminator)?
                     };
