@@ -1,0 +1,351 @@
+//! Armillary to Armillary over IIOP on loopback: a hand-written servant
+//! behind the POA, clients in every GIOP version, user and system
+//! exceptions, oneways, corbaloc keys, holding POA managers, a thread-pool
+//! server under concurrent clients, and garbage on the wire.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::giop::giop::{
+    LocateStatus, Message, MessageBody, MessageBuilder, MessageType, TargetAddress,
+};
+use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
+use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
+use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use armillary_giop::{ByteOrder, GiopVersion};
+
+#[derive(Debug, PartialEq)]
+struct Oops {
+    code: i32,
+}
+
+impl CdrEncode for Oops {
+    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        w.write_long(self.code);
+        Ok(())
+    }
+}
+
+impl CdrDecode for Oops {
+    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        Ok(Oops { code: r.read_long()? })
+    }
+}
+
+impl UserException for Oops {
+    const REPOSITORY_ID: &'static str = "IDL:Test/Oops:1.0";
+}
+
+#[derive(Default)]
+struct Echo {
+    pings: AtomicI32,
+}
+
+impl Servant for Echo {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Echo:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Echo:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let bad = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::No);
+        match req.operation() {
+            "echo_long" => {
+                let v = req.args().read_long().map_err(bad)?;
+                req.results().write_long(v);
+            }
+            "echo_string" => {
+                let v = req.args().read_string().map_err(bad)?;
+                req.results().write_string(&v).map_err(bad)?;
+            }
+            "echo_wstring" => {
+                let v = req.args().read_wstring().map_err(bad)?;
+                req.results().write_wstring(&v).map_err(bad)?;
+            }
+            "echo_bytes" => {
+                let v = req.args().read_octet_seq().map_err(bad)?.to_vec();
+                req.results().write_octet_seq(&v).map_err(bad)?;
+            }
+            "fail" => {
+                let code = req.args().read_long().map_err(bad)?;
+                req.raise(&Oops { code })?;
+            }
+            "boom" => return Err(SystemException::no_resources(3, CompletionStatus::Yes)),
+            "ping" => {
+                self.pings.fetch_add(1, Ordering::SeqCst);
+            }
+            "pings" => req.results().write_long(self.pings.load(Ordering::SeqCst)),
+            "slow" => {
+                std::thread::sleep(Duration::from_millis(50));
+                req.results().write_long(1);
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+        Ok(())
+    }
+}
+
+fn server(config: OrbConfig) -> (Orb, ObjectRef) {
+    let orb = Orb::with_config(config).unwrap();
+    let poa = orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let servant: Arc<dyn Servant> = Arc::new(Echo::default());
+    let obj = poa.servant_to_reference(&servant).unwrap();
+    (orb, obj)
+}
+
+fn client(version: GiopVersion) -> Orb {
+    Orb::with_config(OrbConfig {
+        max_giop_version: version,
+        ..OrbConfig::default()
+    })
+    .unwrap()
+}
+
+fn long_call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> {
+    obj.invoke(
+        op,
+        &|w| {
+            w.write_long(v);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+        },
+    )
+}
+
+#[derive(Debug, PartialEq)]
+enum FailError {
+    Oops(Oops),
+    System(SystemException),
+}
+
+impl From<SystemException> for FailError {
+    fn from(e: SystemException) -> Self {
+        FailError::System(e)
+    }
+}
+
+#[test]
+fn calls_in_every_giop_version() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    let ior = server_orb.object_to_string(&obj);
+    assert!(!ior.contains("0.0.0.0"));
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        let orb = client(version);
+        let remote = orb.string_to_object(&ior).unwrap();
+        assert!(remote.is_a("IDL:Test/Echo:1.0").unwrap());
+        assert!(!remote.is_a("IDL:Test/Other:1.0").unwrap());
+        assert!(!remote.non_existent().unwrap());
+        assert_eq!(long_call(&remote, "echo_long", -5).unwrap(), -5);
+        let s: String = remote
+            .invoke::<_, SystemException>(
+                "echo_string",
+                &|w| w.write_string("grüße"),
+                |reply| match reply {
+                    ReplyBody::Result(r) => Ok(Ok(r.read_string()?)),
+                    ReplyBody::UserException { .. } => unreachable!(),
+                },
+            )
+            .unwrap();
+        assert_eq!(s, "grüße");
+        if version >= GiopVersion::V1_1 {
+            let w: String = remote
+                .invoke::<_, SystemException>(
+                    "echo_wstring",
+                    &|w| w.write_wstring("wide ☺ 𝄞"),
+                    |reply| match reply {
+                        ReplyBody::Result(r) => Ok(Ok(r.read_wstring()?)),
+                        ReplyBody::UserException { .. } => unreachable!(),
+                    },
+                )
+                .unwrap();
+            assert_eq!(w, "wide ☺ 𝄞");
+        }
+        let big = vec![7u8; 3 << 20];
+        let back: Vec<u8> = remote
+            .invoke::<_, SystemException>(
+                "echo_bytes",
+                &|w| w.write_octet_seq(&big),
+                |reply| match reply {
+                    ReplyBody::Result(r) => Ok(Ok(r.read_octet_seq()?.to_vec())),
+                    ReplyBody::UserException { .. } => unreachable!(),
+                },
+            )
+            .unwrap();
+        assert_eq!(back, big);
+        let e = remote
+            .invoke::<(), FailError>(
+                "fail",
+                &|w| {
+                    w.write_long(9);
+                    Ok(())
+                },
+                |reply| match reply {
+                    ReplyBody::Result(_) => Ok(Ok(())),
+                    ReplyBody::UserException { id, members } => {
+                        assert_eq!(id, Oops::REPOSITORY_ID);
+                        Ok(Err(FailError::Oops(Oops::decode(members)?)))
+                    }
+                },
+            )
+            .unwrap_err();
+        assert_eq!(e, FailError::Oops(Oops { code: 9 }));
+        let e = long_call(&remote, "boom", 0).unwrap_err();
+        assert_eq!((e.kind, e.minor, e.completed), (SystemExceptionKind::NoResources, 3, CompletionStatus::Yes));
+        let e = long_call(&remote, "nope", 0).unwrap_err();
+        assert_eq!(e.kind, SystemExceptionKind::BadOperation);
+        let before = long_call(&remote, "pings", 0).unwrap();
+        remote.invoke_oneway("ping", &|_| Ok(())).unwrap();
+        remote.invoke_oneway("ping", &|_| Ok(())).unwrap();
+        assert_eq!(long_call(&remote, "pings", 0).unwrap(), before + 2);
+        orb.shutdown(true);
+    }
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn corbaloc_keys_and_unknown_objects() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    server_orb.bind_object_key("Echo", obj.clone());
+    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let orb = client(GiopVersion::V1_2);
+    let by_key = orb.string_to_object(&format!("corbaloc:iiop:1.2@{host}:{port}/Echo")).unwrap();
+    assert_eq!(long_call(&by_key, "echo_long", 3).unwrap(), 3);
+    let missing = orb.string_to_object(&format!("corbaloc::{host}:{port}/Missing")).unwrap();
+    assert_eq!(long_call(&missing, "echo_long", 3).unwrap_err().kind, SystemExceptionKind::ObjectNotExist);
+    // A reference whose object was deactivated.
+    let poa = server_orb.root_poa();
+    let id = poa.reference_to_id(&obj).unwrap();
+    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    poa.deactivate_object(&id).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 3).unwrap_err().kind, SystemExceptionKind::ObjectNotExist);
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn a_holding_manager_queues_requests_until_activated() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    let manager = server_orb.root_poa().the_poa_manager();
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
+    manager.hold_requests(false).unwrap();
+    let caller = std::thread::spawn(move || long_call(&remote, "echo_long", 2));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(manager.held_count(), 1);
+    manager.activate().unwrap();
+    assert_eq!(caller.join().unwrap().unwrap(), 2);
+    manager.discard_requests(false).unwrap();
+    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 3).unwrap_err().kind, SystemExceptionKind::Transient);
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn a_thread_pool_serves_concurrent_clients() {
+    let (server_orb, obj) = server(OrbConfig {
+        concurrency: ConcurrencyModel::ThreadPool(4),
+        ..OrbConfig::default()
+    });
+    let ior = server_orb.object_to_string(&obj);
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&ior).unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let remote = remote.clone();
+            std::thread::spawn(move || {
+                for j in 0..50 {
+                    assert_eq!(long_call(&remote, "echo_long", i * 1000 + j).unwrap(), i * 1000 + j);
+                }
+                long_call(&remote, "slow", 0).unwrap()
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 1);
+    }
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+fn read_message(stream: &mut TcpStream) -> Vec<u8> {
+    let mut header = [0u8; 12];
+    stream.read_exact(&mut header).unwrap();
+    let size = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
+    let size = if header[6] & 1 == 1 { size } else { u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as usize };
+    let mut body = vec![0u8; size];
+    stream.read_exact(&mut body).unwrap();
+    [header.to_vec(), body].concat()
+}
+
+#[test]
+fn garbage_gets_a_message_error_and_others_are_still_served() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let mut raw = TcpStream::connect((host.as_str(), port)).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let reply = read_message(&mut raw);
+    assert_eq!(Message::decode(&reply).unwrap().header.message_type, MessageType::MessageError);
+    let mut rest = Vec::new();
+    let _ = raw.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the connection is closed after MessageError");
+
+    // A LocateRequest on a fresh connection.
+    let key = obj.ior().iiop_profiles()[0].object_key.clone();
+    let mut raw = TcpStream::connect((host.as_str(), port)).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for (id, key) in [(1, key.clone()), (2, b"nothing".to_vec())] {
+        let locate = MessageBuilder::new(
+            GiopVersion::V1_2,
+            ByteOrder::Big,
+            &MessageBody::LocateRequest { request_id: id, target: TargetAddress::Key(key) },
+        )
+        .unwrap()
+        .finish(false);
+        raw.write_all(&locate).unwrap();
+        let reply = Message::decode(&read_message(&mut raw)).unwrap();
+        let MessageBody::LocateReply(h) = reply.body else { panic!("{reply:?}") };
+        assert_eq!(h.request_id, id);
+        let expected = if id == 1 { LocateStatus::ObjectHere } else { LocateStatus::UnknownObject };
+        assert_eq!(h.locate_status, expected);
+    }
+    // A truncated message followed by EOF: the server just drops it.
+    raw.write_all(&b"GIOP\x01\x02\x01\x00\xff\x00\x00\x00"[..]).unwrap();
+    drop(raw);
+
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 11).unwrap(), 11);
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn orb_options_and_shutdown() {
+    let (orb, rest) = Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0", "--flag"]).unwrap();
+    assert_eq!(rest, ["app", "--flag"]);
+    assert_eq!(orb.endpoints().unwrap()[0].0, "127.0.0.1");
+    assert!(Orb::init(["-ORBListenEndpoints", "tcp://x"]).is_err());
+    let (wild, _) = Orb::init(["-ORBListenEndpoints", "iiop://0.0.0.0:0"]).unwrap();
+    assert!(wild.endpoints().unwrap().iter().all(|(h, _)| h != "0.0.0.0"));
+    wild.shutdown(true);
+    let runner = {
+        let orb = orb.clone();
+        std::thread::spawn(move || orb.run())
+    };
+    orb.shutdown(true);
+    runner.join().unwrap();
+}
