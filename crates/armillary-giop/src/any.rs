@@ -169,6 +169,17 @@ impl CdrDecode for Any {
     }
 }
 
+/// Reads a value of type `tc` (the dynamic half of DII and DSI: a request
+/// or reply body read from its operation's parameter TypeCodes).
+pub fn read_value(tc: &TypeCode, r: &mut CdrReader<'_>) -> Result<Value, CdrError> {
+    decode_value(tc, r, &mut Vec::new())
+}
+
+/// Writes `value` as type `tc`.
+pub fn write_value(tc: &TypeCode, value: &Value, w: &mut CdrWriter) -> Result<(), CdrError> {
+    encode_value(tc, value, w, &mut Vec::new())
+}
+
 /// Resolves recursive placeholders against the enclosing types.
 fn resolve<'t>(tc: &'t TypeCode, stack: &[&'t TypeCode]) -> Result<&'t TypeCode, CdrError> {
     if tc.is_recursive_placeholder() {
