@@ -324,7 +324,10 @@ fn decode_value<'t>(
                 let n = if tc.kind() == K::Sequence {
                     let n = r.read_seq_len(min)?;
                     if min == 0 && n > 0 {
-                        return Err(invalid(r.position(), "sequence of a type whose values take no bytes"));
+                        return Err(invalid(
+                            r.position(),
+                            "sequence of a type whose values take no bytes",
+                        ));
                     }
                     let bound = tc.length().unwrap_or(0);
                     if bound != 0 && n as u64 > u64::from(bound) {

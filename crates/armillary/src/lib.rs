@@ -16,17 +16,17 @@ mod exception;
 pub mod net;
 mod object;
 mod orb;
-mod reactor;
-mod transport;
 pub mod poa;
+mod reactor;
 mod servant;
+mod transport;
 
 pub use armillary_giop as giop;
 pub use exception::UserException;
-pub use orb::{Orb, OrbError};
 pub use object::{
     set_default_invoker, Invoker, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome,
 };
+pub use orb::{Orb, OrbError};
 pub use servant::{Servant, ServerRequest};
 
 pub use armillary_giop::system_exception::{CompletionStatus, SystemException};

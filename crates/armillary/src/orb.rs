@@ -9,8 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
 use armillary_giop::giop::{
-    Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext,
-    TargetAddress,
+    Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext, TargetAddress,
 };
 use armillary_giop::ior::{Ior, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
@@ -162,7 +161,10 @@ impl Orb {
     /// Lets clients reach `obj` with the plain object key `key` (for
     /// `corbaloc::host:port/key` URLs), like TAO's IOR table.
     pub fn bind_object_key(&self, key: &str, obj: ObjectRef) {
-        self.core.key_table.write().insert(key.as_bytes().to_vec(), obj);
+        self.core
+            .key_table
+            .write()
+            .insert(key.as_bytes().to_vec(), obj);
     }
 
     /// The stringified IOR of `obj`.
@@ -182,9 +184,9 @@ impl Orb {
                 Err(SystemException::no_implement(0, CompletionStatus::No))
             }
             other => {
-                let ior = other
-                    .to_ior()
-                    .ok_or_else(|| SystemException::bad_param(minor::MALFORMED, CompletionStatus::No))?;
+                let ior = other.to_ior().ok_or_else(|| {
+                    SystemException::bad_param(minor::MALFORMED, CompletionStatus::No)
+                })?;
                 Ok(ObjectRef::new(ior, self.core.clone()))
             }
         }
@@ -217,7 +219,9 @@ impl Orb {
         if let Some(server) = server {
             server.stop(wait_for_completion);
         }
-        self.core.connections.close_all(self.core.config.max_giop_version);
+        self.core
+            .connections
+            .close_all(self.core.config.max_giop_version);
         let _guard = self.core.shutdown_lock.lock();
         self.core.shutdown_signal.notify_all();
     }
@@ -258,7 +262,8 @@ impl OrbCore {
         for (host, port) in published.iter().take(1) {
             let mut body = ProfileBody::new(version, host, *port, key.clone());
             if version >= GiopVersion::V1_1 {
-                body.components.push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
+                body.components
+                    .push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
                 body.components
                     .push(TaggedComponent::code_sets(&self.config.codesets));
                 for (h, p) in published.iter().skip(1) {
@@ -285,16 +290,13 @@ impl OrbCore {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Attempt, SystemException> {
-        let profile = target
-            .iiop_profiles()
-            .into_iter()
-            .next()
-            .ok_or_else(|| SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No))?;
+        let profile = target.iiop_profiles().into_iter().next().ok_or_else(|| {
+            SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
+        })?;
         let version = profile.iiop_version.min(self.config.max_giop_version);
         let codesets = if version >= GiopVersion::V1_1 {
-            negotiate(&self.config.codesets, profile.code_sets().as_ref()).map_err(|_| {
-                SystemException::codeset_incompatible(0, CompletionStatus::No)
-            })?
+            negotiate(&self.config.codesets, profile.code_sets().as_ref())
+                .map_err(|_| SystemException::codeset_incompatible(0, CompletionStatus::No))?
         } else {
             CodeSets::DEFAULT
         };
@@ -359,12 +361,21 @@ impl OrbCore {
         }))
     }
 
-    fn reply(&self, frame: armillary_giop::giop::Frame, codesets: CodeSets) -> Result<Attempt, SystemException> {
-        let marshal = |e: &armillary_giop::cdr::CdrError| SystemException::from_cdr_error(e, CompletionStatus::Maybe);
+    fn reply(
+        &self,
+        frame: armillary_giop::giop::Frame,
+        codesets: CodeSets,
+    ) -> Result<Attempt, SystemException> {
+        let marshal = |e: &armillary_giop::cdr::CdrError| {
+            SystemException::from_cdr_error(e, CompletionStatus::Maybe)
+        };
         let msg = Message::decode(&frame.bytes)
             .map_err(|_| SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe))?;
         let MessageBody::Reply(header) = &msg.body else {
-            return Err(SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe));
+            return Err(SystemException::marshal(
+                minor::MALFORMED,
+                CompletionStatus::Maybe,
+            ));
         };
         let mut body: CdrReader<'_> = frame.reader(&msg).with_codesets(codesets);
         let outcome = match header.reply_status {
@@ -374,7 +385,9 @@ impl OrbCore {
                 return Err(SystemException::decode_body(&mut body).map_err(|e| marshal(&e))?)
             }
             ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
-                return Ok(Attempt::Forward(Ior::decode(&mut body).map_err(|e| marshal(&e))?));
+                return Ok(Attempt::Forward(
+                    Ior::decode(&mut body).map_err(|e| marshal(&e))?,
+                ));
             }
             ReplyStatus::NeedsAddressingMode => {
                 return Err(SystemException::no_implement(0, CompletionStatus::No));
@@ -415,14 +428,20 @@ impl Invoker for OrbCore {
                 Attempt::Forward(to) => {
                     forwards += 1;
                     if forwards > self.config.max_forwards {
-                        return Err(SystemException::transient(minor::FORWARD_LIMIT, CompletionStatus::No));
+                        return Err(SystemException::transient(
+                            minor::FORWARD_LIMIT,
+                            CompletionStatus::No,
+                        ));
                     }
                     target = to;
                 }
                 Attempt::Retry => {
                     retries += 1;
                     if retries > 3 {
-                        return Err(SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No));
+                        return Err(SystemException::transient(
+                            minor::CONNECT_FAILED,
+                            CompletionStatus::No,
+                        ));
                     }
                 }
             }

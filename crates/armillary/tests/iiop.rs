@@ -32,7 +32,9 @@ impl CdrEncode for Oops {
 
 impl CdrDecode for Oops {
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ok(Oops { code: r.read_long()? })
+        Ok(Oops {
+            code: r.read_long()?,
+        })
     }
 }
 
@@ -118,7 +120,9 @@ fn long_call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> 
         },
         |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
-            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
         },
     )
 }
@@ -148,14 +152,12 @@ fn calls_in_every_giop_version() {
         assert!(!remote.non_existent().unwrap());
         assert_eq!(long_call(&remote, "echo_long", -5).unwrap(), -5);
         let s: String = remote
-            .invoke::<_, SystemException>(
-                "echo_string",
-                &|w| w.write_string("grüße"),
-                |reply| match reply {
+            .invoke::<_, SystemException>("echo_string", &|w| w.write_string("grüße"), |reply| {
+                match reply {
                     ReplyBody::Result(r) => Ok(Ok(r.read_string()?)),
                     ReplyBody::UserException { .. } => unreachable!(),
-                },
-            )
+                }
+            })
             .unwrap();
         assert_eq!(s, "grüße");
         if version >= GiopVersion::V1_1 {
@@ -173,14 +175,12 @@ fn calls_in_every_giop_version() {
         }
         let big = vec![7u8; 3 << 20];
         let back: Vec<u8> = remote
-            .invoke::<_, SystemException>(
-                "echo_bytes",
-                &|w| w.write_octet_seq(&big),
-                |reply| match reply {
+            .invoke::<_, SystemException>("echo_bytes", &|w| w.write_octet_seq(&big), |reply| {
+                match reply {
                     ReplyBody::Result(r) => Ok(Ok(r.read_octet_seq()?.to_vec())),
                     ReplyBody::UserException { .. } => unreachable!(),
-                },
-            )
+                }
+            })
             .unwrap();
         assert_eq!(back, big);
         let e = remote
@@ -201,7 +201,10 @@ fn calls_in_every_giop_version() {
             .unwrap_err();
         assert_eq!(e, FailError::Oops(Oops { code: 9 }));
         let e = long_call(&remote, "boom", 0).unwrap_err();
-        assert_eq!((e.kind, e.minor, e.completed), (SystemExceptionKind::NoResources, 3, CompletionStatus::Yes));
+        assert_eq!(
+            (e.kind, e.minor, e.completed),
+            (SystemExceptionKind::NoResources, 3, CompletionStatus::Yes)
+        );
         let e = long_call(&remote, "nope", 0).unwrap_err();
         assert_eq!(e.kind, SystemExceptionKind::BadOperation);
         let before = long_call(&remote, "pings", 0).unwrap();
@@ -219,16 +222,28 @@ fn corbaloc_keys_and_unknown_objects() {
     server_orb.bind_object_key("Echo", obj.clone());
     let (host, port) = server_orb.endpoints().unwrap()[0].clone();
     let orb = client(GiopVersion::V1_2);
-    let by_key = orb.string_to_object(&format!("corbaloc:iiop:1.2@{host}:{port}/Echo")).unwrap();
+    let by_key = orb
+        .string_to_object(&format!("corbaloc:iiop:1.2@{host}:{port}/Echo"))
+        .unwrap();
     assert_eq!(long_call(&by_key, "echo_long", 3).unwrap(), 3);
-    let missing = orb.string_to_object(&format!("corbaloc::{host}:{port}/Missing")).unwrap();
-    assert_eq!(long_call(&missing, "echo_long", 3).unwrap_err().kind, SystemExceptionKind::ObjectNotExist);
+    let missing = orb
+        .string_to_object(&format!("corbaloc::{host}:{port}/Missing"))
+        .unwrap();
+    assert_eq!(
+        long_call(&missing, "echo_long", 3).unwrap_err().kind,
+        SystemExceptionKind::ObjectNotExist
+    );
     // A reference whose object was deactivated.
     let poa = server_orb.root_poa();
     let id = poa.reference_to_id(&obj).unwrap();
-    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
     poa.deactivate_object(&id).unwrap();
-    assert_eq!(long_call(&remote, "echo_long", 3).unwrap_err().kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(
+        long_call(&remote, "echo_long", 3).unwrap_err().kind,
+        SystemExceptionKind::ObjectNotExist
+    );
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
@@ -238,7 +253,9 @@ fn a_holding_manager_queues_requests_until_activated() {
     let (server_orb, obj) = server(OrbConfig::default());
     let manager = server_orb.root_poa().the_poa_manager();
     let orb = client(GiopVersion::V1_2);
-    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
     manager.hold_requests(false).unwrap();
     let caller = std::thread::spawn(move || long_call(&remote, "echo_long", 2));
@@ -247,8 +264,13 @@ fn a_holding_manager_queues_requests_until_activated() {
     manager.activate().unwrap();
     assert_eq!(caller.join().unwrap().unwrap(), 2);
     manager.discard_requests(false).unwrap();
-    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
-    assert_eq!(long_call(&remote, "echo_long", 3).unwrap_err().kind, SystemExceptionKind::Transient);
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    assert_eq!(
+        long_call(&remote, "echo_long", 3).unwrap_err().kind,
+        SystemExceptionKind::Transient
+    );
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
@@ -267,7 +289,10 @@ fn a_thread_pool_serves_concurrent_clients() {
             let remote = remote.clone();
             std::thread::spawn(move || {
                 for j in 0..50 {
-                    assert_eq!(long_call(&remote, "echo_long", i * 1000 + j).unwrap(), i * 1000 + j);
+                    assert_eq!(
+                        long_call(&remote, "echo_long", i * 1000 + j).unwrap(),
+                        i * 1000 + j
+                    );
                 }
                 long_call(&remote, "slow", 0).unwrap()
             })
@@ -284,7 +309,11 @@ fn read_message(stream: &mut TcpStream) -> Vec<u8> {
     let mut header = [0u8; 12];
     stream.read_exact(&mut header).unwrap();
     let size = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
-    let size = if header[6] & 1 == 1 { size } else { u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as usize };
+    let size = if header[6] & 1 == 1 {
+        size
+    } else {
+        u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as usize
+    };
     let mut body = vec![0u8; size];
     stream.read_exact(&mut body).unwrap();
     [header.to_vec(), body].concat()
@@ -298,10 +327,16 @@ fn garbage_gets_a_message_error_and_others_are_still_served() {
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let reply = read_message(&mut raw);
-    assert_eq!(Message::decode(&reply).unwrap().header.message_type, MessageType::MessageError);
+    assert_eq!(
+        Message::decode(&reply).unwrap().header.message_type,
+        MessageType::MessageError
+    );
     let mut rest = Vec::new();
     let _ = raw.read_to_end(&mut rest);
-    assert!(rest.is_empty(), "the connection is closed after MessageError");
+    assert!(
+        rest.is_empty(),
+        "the connection is closed after MessageError"
+    );
 
     // A LocateRequest on a fresh connection.
     let key = obj.ior().iiop_profiles()[0].object_key.clone();
@@ -311,23 +346,35 @@ fn garbage_gets_a_message_error_and_others_are_still_served() {
         let locate = MessageBuilder::new(
             GiopVersion::V1_2,
             ByteOrder::Big,
-            &MessageBody::LocateRequest { request_id: id, target: TargetAddress::Key(key) },
+            &MessageBody::LocateRequest {
+                request_id: id,
+                target: TargetAddress::Key(key),
+            },
         )
         .unwrap()
         .finish(false);
         raw.write_all(&locate).unwrap();
         let reply = Message::decode(&read_message(&mut raw)).unwrap();
-        let MessageBody::LocateReply(h) = reply.body else { panic!("{reply:?}") };
+        let MessageBody::LocateReply(h) = reply.body else {
+            panic!("{reply:?}")
+        };
         assert_eq!(h.request_id, id);
-        let expected = if id == 1 { LocateStatus::ObjectHere } else { LocateStatus::UnknownObject };
+        let expected = if id == 1 {
+            LocateStatus::ObjectHere
+        } else {
+            LocateStatus::UnknownObject
+        };
         assert_eq!(h.locate_status, expected);
     }
     // A truncated message followed by EOF: the server just drops it.
-    raw.write_all(&b"GIOP\x01\x02\x01\x00\xff\x00\x00\x00"[..]).unwrap();
+    raw.write_all(&b"GIOP\x01\x02\x01\x00\xff\x00\x00\x00"[..])
+        .unwrap();
     drop(raw);
 
     let orb = client(GiopVersion::V1_2);
-    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 11).unwrap(), 11);
     orb.shutdown(true);
     server_orb.shutdown(true);
@@ -335,12 +382,17 @@ fn garbage_gets_a_message_error_and_others_are_still_served() {
 
 #[test]
 fn orb_options_and_shutdown() {
-    let (orb, rest) = Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0", "--flag"]).unwrap();
+    let (orb, rest) =
+        Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0", "--flag"]).unwrap();
     assert_eq!(rest, ["app", "--flag"]);
     assert_eq!(orb.endpoints().unwrap()[0].0, "127.0.0.1");
     assert!(Orb::init(["-ORBListenEndpoints", "tcp://x"]).is_err());
     let (wild, _) = Orb::init(["-ORBListenEndpoints", "iiop://0.0.0.0:0"]).unwrap();
-    assert!(wild.endpoints().unwrap().iter().all(|(h, _)| h != "0.0.0.0"));
+    assert!(wild
+        .endpoints()
+        .unwrap()
+        .iter()
+        .all(|(h, _)| h != "0.0.0.0"));
     wild.shutdown(true);
     let runner = {
         let orb = orb.clone();

@@ -41,7 +41,11 @@ struct Types {
 }
 
 fn point() -> TypeCode {
-    TypeCode::struct_tc(&id("Point"), "Point", vec![member("x", TypeCode::long()), member("y", TypeCode::long())])
+    TypeCode::struct_tc(
+        &id("Point"),
+        "Point",
+        vec![member("x", TypeCode::long()), member("y", TypeCode::long())],
+    )
 }
 
 fn color() -> TypeCode {
@@ -55,7 +59,10 @@ fn shape() -> TypeCode {
         vec![
             member("name", TypeCode::string(0)),
             member("hue", color()),
-            member("points", TypeCode::alias(&id("PointSeq"), "PointSeq", TypeCode::sequence(point(), 0))),
+            member(
+                "points",
+                TypeCode::alias(&id("PointSeq"), "PointSeq", TypeCode::sequence(point(), 0)),
+            ),
             member("origin", point()),
         ],
     )
@@ -138,7 +145,10 @@ fn echo_type(op: &str) -> Option<TypeCode> {
             "Flag",
             TypeCode::boolean(),
             -1,
-            vec![union_member(1, "yes", TypeCode::ulong()), union_member(0, "no", TypeCode::char())],
+            vec![
+                union_member(1, "yes", TypeCode::ulong()),
+                union_member(0, "no", TypeCode::char()),
+            ],
         ),
         "echo_any" => TypeCode::any(),
         _ => return None,
@@ -209,7 +219,10 @@ impl Servant for Everything {
     }
 
     fn is_a(&self, repository_id: &str) -> bool {
-        matches!(repository_id, "IDL:Interop/Everything:1.0" | "IDL:Interop/Base:1.0")
+        matches!(
+            repository_id,
+            "IDL:Interop/Everything:1.0" | "IDL:Interop/Base:1.0"
+        )
     }
 
     fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
@@ -220,10 +233,17 @@ impl Servant for Everything {
         }
         match op {
             "base_op" => req.results().write_string("base").map_err(marshal),
-            "_get_base_name" => req.results().write_string("Armillary base").map_err(marshal),
-            "_get_name" => req.results().write_string("Armillary everything").map_err(marshal),
+            "_get_base_name" => req
+                .results()
+                .write_string("Armillary base")
+                .map_err(marshal),
+            "_get_name" => req
+                .results()
+                .write_string("Armillary everything")
+                .map_err(marshal),
             "_get_counter" => {
-                req.results().write_long(self.counter.load(Ordering::SeqCst));
+                req.results()
+                    .write_long(self.counter.load(Ordering::SeqCst));
                 Ok(())
             }
             "_set_counter" => {
@@ -242,7 +262,9 @@ impl Servant for Everything {
                 Ok(())
             }
             "out_shape" => {
-                let points = (0..3).map(|i| Value::Struct(vec![Value::Long(i), Value::Long(i * i)])).collect();
+                let points = (0..3)
+                    .map(|i| Value::Struct(vec![Value::Long(i), Value::Long(i * i)]))
+                    .collect();
                 let shape = Value::Struct(vec![
                     Value::String("triangle".into()),
                     Value::Enum(2),
@@ -267,23 +289,27 @@ impl Servant for Everything {
             }
             "fail_system" => {
                 let minor = req.args().read_long().map_err(marshal)?;
-                Err(SystemException::no_permission(minor as u32, CompletionStatus::Yes))
+                Err(SystemException::no_permission(
+                    minor as u32,
+                    CompletionStatus::Yes,
+                ))
             }
             "get_self" | "get_base" => {
-                let me = PoaCurrent.get_reference().map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
+                let me = PoaCurrent
+                    .get_reference()
+                    .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
                 me.encode(req.results()).map_err(marshal)
             }
             "call_peer" => {
                 let peer: ObjectRef = req.args().read().map_err(marshal)?;
                 let text = req.args().read_string().map_err(marshal)?;
-                let answer: String = peer.invoke(
-                    "hello",
-                    &|w| w.write_string(&text),
-                    |reply| match reply {
+                let answer: String =
+                    peer.invoke("hello", &|w| w.write_string(&text), |reply| match reply {
                         ReplyBody::Result(r) => Ok(Ok(r.read_string()?)),
-                        ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
-                    },
-                )?;
+                        ReplyBody::UserException { .. } => {
+                            Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+                        }
+                    })?;
                 req.results().write_string(&answer).map_err(marshal)
             }
             "same_object" => {
@@ -300,7 +326,8 @@ impl Servant for Everything {
                 Ok(())
             }
             "oneway_count" => {
-                req.results().write_long(self.oneways.load(Ordering::SeqCst));
+                req.results()
+                    .write_long(self.oneways.load(Ordering::SeqCst));
                 Ok(())
             }
             _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
@@ -338,7 +365,11 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
     let obj = poa.servant_to_reference(&servant).unwrap();
     let ior_file = peers.join(format!("armillary-server-{}.ior", std::process::id()));
     std::fs::write(&ior_file, orb.object_to_string(&obj)).unwrap();
-    for (version, extra) in [("1.0", Some("--no-wchar")), ("1.1", Some("--no-wchar")), ("1.2", None)] {
+    for (version, extra) in [
+        ("1.0", Some("--no-wchar")),
+        ("1.1", Some("--no-wchar")),
+        ("1.2", None),
+    ] {
         let mut cmd = Command::new(peers.join("interop_client"));
         cmd.arg(&ior_file);
         if let Some(flag) = extra {

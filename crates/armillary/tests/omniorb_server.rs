@@ -69,7 +69,10 @@ fn start_server(peers: &Path, tag: &str) -> (Peer, String) {
         assert!(Instant::now() < deadline, "omniORB server wrote no IOR");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let ior = std::fs::read_to_string(&ior_file).unwrap().trim().to_owned();
+    let ior = std::fs::read_to_string(&ior_file)
+        .unwrap()
+        .trim()
+        .to_owned();
     let _ = std::fs::remove_file(&ior_file);
     (peer, ior)
 }
@@ -85,7 +88,9 @@ fn echo_long(obj: &ObjectRef, v: i32) -> Result<i32> {
         },
         |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
-            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
         },
     )
 }
@@ -94,10 +99,22 @@ fn echo_string(obj: &ObjectRef, op: &str, v: &str) -> Result<String> {
     let wide = op == "echo_wstring";
     obj.invoke(
         op,
-        &|w| if wide { w.write_wstring(v) } else { w.write_string(v) },
+        &|w| {
+            if wide {
+                w.write_wstring(v)
+            } else {
+                w.write_string(v)
+            }
+        },
         |reply| match reply {
-            ReplyBody::Result(r) => Ok(Ok(if wide { r.read_wstring()? } else { r.read_string()? })),
-            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            ReplyBody::Result(r) => Ok(Ok(if wide {
+                r.read_wstring()?
+            } else {
+                r.read_string()?
+            })),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
         },
     )
 }
@@ -105,7 +122,11 @@ fn echo_string(obj: &ObjectRef, op: &str, v: &str) -> Result<String> {
 /// What `fail` raises, typed the way generated stubs type it.
 #[derive(Debug, PartialEq)]
 enum FailError {
-    Failure { code: i32, reason: String, details: Vec<String> },
+    Failure {
+        code: i32,
+        reason: String,
+        details: Vec<String>,
+    },
     Empty,
     System(SystemException),
 }
@@ -146,7 +167,10 @@ fn run_session(version: GiopVersion, ior: &str) {
     let orb = Orb::with_config(config).unwrap();
     let obj = orb.string_to_object(ior).unwrap();
     assert!(obj.is_a("IDL:Interop/Everything:1.0").unwrap());
-    assert!(obj.is_a("IDL:Interop/Base:1.0").unwrap(), "inherited interface, asked remotely");
+    assert!(
+        obj.is_a("IDL:Interop/Base:1.0").unwrap(),
+        "inherited interface, asked remotely"
+    );
     assert!(!obj.is_a("IDL:Interop/Peer:1.0").unwrap());
     assert!(!obj.non_existent().unwrap());
     for v in [0, -1, i32::MIN, i32::MAX, 42] {
@@ -156,7 +180,10 @@ fn run_session(version: GiopVersion, ior: &str) {
         assert_eq!(echo_string(&obj, "echo_string", s).unwrap(), s);
     }
     if version == GiopVersion::V1_2 {
-        assert_eq!(echo_string(&obj, "echo_wstring", "wide ☺").unwrap(), "wide ☺");
+        assert_eq!(
+            echo_string(&obj, "echo_wstring", "wide ☺").unwrap(),
+            "wide ☺"
+        );
     }
     // User exceptions with members, and an empty one.
     assert_eq!(
@@ -179,7 +206,10 @@ fn run_session(version: GiopVersion, ior: &str) {
             |_| Ok(Ok(())),
         )
         .unwrap_err();
-    assert_eq!((e.kind, e.minor, e.completed), (SystemExceptionKind::NoPermission, 5, CompletionStatus::Yes));
+    assert_eq!(
+        (e.kind, e.minor, e.completed),
+        (SystemExceptionKind::NoPermission, 5, CompletionStatus::Yes)
+    );
     // An unknown operation.
     let e = obj
         .invoke::<(), SystemException>("no_such_op", &|_| Ok(()), |_| Ok(Ok(())))
@@ -196,7 +226,9 @@ fn run_session(version: GiopVersion, ior: &str) {
             },
             |reply| match reply {
                 ReplyBody::Result(r) => Ok(Ok((r.read_long()?, r.read_long()?, r.read_long()?))),
-                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+                ReplyBody::UserException { .. } => {
+                    Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+                }
             },
         )
         .unwrap();
@@ -205,7 +237,9 @@ fn run_session(version: GiopVersion, ior: &str) {
     let me: ObjectRef = obj
         .invoke::<_, SystemException>("get_self", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read()?)),
-            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
         })
         .unwrap();
     assert_eq!(me.type_id(), "IDL:Interop/Everything:1.0");
@@ -214,7 +248,9 @@ fn run_session(version: GiopVersion, ior: &str) {
     let count = |o: &ObjectRef| {
         o.invoke::<i32, SystemException>("oneway_count", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
-            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
         })
         .unwrap()
     };
@@ -240,7 +276,9 @@ fn run_session(version: GiopVersion, ior: &str) {
     let counter = obj
         .invoke::<i32, SystemException>("_get_counter", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
-            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
         })
         .unwrap();
     assert_eq!(counter, 41);
@@ -282,7 +320,10 @@ fn a_vanished_server_is_a_clean_exception() {
     drop(server);
     let e = echo_long(&obj, 2).unwrap_err();
     assert!(
-        matches!(e.kind, SystemExceptionKind::Transient | SystemExceptionKind::CommFailure),
+        matches!(
+            e.kind,
+            SystemExceptionKind::Transient | SystemExceptionKind::CommFailure
+        ),
         "{e}"
     );
     orb.shutdown(true);

@@ -160,11 +160,10 @@ impl ClientConnection {
                     Ok(m) => m.body.request_id(),
                     Err(_) => None,
                 };
-                match id.and_then(|id| state.replies.get_mut(&id)) {
-                    Some(slot) => *slot = Some(frame),
-                    // A reply to a request nobody waits for (cancelled or
-                    // oneway): dropped.
-                    None => {}
+                // A reply nobody waits for (cancelled, or to a oneway) is
+                // dropped.
+                if let Some(slot) = id.and_then(|id| state.replies.get_mut(&id)) {
+                    *slot = Some(frame);
                 }
             }
             MessageType::CloseConnection => state.closed = Some(Closed::Orderly),
@@ -198,7 +197,11 @@ pub(crate) struct ConnectionCache {
 
 impl ConnectionCache {
     /// The live connection to `host:port`, opening one if needed.
-    pub(crate) fn get(&self, host: &str, port: u16) -> Result<Arc<ClientConnection>, SystemException> {
+    pub(crate) fn get(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Result<Arc<ClientConnection>, SystemException> {
         let key = (host.to_owned(), port);
         if let Some(c) = self.connections.lock().get(&key) {
             if !c.is_closed() {

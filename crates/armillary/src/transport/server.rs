@@ -164,7 +164,12 @@ impl Server {
 
     /// Closes every connection with CloseConnection and stops the threads.
     pub(crate) fn stop(&self, wait: bool) {
-        let conns: Vec<_> = self.connections.lock().drain(..).filter_map(|w| w.upgrade()).collect();
+        let conns: Vec<_> = self
+            .connections
+            .lock()
+            .drain(..)
+            .filter_map(|w| w.upgrade())
+            .collect();
         for c in conns {
             c.close_orderly(&self.reactor);
         }
@@ -333,7 +338,9 @@ impl ServerConnection {
                     request_id: *request_id,
                     locate_status: status,
                 });
-                if let Ok(b) = MessageBuilder::new(msg.header.version, msg.header.byte_order, &fields) {
+                if let Ok(b) =
+                    MessageBuilder::new(msg.header.version, msg.header.byte_order, &fields)
+                {
                     self.send(reactor, &b.finish(false));
                 }
             }
@@ -382,7 +389,15 @@ impl ServerConnection {
         let expected = h.response_expected();
         if h.sync_scope() == SyncScope::WithServer {
             // SYNC_WITH_SERVER: acknowledge before the upcall.
-            self.reply(reactor, version, order, h.request_id, ReplyKind::Normal, &[], 0);
+            self.reply(
+                reactor,
+                version,
+                order,
+                h.request_id,
+                ReplyKind::Normal,
+                &[],
+                0,
+            );
         }
         let key = match h.object_key() {
             Some(k) => k.to_vec(),
@@ -422,12 +437,24 @@ impl ServerConnection {
                                 if let Ok(msg) = Message::decode(&frame.bytes) {
                                     if let MessageBody::Request(h) = &msg.body {
                                         let ex = if admission == Admission::Discard {
-                                            SystemException::transient(minor::POA_DISCARDING, CompletionStatus::No)
+                                            SystemException::transient(
+                                                minor::POA_DISCARDING,
+                                                CompletionStatus::No,
+                                            )
                                         } else {
-                                            SystemException::obj_adapter(minor::ADAPTER_INACTIVE, CompletionStatus::No)
+                                            SystemException::obj_adapter(
+                                                minor::ADAPTER_INACTIVE,
+                                                CompletionStatus::No,
+                                            )
                                         };
                                         if h.response_expected() {
-                                            conn.reply_exception(&reactor2, msg.header.version, msg.header.byte_order, h.request_id, &ex);
+                                            conn.reply_exception(
+                                                &reactor2,
+                                                msg.header.version,
+                                                msg.header.byte_order,
+                                                h.request_id,
+                                                &ex,
+                                            );
                                         }
                                     }
                                 }
@@ -439,15 +466,14 @@ impl ServerConnection {
             }
             Resolution::Forward(to) => {
                 if expected {
-                    let mut w = CdrWriter::new(order, version);
-                    let _ = to.ior().encode(&mut w);
                     let fields = MessageBody::Reply(ReplyHeader {
                         request_id: h.request_id,
                         reply_status: ReplyStatus::LocationForward,
                         service_contexts: Vec::new(),
                     });
                     if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
-                        let mut body = CdrWriter::new(order, version).with_align_base(b.body_offset());
+                        let mut body =
+                            CdrWriter::new(order, version).with_align_base(b.body_offset());
                         let _ = to.ior().encode(&mut body);
                         b.body().write_octets(body.as_bytes());
                         self.send(reactor, &b.finish(false));
@@ -463,7 +489,10 @@ impl ServerConnection {
             }
             Resolution::NotAPoaKey => {
                 if expected {
-                    let ex = SystemException::object_not_exist(minor::UNREGISTERED_OBJECT, CompletionStatus::No);
+                    let ex = SystemException::object_not_exist(
+                        minor::UNREGISTERED_OBJECT,
+                        CompletionStatus::No,
+                    );
                     self.reply_exception(reactor, version, order, h.request_id, &ex);
                 }
                 return;
@@ -493,7 +522,15 @@ impl ServerConnection {
         match outcome {
             Ok(()) => {
                 let (kind, w, _) = request.into_reply();
-                self.reply(reactor, version, order, h.request_id, kind, w.as_bytes(), body_offset);
+                self.reply(
+                    reactor,
+                    version,
+                    order,
+                    h.request_id,
+                    kind,
+                    w.as_bytes(),
+                    body_offset,
+                );
             }
             Err(ex) => self.reply_exception(reactor, version, order, h.request_id, &ex),
         }
@@ -589,7 +626,11 @@ impl ServerConnection {
             out.extend(&bytes[written..]);
             if let Some(token) = *self.token.lock() {
                 let mut stream = self.stream.lock();
-                let _ = reactor.reregister(&mut *stream, token, Interest::READABLE | Interest::WRITABLE);
+                let _ = reactor.reregister(
+                    &mut *stream,
+                    token,
+                    Interest::READABLE | Interest::WRITABLE,
+                );
             }
         }
     }
@@ -629,7 +670,9 @@ impl ServerConnection {
     /// Sends CloseConnection, then closes.
     pub(crate) fn close_orderly(&self, reactor: &Arc<Reactor>) {
         let version = *self.version.lock();
-        if let Ok(b) = MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection) {
+        if let Ok(b) =
+            MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection)
+        {
             self.send(reactor, &b.finish(false));
         }
         self.close(reactor);
