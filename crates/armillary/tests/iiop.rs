@@ -401,3 +401,28 @@ fn orb_options_and_shutdown() {
     orb.shutdown(true);
     runner.join().unwrap();
 }
+
+#[test]
+fn idle_connections_are_closed_and_calls_still_succeed() {
+    let (server_orb, obj) = server(OrbConfig {
+        idle_timeout: Some(Duration::from_secs(1)),
+        ..OrbConfig::default()
+    });
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
+    // The server closes the idle connection with CloseConnection; the next
+    // call finds it closed (or races with the close) and goes out again on
+    // a new connection, transparently.
+    std::thread::sleep(Duration::from_millis(2200));
+    for i in 0..5 {
+        assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+    }
+    // Right at the edge of the timeout, repeatedly.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(1000));
+        assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
+    }
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
