@@ -1,11 +1,13 @@
 //! `armillary`: one command for everything Armillary does from a shell.
-//! For now: decoding and building IORs (`armillary ior`); the IDL compiler,
-//! the demo and the benchmarks join as their issues land.
+//! For now: decoding and building IORs (`armillary ior`) and the latency
+//! benchmark (`armillary bench latency`); the IDL compiler and the demo join
+//! as their issues land.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
 mod ior_cmd;
 
 /// Armillary, a CORBA ORB for Rust.
@@ -20,11 +22,14 @@ struct Cli {
 enum Command {
     /// Decode, print and build interoperable object references.
     Ior(ior_cmd::IorArgs),
+    /// Measure Armillary against baselines (raw TCP, omniORB).
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Ior(args) => ior_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
     }
 }
