@@ -247,7 +247,7 @@ impl<'a> CdrReader<'a> {
     pub fn read_seq_len(&mut self, min_size: usize) -> Result<usize, CdrError> {
         let offset = self.position();
         let n = self.read_ulong()?;
-        let need = u64::from(n) * min_size.max(1) as u64;
+        let need = u64::from(n).saturating_mul(min_size.max(1) as u64);
         if need > self.remaining() as u64 {
             return Err(CdrError::LengthTooLarge {
                 offset,
