@@ -196,6 +196,14 @@ fn agree(ior: &str, what: &str) {
     assert_eq!(mine, theirs, "{what}: profiles");
 }
 
+/// Where the omniORB peers are built: next to Cargo's own output.
+fn peers_dir() -> PathBuf {
+    std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace().join("target"))
+        .join("interop-cpp")
+}
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -242,7 +250,7 @@ impl Drop for Server {
 /// Builds the omniORB interop peers (tests/interop/cpp) and returns the
 /// directory holding them.
 fn build_peers() -> PathBuf {
-    let out = workspace().join("target/interop-cpp");
+    let out = peers_dir();
     let status = Command::new("make")
         .arg("-s")
         .arg(format!("OUT={}", out.display()))

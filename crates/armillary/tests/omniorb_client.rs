@@ -21,6 +21,14 @@ use armillary::poa::PoaCurrent;
 use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 
+/// Where the omniORB peers are built: next to Cargo's own output.
+fn peers_dir() -> PathBuf {
+    std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace().join("target"))
+        .join("interop-cpp")
+}
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -345,7 +353,7 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
         Path::new("/usr/include/omniORB4/CORBA.h").exists(),
         "omniORB is missing: run ./scripts/test.sh (it installs it) or set ARMILLARY_SKIP_OMNIORB=1"
     );
-    let peers = workspace().join("target/interop-cpp");
+    let peers = peers_dir();
     let status = Command::new("make")
         .arg("-s")
         .arg(format!("OUT={}", peers.display()))

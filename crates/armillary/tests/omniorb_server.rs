@@ -16,6 +16,14 @@ use armillary::giop::system_exception::{CompletionStatus, SystemException, Syste
 use armillary::{ObjectRef, Orb, ReplyBody};
 use armillary_giop::GiopVersion;
 
+/// Where the omniORB peers are built: next to Cargo's own output.
+fn peers_dir() -> PathBuf {
+    std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace().join("target"))
+        .join("interop-cpp")
+}
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -33,7 +41,7 @@ fn omniorb_available() -> bool {
 }
 
 fn build_peers() -> PathBuf {
-    let out = workspace().join("target/interop-cpp");
+    let out = peers_dir();
     let status = Command::new("make")
         .arg("-s")
         .arg(format!("OUT={}", out.display()))
