@@ -91,6 +91,31 @@ pub trait Invoker: Send + Sync + 'static {
 
 static DEFAULT_INVOKER: RwLock<Option<Arc<dyn Invoker>>> = RwLock::new(None);
 
+thread_local! {
+    /// The invoker of the ORB whose message is being decoded on this
+    /// thread: references read from a reply or from a request's arguments
+    /// belong to the ORB that received them.
+    static DECODING_INVOKER: std::cell::RefCell<Option<Arc<dyn Invoker>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While alive, references decoded on this thread bind to `invoker`
+/// (nested scopes restore the outer one when dropped).
+pub(crate) struct DecodingScope(Option<Arc<dyn Invoker>>);
+
+impl DecodingScope {
+    pub(crate) fn enter(invoker: Arc<dyn Invoker>) -> Self {
+        DecodingScope(DECODING_INVOKER.with(|d| d.borrow_mut().replace(invoker)))
+    }
+}
+
+impl Drop for DecodingScope {
+    fn drop(&mut self) {
+        let outer = self.0.take();
+        DECODING_INVOKER.with(|d| *d.borrow_mut() = outer);
+    }
+}
+
 /// Sets the invoker used by references that were decoded from CDR without
 /// one (the ORB installs itself here when it starts).
 pub fn set_default_invoker(invoker: Option<Arc<dyn Invoker>>) {
@@ -204,10 +229,11 @@ impl ObjectRef {
             response_expected: true,
             args,
         };
-        let reply = self
-            .invoker()?
+        let invoker = self.invoker()?;
+        let reply = invoker
             .invoke(self.ior(), &request)?
             .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?;
+        let _scope = DecodingScope::enter(invoker.clone());
         let mut body = reply.body();
         let decoded = match reply.outcome {
             ReplyOutcome::Normal => result(ReplyBody::Result(&mut body)),
@@ -277,7 +303,14 @@ impl CdrEncode for ObjectRef {
 impl CdrDecode for ObjectRef {
     const MIN_SIZE: usize = Ior::MIN_SIZE;
 
+    /// A decoded reference belongs to the ORB whose message is being
+    /// decoded on this thread; outside any, it binds on first use to the
+    /// default invoker.
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ior::decode(r).map(ObjectRef::unbound)
+        let ior = Ior::decode(r)?;
+        Ok(match DECODING_INVOKER.with(|d| d.borrow().clone()) {
+            Some(invoker) => ObjectRef::new(ior, invoker),
+            None => ObjectRef::unbound(ior),
+        })
     }
 }

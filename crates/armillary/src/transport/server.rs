@@ -515,7 +515,10 @@ impl ServerConnection {
             .with_codesets(codesets)
             .with_align_base(body_offset);
         let mut request = ServerRequest::new(&h.operation, &key, args, expected, writer);
-        let outcome = upcall.run(&mut request);
+        let outcome = {
+            let _scope = crate::object::DecodingScope::enter(core.clone());
+            upcall.run(&mut request)
+        };
         if !expected || h.sync_scope() == SyncScope::WithServer {
             return;
         }
