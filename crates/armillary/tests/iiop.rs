@@ -426,3 +426,92 @@ fn idle_connections_are_closed_and_calls_still_succeed() {
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
+
+/// Forwards every request for an object to `to` (ForwardRequest).
+struct Forwarder {
+    to: std::sync::Mutex<Option<ObjectRef>>,
+}
+
+impl armillary::poa::ServantActivator for Forwarder {
+    fn incarnate(
+        &self,
+        _oid: &[u8],
+        _poa: &armillary::poa::Poa,
+    ) -> Result<Arc<dyn Servant>, armillary::poa::ServantManagerError> {
+        match self.to.lock().unwrap().clone() {
+            Some(to) => Err(armillary::poa::ServantManagerError::Forward(to)),
+            None => Err(SystemException::transient(0, CompletionStatus::No).into()),
+        }
+    }
+
+    fn etherealize(&self, _: &[u8], _: &armillary::poa::Poa, _: Arc<dyn Servant>, _: bool, _: bool) {}
+}
+
+#[test]
+fn location_forward_is_followed_transparently_and_bounded() {
+    use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
+    let (server_orb, target) = server(OrbConfig::default());
+    let root = server_orb.root_poa();
+    let forwarder = Arc::new(Forwarder {
+        to: std::sync::Mutex::new(Some(target.clone())),
+    });
+    let poa = root
+        .create_poa(
+            "forwarding",
+            Some(root.the_poa_manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    poa.set_servant_manager(ServantManager::Activator(forwarder.clone())).unwrap();
+    let moved = poa.create_reference_with_id(b"moved", "IDL:Test/Echo:1.0").unwrap();
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&server_orb.object_to_string(&moved)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 21).unwrap(), 21);
+    // A forward to itself loops until the hop limit: TRANSIENT, not a hang.
+    *forwarder.to.lock().unwrap() = Some(moved.clone());
+    let looping = poa.create_reference_with_id(b"loop", "IDL:Test/Echo:1.0").unwrap();
+    let remote = orb.string_to_object(&server_orb.object_to_string(&looping)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 1).unwrap_err().kind, SystemExceptionKind::Transient);
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn persistent_references_survive_a_server_restart() {
+    use armillary::poa::{IdAssignmentPolicy, LifespanPolicy, Policy};
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let start = || {
+        let (orb, _) = Orb::init(["-ORBListenEndpoints", &format!("iiop://127.0.0.1:{port}")]).unwrap();
+        let root = orb.root_poa();
+        let poa = root
+            .create_poa(
+                "store",
+                Some(root.the_poa_manager()),
+                &[
+                    Policy::Lifespan(LifespanPolicy::Persistent),
+                    Policy::IdAssignment(IdAssignmentPolicy::UserId),
+                ],
+            )
+            .unwrap();
+        poa.activate_object_with_id(b"item", Arc::new(Echo::default())).unwrap();
+        root.the_poa_manager().activate().unwrap();
+        let obj = poa.id_to_reference(b"item").unwrap();
+        (orb, obj)
+    };
+    let (first, obj) = start();
+    let ior = first.object_to_string(&obj);
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&ior).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
+    first.shutdown(true);
+    drop(first);
+    let (second, obj2) = start();
+    assert_eq!(second.object_to_string(&obj2).len(), ior.len());
+    // The old reference reaches the new server.
+    assert_eq!(long_call(&remote, "echo_long", 2).unwrap(), 2);
+    orb.shutdown(true);
+    second.shutdown(true);
+}
