@@ -515,3 +515,23 @@ fn persistent_references_survive_a_server_restart() {
     orb.shutdown(true);
     second.shutdown(true);
 }
+
+#[test]
+fn ipv6_endpoints_work_end_to_end() {
+    let (server_orb, _) = Orb::init(["-ORBListenEndpoints", "iiop://[::1]:0"]).unwrap();
+    let poa = server_orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let servant: Arc<dyn Servant> = Arc::new(Echo::default());
+    let obj = poa.servant_to_reference(&servant).unwrap();
+    let profile = &obj.ior().iiop_profiles()[0];
+    assert_eq!(profile.host, "::1");
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 6).unwrap(), 6);
+    let by_url = orb
+        .string_to_object(&format!("corbaloc:iiop:1.2@[::1]:{}/x", profile.port))
+        .unwrap();
+    assert_eq!(long_call(&by_url, "echo_long", 6).unwrap_err().kind, SystemExceptionKind::ObjectNotExist);
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
