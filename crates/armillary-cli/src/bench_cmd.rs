@@ -11,7 +11,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use armillary::giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, TargetAddress};
+use armillary::giop::giop::{
+    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, TargetAddress,
+};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::giop::{ByteOrder, GiopVersion};
 use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
@@ -121,11 +123,16 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
 }
 
 fn serve_echo(ior_file: &Path) -> Result<ExitCode, String> {
-    let orb = Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
+    let orb =
+        Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().map_err(|e| e.to_string())?;
+    poa.the_poa_manager()
+        .activate()
+        .map_err(|e| e.to_string())?;
     let servant: Arc<dyn Servant> = Arc::new(Echo);
-    let obj = poa.servant_to_reference(&servant).map_err(|e| e.to_string())?;
+    let obj = poa
+        .servant_to_reference(&servant)
+        .map_err(|e| e.to_string())?;
     write_atomically(ior_file, &orb.object_to_string(&obj))?;
     orb.run();
     Ok(ExitCode::SUCCESS)
@@ -257,7 +264,12 @@ fn omniorb_peers() -> Option<PathBuf> {
     ok.then_some(out)
 }
 
-fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) -> Result<ExitCode, String> {
+fn latency(
+    calls: usize,
+    rounds: usize,
+    json_file: Option<PathBuf>,
+    cpus: &str,
+) -> Result<ExitCode, String> {
     // Pin by running again under taskset: every process started from here
     // inherits the CPU set.
     if cpus != "none" && std::env::var_os("ARMILLARY_BENCH_PINNED").is_none() {
@@ -294,7 +306,8 @@ fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) 
             .map_err(|e| e.to_string())?,
     );
     let ior = wait_for_file(&ior_file)?;
-    let orb = Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
+    let orb =
+        Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
     let echo = orb.string_to_object(&ior).map_err(|e| e.to_string())?;
     let call = |v: i64| -> Result<i64, SystemException> {
         echo.invoke(
@@ -305,7 +318,9 @@ fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) 
             },
             |reply| match reply {
                 ReplyBody::Result(r) => Ok(Ok(r.read_longlong()?)),
-                ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(0, CompletionStatus::Yes))),
+                ReplyBody::UserException { .. } => {
+                    Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+                }
             },
         )
     };
@@ -318,11 +333,18 @@ fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) 
         Command::new(&exe)
             .args(["bench", "serve-raw", "--port-file"])
             .arg(&port_file)
-            .args(["--request-size", &request_size.to_string(), "--reply-size", &reply_size.to_string()])
+            .args([
+                "--request-size",
+                &request_size.to_string(),
+                "--reply-size",
+                &reply_size.to_string(),
+            ])
             .spawn()
             .map_err(|e| e.to_string())?,
     );
-    let port: u16 = wait_for_file(&port_file)?.parse().map_err(|_| "bad raw port".to_string())?;
+    let port: u16 = wait_for_file(&port_file)?
+        .parse()
+        .map_err(|_| "bad raw port".to_string())?;
     let mut raw = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     raw.set_nodelay(true).map_err(|e| e.to_string())?;
     let request = vec![1u8; request_size];
@@ -353,9 +375,18 @@ fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) 
     };
 
     let per_round = (calls / rounds).max(1);
-    let mut ours = Samples { name: "armillary", micros: Vec::new() };
-    let mut tcp = Samples { name: "raw_tcp", micros: Vec::new() };
-    let mut theirs = Samples { name: "omniorb", micros: Vec::new() };
+    let mut ours = Samples {
+        name: "armillary",
+        micros: Vec::new(),
+    };
+    let mut tcp = Samples {
+        name: "raw_tcp",
+        micros: Vec::new(),
+    };
+    let mut theirs = Samples {
+        name: "omniorb",
+        micros: Vec::new(),
+    };
     let steps = rounds as u64 * if omni.is_some() { 3 } else { 2 };
     let bar = ProgressBar::new(steps);
     bar.set_style(
@@ -411,7 +442,10 @@ fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) 
         "request_bytes": request_size,
         "reply_bytes": reply_size,
     });
-    println!("{:<10} {:>10} {:>10} {:>12}", "contender", "p50 µs", "p99 µs", "p50 / raw");
+    println!(
+        "{:<10} {:>10} {:>10} {:>12}",
+        "contender", "p50 µs", "p99 µs", "p50 / raw"
+    );
     let raw_p50 = tcp.summary()["p50_us"].as_f64().unwrap_or(f64::NAN);
     for s in [&ours, &tcp, &theirs] {
         if s.micros.is_empty() {
@@ -429,8 +463,11 @@ fn latency(calls: usize, rounds: usize, json_file: Option<PathBuf>, cpus: &str) 
         result[s.name] = summary;
     }
     if let Some(path) = json_file {
-        std::fs::write(&path, serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(ExitCode::SUCCESS)

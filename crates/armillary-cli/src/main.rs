@@ -1,13 +1,14 @@
 //! `armillary`: one command for everything Armillary does from a shell.
-//! For now: decoding and building IORs (`armillary ior`) and the latency
-//! benchmark (`armillary bench latency`); the IDL compiler and the demo join
-//! as their issues land.
+//! For now: decoding and building IORs (`armillary ior`), checking IDL
+//! (`armillary idl check`) and the latency benchmark (`armillary bench
+//! latency`); the demo joins with its issue.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod idl_cmd;
 mod ior_cmd;
 
 /// Armillary, a CORBA ORB for Rust.
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Decode, print and build interoperable object references.
     Ior(ior_cmd::IorArgs),
+    /// Check OMG IDL (the Rust back end comes with the rest of issue 3).
+    Idl(idl_cmd::IdlArgs),
     /// Measure Armillary against baselines (raw TCP, omniORB).
     Bench(bench_cmd::BenchArgs),
 }
@@ -31,5 +34,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Ior(args) => ior_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Idl(args) => idl_cmd::run(args),
     }
 }

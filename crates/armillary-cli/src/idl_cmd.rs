@@ -1,0 +1,255 @@
+//! `armillary idl`: check and compile OMG IDL from the command line.
+//!
+//! `check` runs the front end and prints its diagnostics (rustc style) to
+//! stderr; `compile` will run the Rust back end once it exists, and for
+//! now runs the front end and says that the back end is missing. The
+//! front end itself is `armillary_idl::Frontend`; this module only turns
+//! arguments into a call and results into output and an exit code.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use armillary_idl::{parse_define, DefineError, Diagnostic, Frontend};
+use clap::{Args, Subcommand};
+
+/// Arguments of `armillary idl`.
+#[derive(Debug, Args)]
+pub struct IdlArgs {
+    #[command(subcommand)]
+    command: IdlCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum IdlCommand {
+    /// Check IDL files: print diagnostics, exit with 1 on any error.
+    Check(CheckArgs),
+    /// Compile IDL files to Rust.
+    Compile(CompileArgs),
+}
+
+/// What the front end needs: the files, include directories and macros.
+#[derive(Debug, Args)]
+struct FrontendArgs {
+    /// Search DIR for #include files (repeatable; "..." includes look
+    /// beside the including file first).
+    #[arg(short = 'I', value_name = "DIR")]
+    include: Vec<PathBuf>,
+    /// Define a preprocessor macro, as NAME (=1) or NAME=VALUE
+    /// (repeatable).
+    #[arg(short = 'D', value_name = "NAME[=VALUE]", value_parser = define_arg)]
+    define: Vec<(String, Option<String>)>,
+    /// The IDL files to read.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    frontend: FrontendArgs,
+    /// Print nothing on success (by default one line: "ok: N definitions").
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct CompileArgs {
+    #[command(flatten)]
+    frontend: FrontendArgs,
+    /// Write the generated Rust files to DIR.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    out: PathBuf,
+}
+
+fn define_arg(text: &str) -> Result<(String, Option<String>), DefineError> {
+    parse_define(text)
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// The input is valid (and, for `compile`, the output was written).
+    Success,
+    /// The input has errors.
+    InvalidInput,
+    /// The input is valid but there is no back end to compile it with.
+    BackEndMissing,
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(outcome: Outcome) -> ExitCode {
+        match outcome {
+            Outcome::Success => ExitCode::SUCCESS,
+            Outcome::InvalidInput => ExitCode::from(1),
+            Outcome::BackEndMissing => ExitCode::from(2),
+        }
+    }
+}
+
+/// Runs `armillary idl ...`.
+pub fn run(args: IdlArgs) -> ExitCode {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    execute(args, &mut stdout.lock(), &mut stderr.lock()).into()
+}
+
+fn execute(args: IdlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
+    match args.command {
+        IdlCommand::Check(check) => {
+            let Some(count) = front_end(&check.frontend, err) else {
+                return Outcome::InvalidInput;
+            };
+            if !check.quiet {
+                let _ = writeln!(out, "ok: {count} definitions");
+            }
+            Outcome::Success
+        }
+        IdlCommand::Compile(compile) => {
+            if front_end(&compile.frontend, err).is_none() {
+                return Outcome::InvalidInput;
+            }
+            let _ = writeln!(
+                err,
+                "error: the Rust back end is not available yet (nothing was written to {})",
+                compile.out.display()
+            );
+            Outcome::BackEndMissing
+        }
+    }
+}
+
+/// Runs the front end, printing every diagnostic to `err`; returns the
+/// number of definitions in the main files, or `None` on errors.
+fn front_end(args: &FrontendArgs, err: &mut dyn Write) -> Option<usize> {
+    let mut frontend = Frontend::new();
+    for dir in &args.include {
+        frontend = frontend.include_dir(dir);
+    }
+    for (name, value) in &args.define {
+        frontend = frontend.define(name, value.as_deref());
+    }
+    let print = |err: &mut dyn Write, diagnostics: &[Diagnostic]| {
+        for diagnostic in diagnostics {
+            let _ = writeln!(err, "{diagnostic}\n");
+        }
+    };
+    match frontend.parse_files(&args.files) {
+        Ok(spec) => {
+            print(err, &spec.warnings);
+            Some(
+                spec.definitions()
+                    .filter(|(_, def)| def.from_main_file)
+                    .count(),
+            )
+        }
+        Err(diagnostics) => {
+            print(err, &diagnostics);
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            let _ = writeln!(
+                err,
+                "error: {errors} error{} in IDL",
+                if errors == 1 { "" } else { "s" }
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        idl: IdlArgs,
+    }
+
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("armillary-idl-cmd-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn execute_args(args: &[&str]) -> (Outcome, String, String) {
+        let cli = Cli::try_parse_from(std::iter::once("idl").chain(args.iter().copied()))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let outcome = execute(cli.idl, &mut out, &mut err);
+        (
+            outcome,
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        )
+    }
+
+    #[test]
+    fn check_reports_ok_with_a_count() {
+        let dir = scratch_dir("ok");
+        std::fs::write(dir.join("inc.idl"), "module Inc { typedef long T; };\n").unwrap();
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("lib/lib.idl"), "module Lib { typedef long L; };\n").unwrap();
+        let main = dir.join("main.idl");
+        std::fs::write(
+            &main,
+            "#include \"inc.idl\"\n#include <lib.idl>\n#if LEVEL == 2\nmodule M { typedef Inc::T U; };\n#endif\n",
+        )
+        .unwrap();
+        let lib = dir.join("lib");
+        let (outcome, out, err) = execute_args(&[
+            "check",
+            "-I",
+            lib.to_str().unwrap(),
+            "-D",
+            "LEVEL=2",
+            main.to_str().unwrap(),
+        ]);
+        assert_eq!(outcome, Outcome::Success, "{err}");
+        assert_eq!(out, "ok: 2 definitions\n");
+        assert_eq!(err, "");
+    }
+
+    #[test]
+    fn check_prints_errors_and_fails() {
+        let dir = scratch_dir("bad");
+        let main = dir.join("bad.idl");
+        std::fs::write(&main, "const octet x = 256;\n").unwrap();
+        let (outcome, out, err) = execute_args(&["check", "--quiet", main.to_str().unwrap()]);
+        assert_eq!(outcome, Outcome::InvalidInput);
+        assert_eq!(out, "");
+        assert!(
+            err.starts_with("error: value 256 is out of range for type 'octet'\n --> "),
+            "{err}"
+        );
+        assert!(err.ends_with("error: 1 error in IDL\n"), "{err}");
+        assert_eq!(ExitCode::from(outcome), ExitCode::from(1));
+    }
+
+    #[test]
+    fn compile_says_the_back_end_is_missing() {
+        let dir = scratch_dir("compile");
+        let main = dir.join("ok.idl");
+        std::fs::write(&main, "module M { typedef long T; };\n").unwrap();
+        let (outcome, _, err) = execute_args(&[
+            "compile",
+            "--out",
+            dir.to_str().unwrap(),
+            main.to_str().unwrap(),
+        ]);
+        assert_eq!(outcome, Outcome::BackEndMissing);
+        assert!(
+            err.starts_with("error: the Rust back end is not available yet"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_definitions_and_missing_files_are_argument_errors() {
+        assert!(Cli::try_parse_from(["idl", "check", "-D", "=1", "x.idl"]).is_err());
+        assert!(Cli::try_parse_from(["idl", "check"]).is_err());
+    }
+}
