@@ -409,7 +409,9 @@ fn idle_connections_are_closed_and_calls_still_succeed() {
         ..OrbConfig::default()
     });
     let orb = client(GiopVersion::V1_2);
-    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
     // The server closes the idle connection with CloseConnection; the next
     // call finds it closed (or races with the close) and goes out again on
@@ -444,7 +446,15 @@ impl armillary::poa::ServantActivator for Forwarder {
         }
     }
 
-    fn etherealize(&self, _: &[u8], _: &armillary::poa::Poa, _: Arc<dyn Servant>, _: bool, _: bool) {}
+    fn etherealize(
+        &self,
+        _: &[u8],
+        _: &armillary::poa::Poa,
+        _: Arc<dyn Servant>,
+        _: bool,
+        _: bool,
+    ) {
+    }
 }
 
 #[test]
@@ -465,16 +475,28 @@ fn location_forward_is_followed_transparently_and_bounded() {
             ],
         )
         .unwrap();
-    poa.set_servant_manager(ServantManager::Activator(forwarder.clone())).unwrap();
-    let moved = poa.create_reference_with_id(b"moved", "IDL:Test/Echo:1.0").unwrap();
+    poa.set_servant_manager(ServantManager::Activator(forwarder.clone()))
+        .unwrap();
+    let moved = poa
+        .create_reference_with_id(b"moved", "IDL:Test/Echo:1.0")
+        .unwrap();
     let orb = client(GiopVersion::V1_2);
-    let remote = orb.string_to_object(&server_orb.object_to_string(&moved)).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&moved))
+        .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 21).unwrap(), 21);
     // A forward to itself loops until the hop limit: TRANSIENT, not a hang.
     *forwarder.to.lock().unwrap() = Some(moved.clone());
-    let looping = poa.create_reference_with_id(b"loop", "IDL:Test/Echo:1.0").unwrap();
-    let remote = orb.string_to_object(&server_orb.object_to_string(&looping)).unwrap();
-    assert_eq!(long_call(&remote, "echo_long", 1).unwrap_err().kind, SystemExceptionKind::Transient);
+    let looping = poa
+        .create_reference_with_id(b"loop", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&looping))
+        .unwrap();
+    assert_eq!(
+        long_call(&remote, "echo_long", 1).unwrap_err().kind,
+        SystemExceptionKind::Transient
+    );
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
@@ -482,9 +504,14 @@ fn location_forward_is_followed_transparently_and_bounded() {
 #[test]
 fn persistent_references_survive_a_server_restart() {
     use armillary::poa::{IdAssignmentPolicy, LifespanPolicy, Policy};
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let start = || {
-        let (orb, _) = Orb::init(["-ORBListenEndpoints", &format!("iiop://127.0.0.1:{port}")]).unwrap();
+        let (orb, _) =
+            Orb::init(["-ORBListenEndpoints", &format!("iiop://127.0.0.1:{port}")]).unwrap();
         let root = orb.root_poa();
         let poa = root
             .create_poa(
@@ -496,7 +523,8 @@ fn persistent_references_survive_a_server_restart() {
                 ],
             )
             .unwrap();
-        poa.activate_object_with_id(b"item", Arc::new(Echo::default())).unwrap();
+        poa.activate_object_with_id(b"item", Arc::new(Echo::default()))
+            .unwrap();
         root.the_poa_manager().activate().unwrap();
         let obj = poa.id_to_reference(b"item").unwrap();
         (orb, obj)
@@ -526,12 +554,17 @@ fn ipv6_endpoints_work_end_to_end() {
     let profile = &obj.ior().iiop_profiles()[0];
     assert_eq!(profile.host, "::1");
     let orb = client(GiopVersion::V1_2);
-    let remote = orb.string_to_object(&server_orb.object_to_string(&obj)).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 6).unwrap(), 6);
     let by_url = orb
         .string_to_object(&format!("corbaloc:iiop:1.2@[::1]:{}/x", profile.port))
         .unwrap();
-    assert_eq!(long_call(&by_url, "echo_long", 6).unwrap_err().kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(
+        long_call(&by_url, "echo_long", 6).unwrap_err().kind,
+        SystemExceptionKind::ObjectNotExist
+    );
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
