@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use armillary_giop::giop::SyncScope;
 use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
@@ -22,6 +23,9 @@ pub struct OutgoingRequest<'a> {
     pub operation: &'a str,
     /// False for oneway operations.
     pub response_expected: bool,
+    /// For a oneway: how far it must get before the call returns.
+    /// Two-way calls always use `WithTarget`.
+    pub sync_scope: SyncScope,
     /// Writes the arguments into the request body.
     pub args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
 }
@@ -227,6 +231,7 @@ impl ObjectRef {
         let request = OutgoingRequest {
             operation,
             response_expected: true,
+            sync_scope: SyncScope::WithTarget,
             args,
         };
         let invoker = self.invoker()?;
@@ -251,15 +256,31 @@ impl ObjectRef {
         }
     }
 
-    /// Makes a oneway call: no reply, no user exceptions.
+    /// Makes a oneway call: no reply, no user exceptions. Returns once the
+    /// request is handed to the transport (`SYNC_WITH_TRANSPORT`).
     pub fn invoke_oneway(
         &self,
+        operation: &str,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<(), SystemException> {
+        self.invoke_oneway_with(SyncScope::None, operation, args)
+    }
+
+    /// Makes a oneway call with a chosen sync scope: `None` (or with
+    /// transport) returns once the request is written; `WithServer` once
+    /// the server has it, before the upcall; `WithTarget` once the upcall
+    /// is done. The latter two surface system exceptions raised on the way
+    /// (OBJECT_NOT_EXIST, TRANSIENT from a discarding POA, ...).
+    pub fn invoke_oneway_with(
+        &self,
+        sync_scope: SyncScope,
         operation: &str,
         args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
     ) -> Result<(), SystemException> {
         let request = OutgoingRequest {
             operation,
             response_expected: false,
+            sync_scope,
             args,
         };
         self.invoker()?.invoke(self.ior(), &request).map(|_| ())

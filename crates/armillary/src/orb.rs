@@ -9,7 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
 use armillary_giop::giop::{
-    Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext, TargetAddress,
+    Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext, SyncScope,
+    TargetAddress,
 };
 use armillary_giop::ior::{Ior, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
@@ -285,14 +286,31 @@ impl OrbCore {
         )
     }
 
+    /// One attempt at `request` on `target`; `addressing` is the GIOP 1.2
+    /// addressing disposition (0 key, 1 profile, 2 whole reference).
     fn invoke_once(
         &self,
         target: &Ior,
         request: &OutgoingRequest<'_>,
+        addressing: i16,
     ) -> Result<Attempt, SystemException> {
-        let profile = target.iiop_profiles().into_iter().next().ok_or_else(|| {
-            SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
-        })?;
+        let (index, profile) = target
+            .profiles
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.tag == armillary_giop::ior::TAG_INTERNET_IOP)
+            .find_map(|(i, p)| ProfileBody::decode(&p.data).ok().map(|b| (i, b)))
+            .ok_or_else(|| {
+                SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
+            })?;
+        let address = match addressing {
+            1 => TargetAddress::Profile(target.profiles[index].clone()),
+            2 => TargetAddress::Reference {
+                selected_profile_index: index as u32,
+                ior: target.clone(),
+            },
+            _ => TargetAddress::Key(profile.object_key.clone()),
+        };
         let version = profile.iiop_version.min(self.config.max_giop_version);
         let codesets = if version >= GiopVersion::V1_1 {
             negotiate(&self.config.codesets, profile.code_sets().as_ref())
@@ -316,9 +334,17 @@ impl OrbCore {
             }
             let header = MessageBody::Request(RequestHeader {
                 request_id: id,
-                response_flags: if request.response_expected { 3 } else { 0 },
+                response_flags: if request.response_expected {
+                    SyncScope::WithTarget.response_flags()
+                } else {
+                    request.sync_scope.response_flags()
+                },
                 reserved: [0; 3],
-                target: TargetAddress::Key(profile.object_key.clone()),
+                target: if version >= GiopVersion::V1_2 {
+                    address.clone()
+                } else {
+                    TargetAddress::Key(profile.object_key.clone())
+                },
                 operation: request.operation.to_owned(),
                 service_contexts: contexts,
                 requesting_principal: Vec::new(),
@@ -329,7 +355,9 @@ impl OrbCore {
             (request.args)(builder.body())
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             let bytes = builder.finish(false);
-            if request.response_expected {
+            // Oneways with SYNC_WITH_SERVER or _TARGET still get a reply.
+            let wait = request.response_expected || request.sync_scope != SyncScope::None;
+            if wait {
                 conn.expect_reply(id);
             }
             if conn.send(&bytes).is_err() {
@@ -338,7 +366,7 @@ impl OrbCore {
                 self.connections.evict(&conn);
                 return Ok(Attempt::Retry);
             }
-            if !request.response_expected {
+            if !wait {
                 return Ok(Attempt::Done(None));
             }
             return match conn.wait_reply(id) {
@@ -353,7 +381,11 @@ impl OrbCore {
                         CompletionStatus::Maybe,
                     ))
                 }
-                Awaited::Reply(frame) => self.reply(frame, codesets),
+                Awaited::Reply(frame) => match self.reply(frame, codesets)? {
+                    // A synchronised oneway only needed to know it arrived.
+                    Attempt::Done(_) if !request.response_expected => Ok(Attempt::Done(None)),
+                    other => Ok(other),
+                },
             };
         }
         Err(last_error.unwrap_or_else(|| {
@@ -390,7 +422,9 @@ impl OrbCore {
                 ));
             }
             ReplyStatus::NeedsAddressingMode => {
-                return Err(SystemException::no_implement(0, CompletionStatus::No));
+                return Ok(Attempt::Readdress(
+                    body.read_short().map_err(|e| marshal(&e))?,
+                ));
             }
         };
         Ok(Attempt::Done(Some(ReplyMessage {
@@ -407,6 +441,8 @@ impl OrbCore {
 enum Attempt {
     Done(Option<ReplyMessage>),
     Forward(Ior),
+    /// The server wants another addressing disposition.
+    Readdress(i16),
     Retry,
 }
 
@@ -422,8 +458,18 @@ impl Invoker for OrbCore {
         let mut target = target.clone();
         let mut forwards = 0;
         let mut retries = 0;
+        let mut addressing = 0;
         loop {
-            match self.invoke_once(&target, request)? {
+            match self.invoke_once(&target, request, addressing)? {
+                Attempt::Readdress(wanted) => {
+                    if wanted == addressing || !(0..=2).contains(&wanted) {
+                        return Err(SystemException::marshal(
+                            minor::MALFORMED,
+                            CompletionStatus::No,
+                        ));
+                    }
+                    addressing = wanted;
+                }
                 Attempt::Done(reply) => return Ok(reply),
                 Attempt::Forward(to) => {
                     forwards += 1;

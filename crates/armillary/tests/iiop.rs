@@ -568,3 +568,139 @@ fn ipv6_endpoints_work_end_to_end() {
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
+
+#[test]
+fn oneway_sync_scopes_wait_as_far_as_asked() {
+    use armillary::giop::giop::SyncScope;
+    let (server_orb, obj) = server(OrbConfig::default());
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    let before = long_call(&remote, "pings", 0).unwrap();
+    // WITH_TARGET returns after the upcall: the count is already up.
+    remote
+        .invoke_oneway_with(SyncScope::WithTarget, "ping", &|_| Ok(()))
+        .unwrap();
+    remote
+        .invoke_oneway_with(SyncScope::WithServer, "ping", &|_| Ok(()))
+        .unwrap();
+    remote
+        .invoke_oneway_with(SyncScope::None, "ping", &|_| Ok(()))
+        .unwrap();
+    assert_eq!(long_call(&remote, "pings", 0).unwrap(), before + 3);
+    // A synchronised oneway learns that the object is gone; a plain one cannot.
+    let poa = server_orb.root_poa();
+    poa.deactivate_object(&poa.reference_to_id(&obj).unwrap())
+        .unwrap();
+    for scope in [SyncScope::WithServer, SyncScope::WithTarget] {
+        let e = remote
+            .invoke_oneway_with(scope, "ping", &|_| Ok(()))
+            .unwrap_err();
+        assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    }
+    remote
+        .invoke_oneway_with(SyncScope::None, "ping", &|_| Ok(()))
+        .unwrap();
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn every_target_address_form_reaches_the_object() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let ior = obj.ior().clone();
+    let mut raw = TcpStream::connect((host.as_str(), port)).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let targets = [
+        TargetAddress::Key(ior.iiop_profiles()[0].object_key.clone()),
+        TargetAddress::Profile(ior.profiles[0].clone()),
+        TargetAddress::Reference {
+            selected_profile_index: 0,
+            ior: ior.clone(),
+        },
+    ];
+    for (id, target) in targets.into_iter().enumerate() {
+        let request = MessageBody::Request(armillary::giop::giop::RequestHeader {
+            request_id: id as u32,
+            response_flags: 3,
+            reserved: [0; 3],
+            target,
+            operation: "echo_long".into(),
+            service_contexts: Vec::new(),
+            requesting_principal: Vec::new(),
+        });
+        let mut b = MessageBuilder::new(GiopVersion::V1_2, ByteOrder::Little, &request).unwrap();
+        b.body().write_long(40 + id as i32);
+        raw.write_all(&b.finish(false)).unwrap();
+        let bytes = read_message(&mut raw);
+        let reply = Message::decode(&bytes).unwrap();
+        let MessageBody::Reply(h) = &reply.body else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(
+            h.reply_status,
+            armillary::giop::giop::ReplyStatus::NoException
+        );
+        assert_eq!(
+            reply.body_reader(&bytes).read_long().unwrap(),
+            40 + id as i32
+        );
+    }
+    server_orb.shutdown(true);
+}
+
+/// A server that first answers NEEDS_ADDRESSING_MODE (asking for the
+/// whole reference), then answers the re-addressed request.
+#[test]
+fn the_client_re_addresses_when_the_server_needs_another_mode() {
+    use armillary::giop::giop::{ReplyHeader, ReplyStatus};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut seen = Vec::new();
+        for round in 0..2 {
+            let bytes = read_message(&mut s);
+            let msg = Message::decode(&bytes).unwrap();
+            let MessageBody::Request(h) = &msg.body else {
+                panic!()
+            };
+            seen.push(h.target.clone());
+            let (status, body): (ReplyStatus, Box<dyn Fn(&mut CdrWriter)>) = if round == 0 {
+                (
+                    ReplyStatus::NeedsAddressingMode,
+                    Box::new(|w| w.write_short(2)),
+                )
+            } else {
+                (ReplyStatus::NoException, Box::new(|w| w.write_long(77)))
+            };
+            let fields = MessageBody::Reply(ReplyHeader {
+                request_id: h.request_id,
+                reply_status: status,
+                service_contexts: Vec::new(),
+            });
+            let mut b = MessageBuilder::new(GiopVersion::V1_2, ByteOrder::Little, &fields).unwrap();
+            body(b.body());
+            s.write_all(&b.finish(false)).unwrap();
+        }
+        seen
+    });
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb
+        .string_to_object(&format!("corbaloc:iiop:1.2@127.0.0.1:{port}/fake"))
+        .unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 77);
+    let seen = fake.join().unwrap();
+    assert!(matches!(seen[0], TargetAddress::Key(_)));
+    assert!(matches!(
+        seen[1],
+        TargetAddress::Reference {
+            selected_profile_index: 0,
+            ..
+        }
+    ));
+    orb.shutdown(true);
+}

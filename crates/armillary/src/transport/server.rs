@@ -18,7 +18,7 @@ use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
 use armillary_giop::cdr::CdrWriter;
 use armillary_giop::giop::{
     Frame, FrameDecoder, KnownServiceContext, LocateReplyHeader, LocateStatus, Message,
-    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, SyncScope,
+    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, SyncScope, TargetAddress,
 };
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
@@ -185,6 +185,28 @@ impl Server {
     }
 }
 
+/// The object key a request addresses, in any of the three GIOP 1.2
+/// forms (a profile or reference that is not IIOP has none).
+fn target_key(target: &TargetAddress) -> Option<Vec<u8>> {
+    let from_profile = |p: &armillary_giop::ior::TaggedProfile| {
+        (p.tag == armillary_giop::ior::TAG_INTERNET_IOP)
+            .then(|| armillary_giop::ior::ProfileBody::decode(&p.data).ok())
+            .flatten()
+            .map(|b| b.object_key)
+    };
+    match target {
+        TargetAddress::Key(k) => Some(k.clone()),
+        TargetAddress::Profile(p) => from_profile(p),
+        TargetAddress::Reference {
+            selected_profile_index,
+            ior,
+        } => ior
+            .profiles
+            .get(*selected_profile_index as usize)
+            .and_then(from_profile),
+    }
+}
+
 impl EventHandler for Acceptor {
     fn ready(&self, reactor: &Arc<Reactor>, _readable: bool, _writable: bool) {
         loop {
@@ -336,8 +358,8 @@ impl ServerConnection {
         match &msg.body {
             MessageBody::Request(h) => self.request(reactor, &core, &frame, &msg, h),
             MessageBody::LocateRequest { request_id, target } => {
-                let key = target.object_key().unwrap_or_default();
-                let status = match self.locate(&core, key) {
+                let key = target_key(target).unwrap_or_default();
+                let status = match self.locate(&core, &key) {
                     Some(_) => LocateStatus::ObjectHere,
                     None => LocateStatus::UnknownObject,
                 };
@@ -394,20 +416,8 @@ impl ServerConnection {
         let version = msg.header.version;
         let order = msg.header.byte_order;
         let expected = h.response_expected();
-        if h.sync_scope() == SyncScope::WithServer {
-            // SYNC_WITH_SERVER: acknowledge before the upcall.
-            self.reply(
-                reactor,
-                version,
-                order,
-                h.request_id,
-                ReplyKind::Normal,
-                &[],
-                0,
-            );
-        }
-        let key = match h.object_key() {
-            Some(k) => k.to_vec(),
+        let key = match target_key(&h.target) {
+            Some(k) => k,
             None => {
                 if expected {
                     let ex = SystemException::no_implement(0, CompletionStatus::No);
@@ -505,6 +515,19 @@ impl ServerConnection {
                 return;
             }
         };
+        if h.sync_scope() == SyncScope::WithServer {
+            // SYNC_WITH_SERVER: the server has it and the target exists;
+            // acknowledge before the upcall.
+            self.reply(
+                reactor,
+                version,
+                order,
+                h.request_id,
+                ReplyKind::Normal,
+                &[],
+                0,
+            );
+        }
         // The reply body's offset does not depend on its status.
         let body_offset = MessageBuilder::new(
             version,
