@@ -669,13 +669,10 @@ fn the_client_re_addresses_when_the_server_needs_another_mode() {
                 panic!()
             };
             seen.push(h.target.clone());
-            let (status, body): (ReplyStatus, Box<dyn Fn(&mut CdrWriter)>) = if round == 0 {
-                (
-                    ReplyStatus::NeedsAddressingMode,
-                    Box::new(|w| w.write_short(2)),
-                )
+            let status = if round == 0 {
+                ReplyStatus::NeedsAddressingMode
             } else {
-                (ReplyStatus::NoException, Box::new(|w| w.write_long(77)))
+                ReplyStatus::NoException
             };
             let fields = MessageBody::Reply(ReplyHeader {
                 request_id: h.request_id,
@@ -683,7 +680,12 @@ fn the_client_re_addresses_when_the_server_needs_another_mode() {
                 service_contexts: Vec::new(),
             });
             let mut b = MessageBuilder::new(GiopVersion::V1_2, ByteOrder::Little, &fields).unwrap();
-            body(b.body());
+            if round == 0 {
+                // AddressingDisposition ReferenceAddr.
+                b.body().write_short(2);
+            } else {
+                b.body().write_long(77);
+            }
             s.write_all(&b.finish(false)).unwrap();
         }
         seen
