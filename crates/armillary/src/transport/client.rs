@@ -33,6 +33,9 @@ pub(crate) enum Closed {
 
 struct ReadState {
     decoder: FrameDecoder,
+    /// The leader's read buffer, allocated once (zeroing 64 KiB per read
+    /// showed up as the largest user-space cost of a call).
+    buf: Vec<u8>,
     /// Replies that arrived, by request id; `None` while still awaited.
     replies: HashMap<u32, Option<Frame>>,
     leader: bool,
@@ -65,6 +68,7 @@ impl ClientConnection {
             write_lock: Mutex::new(()),
             state: Mutex::new(ReadState {
                 decoder: FrameDecoder::new(super::frame_limits()),
+                buf: vec![0; super::READ_BUFFER],
                 replies: HashMap::new(),
                 leader: false,
                 closed: None,
@@ -123,8 +127,8 @@ impl ClientConnection {
             }
             // Lead: read without holding the lock.
             state.leader = true;
+            let mut buf = std::mem::take(&mut state.buf);
             drop(state);
-            let mut buf = [0u8; 64 * 1024];
             let read = (&self.stream).read(&mut buf);
             state = self.state.lock();
             state.leader = false;
@@ -141,6 +145,7 @@ impl ClientConnection {
                     }
                 }
             }
+            state.buf = buf;
             if state.closed.is_some() {
                 let _ = self.stream.shutdown(Shutdown::Both);
             }

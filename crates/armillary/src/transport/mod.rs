@@ -8,6 +8,9 @@ pub(crate) mod server;
 
 use armillary_giop::giop::FrameLimits;
 
+/// Bytes read from a socket at a time.
+pub(crate) const READ_BUFFER: usize = 64 * 1024;
+
 /// The frame limits both sides apply to what a peer sends.
 pub(crate) fn frame_limits() -> FrameLimits {
     FrameLimits {

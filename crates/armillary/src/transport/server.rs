@@ -59,6 +59,8 @@ pub(crate) struct ServerConnection {
     core: std::sync::Weak<OrbCore>,
     gate: Mutex<ReadGate>,
     decoder: Mutex<FrameDecoder>,
+    /// The read buffer, allocated once; used only by the reading thread.
+    read_buf: Mutex<Vec<u8>>,
     /// Bytes the socket would not take yet.
     outgoing: Mutex<VecDeque<u8>>,
     /// Code sets the client announced (CodeSets service context).
@@ -223,6 +225,7 @@ impl EventHandler for Acceptor {
                             again: false,
                         }),
                         decoder: Mutex::new(FrameDecoder::new(super::frame_limits())),
+                        read_buf: Mutex::new(vec![0; super::READ_BUFFER]),
                         outgoing: Mutex::new(VecDeque::new()),
                         codesets: Mutex::new(CodeSets::DEFAULT),
                         closed: AtomicBool::new(false),
@@ -306,7 +309,7 @@ impl ServerConnection {
 
     fn read_frames(&self, reactor: &Arc<Reactor>) -> Vec<Frame> {
         let mut frames = Vec::new();
-        let mut buf = [0u8; 64 * 1024];
+        let mut buf = self.read_buf.lock();
         loop {
             if self.closed.load(Ordering::SeqCst) {
                 return frames;
