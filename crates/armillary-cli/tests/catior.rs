@@ -6,24 +6,10 @@
 //! Needs omniORB (`scripts/test.sh` installs it). Set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip on a machine without it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
+use armillary_testkit::{build_peers, omniorb_available, start_interop_server, vectors_dir};
 use serde_json::Value;
-
-fn omniorb_available() -> bool {
-    if std::env::var("ARMILLARY_SKIP_OMNIORB").as_deref() == Ok("1") {
-        eprintln!("skipped: ARMILLARY_SKIP_OMNIORB=1");
-        return false;
-    }
-    assert!(
-        Command::new("catior").arg("-h").output().is_ok(),
-        "omniORB's catior is missing: run ./scripts/test.sh (it installs omniORB) \
-         or set ARMILLARY_SKIP_OMNIORB=1"
-    );
-    true
-}
 
 fn armillary(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_armillary"))
@@ -196,31 +182,16 @@ fn agree(ior: &str, what: &str) {
     assert_eq!(mine, theirs, "{what}: profiles");
 }
 
-/// Where the omniORB peers are built: next to Cargo's own output.
-fn peers_dir() -> PathBuf {
-    std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("target"))
-        .join("interop-cpp")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn vectors() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("../shared/vectors/omniorb-4.2"))
-}
-
 #[test]
 fn catior_and_armillary_agree_on_captured_omniorb_iors() {
     if !omniorb_available() {
         return;
     }
     let mut n = 0;
-    for session in std::fs::read_dir(vectors()).unwrap().filter_map(Result::ok) {
+    for session in std::fs::read_dir(vectors_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+    {
         if !session.path().is_dir() {
             continue;
         }
@@ -238,29 +209,6 @@ fn catior_and_armillary_agree_on_captured_omniorb_iors() {
     assert!(n >= 30, "only {n} IORs found");
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Builds the omniORB interop peers (tests/interop/cpp) and returns the
-/// directory holding them.
-fn build_peers() -> PathBuf {
-    let out = peers_dir();
-    let status = Command::new("make")
-        .arg("-s")
-        .arg(format!("OUT={}", out.display()))
-        .current_dir(workspace().join("tests/interop/cpp"))
-        .status()
-        .expect("make is needed to build the omniORB peers");
-    assert!(status.success(), "building the omniORB peers failed");
-    out
-}
-
 #[test]
 fn catior_and_armillary_agree_on_fresh_omniorb_iors() {
     if !omniorb_available() {
@@ -268,32 +216,14 @@ fn catior_and_armillary_agree_on_fresh_omniorb_iors() {
     }
     let peers = build_peers();
     for version in ["1.0", "1.1", "1.2"] {
-        let ior_file = peers.join(format!("catior-{version}-{}.ior", std::process::id()));
-        let _ = std::fs::remove_file(&ior_file);
-        let _server = Server(
-            Command::new(peers.join("interop_server"))
-                .arg("--ior-file")
-                .arg(&ior_file)
-                .args([
-                    "-ORBendPoint",
-                    "giop:tcp:127.0.0.1:0",
-                    "-ORBmaxGIOPVersion",
-                    version,
-                ])
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap(),
+        let (_server, ior) = start_interop_server(
+            &peers,
+            &format!("catior-{version}"),
+            &["-ORBmaxGIOPVersion", version],
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !ior_file.exists() {
-            assert!(Instant::now() < deadline, "omniORB server wrote no IOR");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let ior = std::fs::read_to_string(&ior_file).unwrap();
-        agree(ior.trim(), &format!("omniORB GIOP {version} IOR"));
-        let (_, profiles) = ours(ior.trim());
+        agree(&ior, &format!("omniORB GIOP {version} IOR"));
+        let (_, profiles) = ours(&ior);
         assert_eq!(profiles[0].version, version);
-        let _ = std::fs::remove_file(&ior_file);
     }
 }
 

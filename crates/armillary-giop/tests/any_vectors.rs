@@ -2,24 +2,15 @@
 //! decode with the right TypeCodes and values and re-encode to the same
 //! bytes; TypeCodes and values round-trip in both byte orders.
 
-use std::path::{Path, PathBuf};
-
 use armillary_giop::any::{Any, AnyValue, Value};
 use armillary_giop::giop::Message;
 use armillary_giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
 use armillary_giop::{
     ByteOrder, CdrDecode, CdrEncode, CdrReader, CdrWriter, CodeSets, GiopVersion,
 };
+use armillary_testkit::vectors_dir;
 use proptest::prelude::*;
 use serde_json::Value as Json;
-
-fn vectors_dir() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
-        })
-}
 
 #[test]
 fn omniorb_anys_decode_and_re_encode_exactly() {

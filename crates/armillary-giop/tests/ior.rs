@@ -2,23 +2,14 @@
 //! corbaloc/corbaname parse as the specification says (and fail with
 //! positions), and random IORs survive printing and parsing.
 
-use std::path::{Path, PathBuf};
-
 use armillary_giop::cdr::codeset::{CodeSetComponentInfo, ISO_8859_1, UTF_16, UTF_8};
 use armillary_giop::ior::{
     CorbalocAddress, Ior, IorError, KnownComponent, ObjectUrl, ProfileBody, TaggedComponent,
     TaggedProfile, ORB_TYPE_OMNIORB, TAG_CODE_SETS, TAG_ORB_TYPE,
 };
 use armillary_giop::{ByteOrder, GiopVersion};
+use armillary_testkit::vectors_dir;
 use proptest::prelude::*;
-
-fn vectors_dir() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
-        })
-}
 
 #[test]
 fn omniorb_iors_decode_and_print_back_exactly() {

@@ -4,21 +4,15 @@
 //! they are split.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use armillary_giop::giop::{
     FrameDecoder, FrameLimits, Message, MessageBody, MessageType, ReplyStatus,
 };
 use armillary_giop::system_exception::SystemException;
 use armillary_giop::{ByteOrder, CdrReader, CodeSets, GiopVersion};
+use armillary_testkit::vectors_dir;
 use serde_json::Value;
-
-fn vectors_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("ARMILLARY_VECTORS") {
-        return PathBuf::from(dir);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2")
-}
 
 struct Session {
     name: String,

@@ -6,7 +6,9 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use armillary_testkit::Peer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,15 +16,6 @@ use armillary::config::OrbConfig;
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
 use armillary_giop::cdr::{CdrError, CdrWriter};
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `CosNaming::Name` from "a/b.kind" style text (no escapes needed here).
 fn write_name(w: &mut CdrWriter, name: &str) -> Result<(), CdrError> {
@@ -93,14 +86,9 @@ impl Servant for Hello {
 
 #[test]
 fn bind_and_resolve_in_omninames() {
-    if std::env::var("ARMILLARY_SKIP_OMNIORB").as_deref() == Ok("1") {
-        eprintln!("skipped: ARMILLARY_SKIP_OMNIORB=1");
+    if !armillary_testkit::omniorb_available() {
         return;
     }
-    assert!(
-        Command::new("omniNames").arg("-help").output().is_ok(),
-        "omniNames is missing: run ./scripts/test.sh (it installs omniORB) or set ARMILLARY_SKIP_OMNIORB=1"
-    );
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -8,7 +8,6 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -20,18 +19,6 @@ use armillary::giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
 use armillary::poa::PoaCurrent;
 use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
-
-/// Where the omniORB peers are built: next to Cargo's own output.
-fn peers_dir() -> PathBuf {
-    std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("target"))
-        .join("interop-cpp")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn member(name: &str, type_code: TypeCode) -> StructMember {
     StructMember {
@@ -345,22 +332,10 @@ impl Servant for Everything {
 
 #[test]
 fn omniorb_client_against_armillary_server_in_every_giop_version() {
-    if std::env::var("ARMILLARY_SKIP_OMNIORB").as_deref() == Ok("1") {
-        eprintln!("skipped: ARMILLARY_SKIP_OMNIORB=1");
+    if !armillary_testkit::omniorb_available() {
         return;
     }
-    assert!(
-        Path::new("/usr/include/omniORB4/CORBA.h").exists(),
-        "omniORB is missing: run ./scripts/test.sh (it installs it) or set ARMILLARY_SKIP_OMNIORB=1"
-    );
-    let peers = peers_dir();
-    let status = Command::new("make")
-        .arg("-s")
-        .arg(format!("OUT={}", peers.display()))
-        .current_dir(workspace().join("tests/interop/cpp"))
-        .status()
-        .expect("make");
-    assert!(status.success());
+    let peers = armillary_testkit::build_peers();
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = orb.root_poa();
     poa.the_poa_manager().activate().unwrap();

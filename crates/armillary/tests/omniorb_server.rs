@@ -7,83 +7,11 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
 use armillary::config::OrbConfig;
 use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
 use armillary::{ObjectRef, Orb, ReplyBody};
 use armillary_giop::GiopVersion;
-
-/// Where the omniORB peers are built: next to Cargo's own output.
-fn peers_dir() -> PathBuf {
-    std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("target"))
-        .join("interop-cpp")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn omniorb_available() -> bool {
-    if std::env::var("ARMILLARY_SKIP_OMNIORB").as_deref() == Ok("1") {
-        eprintln!("skipped: ARMILLARY_SKIP_OMNIORB=1");
-        return false;
-    }
-    assert!(
-        Path::new("/usr/include/omniORB4/CORBA.h").exists(),
-        "omniORB is missing: run ./scripts/test.sh (it installs it) or set ARMILLARY_SKIP_OMNIORB=1"
-    );
-    true
-}
-
-fn build_peers() -> PathBuf {
-    let out = peers_dir();
-    let status = Command::new("make")
-        .arg("-s")
-        .arg(format!("OUT={}", out.display()))
-        .current_dir(workspace().join("tests/interop/cpp"))
-        .status()
-        .expect("make");
-    assert!(status.success(), "building the omniORB peers failed");
-    out
-}
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_server(peers: &Path, tag: &str) -> (Peer, String) {
-    let ior_file = peers.join(format!("server-{tag}-{}.ior", std::process::id()));
-    let _ = std::fs::remove_file(&ior_file);
-    let child = Command::new(peers.join("interop_server"))
-        .arg("--ior-file")
-        .arg(&ior_file)
-        .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let peer = Peer(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ior_file.exists() {
-        assert!(Instant::now() < deadline, "omniORB server wrote no IOR");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let ior = std::fs::read_to_string(&ior_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let _ = std::fs::remove_file(&ior_file);
-    (peer, ior)
-}
+use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
 
 type Result<T> = std::result::Result<T, SystemException>;
 
@@ -309,7 +237,7 @@ fn armillary_client_against_omniorb_server_in_every_giop_version() {
         return;
     }
     let peers = build_peers();
-    let (_server, ior) = start_server(&peers, "client-test");
+    let (_server, ior) = start_interop_server(&peers, "client-test", &[]);
     for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
         run_session(version, &ior);
     }
@@ -321,7 +249,7 @@ fn a_vanished_server_is_a_clean_exception() {
         return;
     }
     let peers = build_peers();
-    let (server, ior) = start_server(&peers, "vanish");
+    let (server, ior) = start_interop_server(&peers, "vanish", &[]);
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let obj = orb.string_to_object(&ior).unwrap();
     assert_eq!(echo_long(&obj, 1).unwrap(), 1);

@@ -1,0 +1,110 @@
+//! Test support shared by the workspace's test suites: where the omniORB
+//! captures are, the omniORB peer programs (built from
+//! `tests/interop/cpp`), and child processes that end with the test.
+//!
+//! Not for production code: it panics with a message saying what to
+//! install whenever the test environment is incomplete.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The omniORB 4.2 captures (`../shared/vectors/omniorb-4.2`, or
+/// `$ARMILLARY_VECTORS`).
+pub fn vectors_dir() -> PathBuf {
+    std::env::var("ARMILLARY_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace().join("../shared/vectors/omniorb-4.2"))
+}
+
+/// Whether the omniORB tests should run: false (with a message) when
+/// `ARMILLARY_SKIP_OMNIORB=1`; panics, saying what to install, when
+/// omniORB is missing.
+pub fn omniorb_available() -> bool {
+    if std::env::var("ARMILLARY_SKIP_OMNIORB").as_deref() == Ok("1") {
+        eprintln!("skipped: ARMILLARY_SKIP_OMNIORB=1");
+        return false;
+    }
+    assert!(
+        Path::new("/usr/include/omniORB4/CORBA.h").exists()
+            && Command::new("catior").arg("-h").output().is_ok(),
+        "omniORB is missing: run ./scripts/test.sh (it installs it) or set ARMILLARY_SKIP_OMNIORB=1"
+    );
+    true
+}
+
+/// Where the omniORB peers are built: next to Cargo's own output.
+pub fn peers_dir() -> PathBuf {
+    std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace().join("target"))
+        .join("interop-cpp")
+}
+
+/// Builds the omniORB peers (`interop_server`, `interop_client`,
+/// `bench_client`) if needed and returns their directory.
+pub fn build_peers() -> PathBuf {
+    let out = peers_dir();
+    let status = Command::new("make")
+        .arg("-s")
+        .arg(format!("OUT={}", out.display()))
+        .current_dir(workspace().join("tests/interop/cpp"))
+        .status()
+        .expect("make is needed to build the omniORB peers");
+    assert!(status.success(), "building the omniORB peers failed");
+    out
+}
+
+/// A child process, killed when dropped.
+pub struct Peer(pub Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits (up to 20 s) for a peer to write `path`, and returns its trimmed
+/// content.
+pub fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.trim().is_empty() {
+                return text.trim().to_owned();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts omniORB's `interop_server` on a loopback port with `args` and
+/// returns it with its IOR.
+pub fn start_interop_server(peers: &Path, tag: &str, args: &[&str]) -> (Peer, String) {
+    let ior_file = peers.join(format!("server-{tag}-{}.ior", std::process::id()));
+    let _ = std::fs::remove_file(&ior_file);
+    let peer = Peer(
+        Command::new(peers.join("interop_server"))
+            .arg("--ior-file")
+            .arg(&ior_file)
+            .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("interop_server starts"),
+    );
+    let ior = wait_for_file(&ior_file);
+    let _ = std::fs::remove_file(&ior_file);
+    (peer, ior)
+}
