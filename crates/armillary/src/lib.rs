@@ -19,6 +19,7 @@ mod orb;
 pub mod poa;
 mod reactor;
 mod servant;
+pub mod slots;
 mod transport;
 
 pub use armillary_giop as giop;

@@ -18,6 +18,8 @@ use std::time::Duration;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use parking_lot::{Mutex, RwLock};
 
+use crate::slots::{SlotRef, SlotTable};
+
 /// Something registered with the reactor: a listener or a connection.
 pub(crate) trait EventHandler: Send + Sync + 'static {
     /// The socket is ready. Called on whichever thread leads at the time;
@@ -34,23 +36,26 @@ const WAKER: Token = Token(usize::MAX);
 /// A posted piece of work, run by an event loop thread.
 pub(crate) type Task = Box<dyn FnOnce() + Send>;
 
-struct Slot {
-    generation: u32,
-    handler: Option<Arc<dyn EventHandler>>,
-}
-
 pub(crate) struct Reactor {
     poll: Mutex<(Poll, Events)>,
     registry: Registry,
     waker: Waker,
-    slots: RwLock<Vec<Slot>>,
-    free: Mutex<Vec<u32>>,
+    handlers: RwLock<SlotTable<Arc<dyn EventHandler>>>,
     tasks: Mutex<VecDeque<Task>>,
     stopping: AtomicBool,
 }
 
-fn token(index: u32, generation: u32) -> Token {
-    Token((u64::from(generation) << 32 | u64::from(index)) as usize)
+/// A reactor token is the handler's slot: generation in the high half,
+/// index in the low half.
+fn token(slot: SlotRef) -> Token {
+    Token(((u64::from(slot.generation) << 32) | u64::from(slot.index)) as usize)
+}
+
+fn slot(token: Token) -> SlotRef {
+    SlotRef {
+        index: (token.0 as u64 & 0xffff_ffff) as u32,
+        generation: (token.0 as u64 >> 32) as u32,
+    }
 }
 
 impl Reactor {
@@ -62,8 +67,7 @@ impl Reactor {
             poll: Mutex::new((poll, Events::with_capacity(256))),
             registry,
             waker,
-            slots: RwLock::new(Vec::new()),
-            free: Mutex::new(Vec::new()),
+            handlers: RwLock::new(SlotTable::default()),
             tasks: Mutex::new(VecDeque::new()),
             stopping: AtomicBool::new(false),
         }))
@@ -77,24 +81,7 @@ impl Reactor {
         interest: Interest,
         handler: Arc<dyn EventHandler>,
     ) -> io::Result<Token> {
-        let index = self.free.lock().pop();
-        let tok = {
-            let mut slots = self.slots.write();
-            let index = match index {
-                Some(i) => i,
-                None => {
-                    slots.push(Slot {
-                        generation: 0,
-                        handler: None,
-                    });
-                    (slots.len() - 1) as u32
-                }
-            };
-            let slot = &mut slots[index as usize];
-            slot.generation = slot.generation.wrapping_add(1);
-            slot.handler = Some(handler);
-            token(index, slot.generation)
-        };
+        let tok = token(self.handlers.write().insert(handler));
         if let Err(e) = self.registry.register(source, tok, interest) {
             self.forget(tok);
             return Err(e);
@@ -119,25 +106,11 @@ impl Reactor {
     }
 
     fn forget(&self, tok: Token) {
-        let index = (tok.0 as u64 & 0xffff_ffff) as u32;
-        let generation = (tok.0 as u64 >> 32) as u32;
-        let mut slots = self.slots.write();
-        if let Some(slot) = slots.get_mut(index as usize) {
-            if slot.generation == generation && slot.handler.take().is_some() {
-                self.free.lock().push(index);
-            }
-        }
+        self.handlers.write().remove(slot(tok));
     }
 
     fn handler(&self, tok: Token) -> Option<Arc<dyn EventHandler>> {
-        let index = (tok.0 as u64 & 0xffff_ffff) as usize;
-        let generation = (tok.0 as u64 >> 32) as u32;
-        let slots = self.slots.read();
-        let slot = slots.get(index)?;
-        if slot.generation != generation {
-            return None;
-        }
-        slot.handler.clone()
+        self.handlers.read().get(slot(tok)).cloned()
     }
 
     /// Queues `task` to run on an event loop thread soon.
@@ -210,10 +183,10 @@ impl Reactor {
     /// Calls every handler's `tick`.
     pub fn tick_all(self: &Arc<Self>) {
         let handlers: Vec<Arc<dyn EventHandler>> = self
-            .slots
+            .handlers
             .read()
             .iter()
-            .filter_map(|s| s.handler.clone())
+            .map(|(_, h)| h.clone())
             .collect();
         for h in handlers {
             h.tick(self);

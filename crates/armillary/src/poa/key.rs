@@ -15,23 +15,7 @@ pub const MAGIC: [u8; 4] = [0xa7, b'R', b'M', 1];
 const TRANSIENT: u8 = 0;
 const PERSISTENT: u8 = 1;
 
-/// A slot index with the generation it had when the key was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SlotRef {
-    /// Index in the table.
-    pub index: u32,
-    /// Generation of that slot when the key was made.
-    pub generation: u32,
-}
-
-impl SlotRef {
-    /// "No slot": the object was not in an active object map when the key
-    /// was made (e.g. `create_reference`); found by id instead.
-    pub const NONE: SlotRef = SlotRef {
-        index: u32::MAX,
-        generation: 0,
-    };
-}
+pub use crate::slots::SlotRef;
 
 /// How a key names its POA.
 #[derive(Debug, Clone, PartialEq, Eq)]

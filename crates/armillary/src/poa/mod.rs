@@ -25,8 +25,9 @@ use parking_lot::{Condvar, Mutex, ReentrantMutex, RwLock};
 
 use crate::object::ObjectRef;
 use crate::servant::{Servant, ServerRequest};
+use crate::slots::{SlotRef, SlotTable};
 use aom::{ActiveObjectMap, Entry};
-use key::{ObjectKey, PoaName, SlotRef};
+use key::{ObjectKey, PoaName};
 
 pub use current::PoaCurrent;
 pub use manager::{Admission, HeldRequest, PoaManager, PoaManagerState};
@@ -117,14 +118,8 @@ pub struct PoaRegistry {
 
 #[derive(Default)]
 struct PoaTable {
-    slots: Vec<TableSlot>,
-    free: Vec<u32>,
-    by_path: HashMap<Vec<String>, u32>,
-}
-
-struct TableSlot {
-    generation: u32,
-    poa: Option<Poa>,
+    slots: SlotTable<Poa>,
+    by_path: HashMap<Vec<String>, SlotRef>,
 }
 
 /// A POA. Cheap to clone; clones are the same POA.
@@ -297,52 +292,27 @@ impl PoaRegistry {
             }),
         };
         let mut table = self.table.write();
-        let index = match table.free.pop() {
-            Some(i) => i,
-            None => {
-                table.slots.push(TableSlot {
-                    generation: 0,
-                    poa: None,
-                });
-                (table.slots.len() - 1) as u32
-            }
-        };
-        let slot = &mut table.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.poa = Some(poa.clone());
-        *poa.inner.slot.write() = SlotRef {
-            index,
-            generation: slot.generation,
-        };
-        table.by_path.insert(path, index);
+        let slot = table.slots.insert(poa.clone());
+        *poa.inner.slot.write() = slot;
+        table.by_path.insert(path, slot);
         poa
     }
 
     fn unregister(&self, poa: &Poa) {
         let slot = *poa.inner.slot.read();
         let mut table = self.table.write();
-        if let Some(s) = table.slots.get_mut(slot.index as usize) {
-            if s.generation == slot.generation {
-                s.poa = None;
-                table.free.push(slot.index);
-            }
-        }
+        table.slots.remove(slot);
         table.by_path.remove(&poa.inner.path);
     }
 
     fn poa_at(&self, slot: SlotRef) -> Option<Poa> {
-        let table = self.table.read();
-        let s = table.slots.get(slot.index as usize)?;
-        if s.generation != slot.generation {
-            return None;
-        }
-        s.poa.clone()
+        self.table.read().slots.get(slot).cloned()
     }
 
     fn poa_by_path(&self, path: &[String]) -> Option<Poa> {
         let table = self.table.read();
-        let index = *table.by_path.get(path)?;
-        table.slots.get(index as usize)?.poa.clone()
+        let slot = *table.by_path.get(path)?;
+        table.slots.get(slot).cloned()
     }
 
     /// The root POA.
