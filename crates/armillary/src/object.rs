@@ -304,6 +304,38 @@ impl ObjectRef {
         )
     }
 
+    /// `_is_equivalent`: true when both references are known, without
+    /// asking anyone, to denote the same object (identical IORs, or the
+    /// same IIOP endpoint and object key).
+    pub fn is_equivalent(&self, other: &ObjectRef) -> bool {
+        if self == other {
+            return true;
+        }
+        let key = |o: &ObjectRef| {
+            o.ior()
+                .iiop_profiles()
+                .into_iter()
+                .next()
+                .map(|p| (p.host, p.port, p.object_key))
+        };
+        matches!((key(self), key(other)), (Some(a), Some(b)) if a == b)
+    }
+
+    /// `_hash`: a value in `0..=maximum` that is the same for equivalent
+    /// references (it hashes the first IIOP endpoint and key).
+    pub fn hash(&self, maximum: u32) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        match self.ior().iiop_profiles().into_iter().next() {
+            Some(p) => (p.host, p.port, p.object_key).hash(&mut h),
+            None => self.ior().hash(&mut h),
+        }
+        match maximum {
+            u32::MAX => h.finish() as u32,
+            m => (h.finish() % (u64::from(m) + 1)) as u32,
+        }
+    }
+
     /// Asks whether the object no longer exists (`_non_existent`).
     pub fn non_existent(&self) -> Result<bool, SystemException> {
         self.invoke("_non_existent", &|_| Ok(()), |reply| match reply {

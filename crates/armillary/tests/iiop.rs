@@ -706,3 +706,31 @@ fn the_client_re_addresses_when_the_server_needs_another_mode() {
     ));
     orb.shutdown(true);
 }
+
+#[test]
+fn equivalence_and_hash_need_no_remote_call() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    let orb = client(GiopVersion::V1_2);
+    let a = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    let profile = &a.ior().iiop_profiles()[0];
+    let key: String = profile
+        .object_key
+        .iter()
+        .map(|b| format!("%{b:02x}"))
+        .collect();
+    let b = orb
+        .string_to_object(&format!(
+            "corbaloc:iiop:1.2@{}:{}/{key}",
+            profile.host, profile.port
+        ))
+        .unwrap();
+    assert_ne!(a, b, "different IORs");
+    assert!(a.is_equivalent(&b), "same endpoint and key");
+    assert_eq!(a.hash(1000), b.hash(1000));
+    assert!(a.hash(10) <= 10);
+    assert!(!a.is_equivalent(&ObjectRef::nil()));
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
