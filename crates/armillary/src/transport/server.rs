@@ -528,7 +528,6 @@ impl ServerConnection {
                 h.request_id,
                 ReplyKind::Normal,
                 &[],
-                0,
             );
         }
         // The reply body's offset does not depend on its status.
@@ -558,15 +557,7 @@ impl ServerConnection {
         match outcome {
             Ok(()) => {
                 let (kind, w, _) = request.into_reply();
-                self.reply(
-                    reactor,
-                    version,
-                    order,
-                    h.request_id,
-                    kind,
-                    w.as_bytes(),
-                    body_offset,
-                );
+                self.reply(reactor, version, order, h.request_id, kind, w.as_bytes());
             }
             Err(ex) => self.reply_exception(reactor, version, order, h.request_id, &ex),
         }
@@ -588,6 +579,9 @@ impl ServerConnection {
             .find(|c| std::ptr::eq(Arc::as_ptr(c), self))
     }
 
+    /// Sends a reply whose body was encoded for the body offset of a
+    /// reply header in this version and byte order (it does not depend on
+    /// the status).
     #[allow(clippy::too_many_arguments)]
     fn reply(
         &self,
@@ -597,7 +591,6 @@ impl ServerConnection {
         request_id: u32,
         kind: ReplyKind,
         body: &[u8],
-        _body_offset: usize,
     ) {
         let status = match kind {
             ReplyKind::Normal => ReplyStatus::NoException,
