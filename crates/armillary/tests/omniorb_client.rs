@@ -358,7 +358,9 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
         if let Some(flag) = extra {
             cmd.arg(flag);
         }
+        let started = std::time::Instant::now();
         let out = cmd.args(["-ORBmaxGIOPVersion", version]).output().unwrap();
+        let took = started.elapsed();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let last = stdout.lines().last().unwrap_or("");
         assert!(
@@ -366,7 +368,7 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
             "GIOP {version}:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        println!("GIOP {version}: {last}");
+        println!("GIOP {version}: {last} ({took:.2?})");
     }
     let _ = std::fs::remove_file(&ior_file);
     orb.shutdown(true);

@@ -133,6 +133,22 @@ int main(int argc, char** argv) {
     for (CORBA::ULong i = 0; same && i < 1000; i++) same = r[i] == v[i];
     check(same, "echo_octets");
   });
+  TRY("echo_octets (1 MiB: fragmented by omniORB in GIOP 1.1/1.2)", {
+    Interop::OctetSeq v; v.length(1 << 20);
+    for (CORBA::ULong i = 0; i < v.length(); i++) v[i] = (CORBA::Octet)(i * 31 + 7);
+    Interop::OctetSeq_var r = e->echo_octets(v);
+    bool same = r->length() == v.length();
+    for (CORBA::ULong i = 0; same && i < v.length(); i++) same = r[i] == v[i];
+    check(same, "echo_octets (1 MiB: fragmented by omniORB in GIOP 1.1/1.2)");
+  });
+  TRY("echo_longs (100000)", {
+    Interop::LongSeq v; v.length(100000);
+    for (CORBA::ULong i = 0; i < v.length(); i++) v[i] = (CORBA::Long)(i * 7919) - 500000;
+    Interop::LongSeq_var r = e->echo_longs(v);
+    bool same = r->length() == v.length();
+    for (CORBA::ULong i = 0; same && i < v.length(); i++) same = r[i] == v[i];
+    check(same, "echo_longs (100000 elements)");
+  });
   TRY("echo_bounded", {
     Interop::BoundedLongSeq v; v.length(4);
     for (CORBA::ULong i = 0; i < 4; i++) v[i] = i;
@@ -158,6 +174,18 @@ int main(int argc, char** argv) {
     Interop::Shape_var r = e->echo_shape(s);
     check(std::strcmp(r->name, "square") == 0 && r->hue == Interop::green &&
           r->points.length() == 4 && r->points[3].y == -3 && r->origin.y == 6, "echo_shape");
+  });
+  TRY("echo_shape (5000 points)", {
+    Interop::Shape s;
+    s.name = CORBA::string_dup("big");
+    s.hue = Interop::blue;
+    s.points.length(5000);
+    for (CORBA::ULong i = 0; i < 5000; i++) { s.points[i].x = i; s.points[i].y = -(CORBA::Long)(i * 3); }
+    s.origin.x = 1; s.origin.y = 2;
+    Interop::Shape_var r = e->echo_shape(s);
+    bool same = r->points.length() == 5000;
+    for (CORBA::ULong i = 0; same && i < 5000; i++) same = r->points[i].x == (CORBA::Long)i && r->points[i].y == -(CORBA::Long)(i * 3);
+    check(same && std::strcmp(r->name, "big") == 0, "echo_shape (5000 points, fragmented)");
   });
   TRY("echo_color", check(e->echo_color(Interop::blue) == Interop::blue, "echo_color"));
   TRY("echo_value", {
