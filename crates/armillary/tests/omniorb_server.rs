@@ -10,7 +10,7 @@
 use armillary::config::OrbConfig;
 use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
 use armillary::{ObjectRef, Orb, ReplyBody};
-use armillary_giop::GiopVersion;
+use armillary_giop::{CdrEncode, GiopVersion};
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
 
 type Result<T> = std::result::Result<T, SystemException>;
@@ -121,6 +121,29 @@ fn run_session(version: GiopVersion, ior: &str) {
             "wide ☺"
         );
     }
+    // Large replies: omniORB fragments them in GIOP 1.1 and 1.2.
+    let big: Vec<u8> = (0..1u32 << 20).map(|i| (i * 31 + 7) as u8).collect();
+    let back: Vec<u8> = obj
+        .invoke::<_, SystemException>("echo_octets", &|w| w.write_octet_seq(&big), |reply| {
+            match reply {
+                ReplyBody::Result(r) => Ok(Ok(r.read_octet_seq()?.to_vec())),
+                ReplyBody::UserException { .. } => {
+                    Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+                }
+            }
+        })
+        .unwrap();
+    assert!(back == big, "1 MiB echo in GIOP {version}");
+    let longs: Vec<i32> = (0..100_000).map(|i| i * 7919 - 500_000).collect();
+    let back: Vec<i32> = obj
+        .invoke::<_, SystemException>("echo_longs", &|w| longs.encode(w), |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read()?)),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        })
+        .unwrap();
+    assert!(back == longs, "100000 longs in GIOP {version}");
     // User exceptions with members, and an empty one.
     assert_eq!(
         fail(&obj, 7),
