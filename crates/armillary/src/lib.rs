@@ -25,7 +25,8 @@ mod transport;
 pub use armillary_giop as giop;
 pub use exception::UserException;
 pub use object::{
-    set_default_invoker, Invoker, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome,
+    set_default_invoker, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage,
+    ReplyOutcome,
 };
 pub use orb::{Orb, OrbError};
 pub use servant::{Servant, ServerRequest};

@@ -79,6 +79,17 @@ pub enum ReplyBody<'a, 'r> {
     },
 }
 
+/// Where a LocateRequest found an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    /// The server has it (`OBJECT_HERE`).
+    Here,
+    /// The server does not know it (`UNKNOWN_OBJECT`).
+    Unknown,
+    /// It is elsewhere (`OBJECT_FORWARD` / `_PERM`).
+    Forward(ObjectRef),
+}
+
 /// What carries requests to an object: a transport or a collocated
 /// dispatcher. Implementations handle forwarding and retries themselves and
 /// turn SYSTEM_EXCEPTION replies into `Err`.
@@ -91,6 +102,12 @@ pub trait Invoker: Send + Sync + 'static {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException>;
+
+    /// Asks where `target` is without invoking it (a LocateRequest). An
+    /// invoker with no such notion says the object is here.
+    fn locate(&self, _target: &Ior) -> Result<Location, SystemException> {
+        Ok(Location::Here)
+    }
 }
 
 static DEFAULT_INVOKER: RwLock<Option<Arc<dyn Invoker>>> = RwLock::new(None);
@@ -334,6 +351,12 @@ impl ObjectRef {
             u32::MAX => h.finish() as u32,
             m => (h.finish() % (u64::from(m) + 1)) as u32,
         }
+    }
+
+    /// Asks the server where the object is, without invoking it
+    /// (GIOP LocateRequest).
+    pub fn locate(&self) -> Result<Location, SystemException> {
+        self.invoker()?.locate(self.ior())
     }
 
     /// Asks whether the object no longer exists (`_non_existent`).

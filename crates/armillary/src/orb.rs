@@ -9,8 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
 use armillary_giop::giop::{
-    Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext, SyncScope,
-    TargetAddress,
+    LocateStatus, Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext,
+    SyncScope, TargetAddress,
 };
 use armillary_giop::ior::{Ior, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
@@ -18,7 +18,7 @@ use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::config::{OrbConfig, OrbOptionError};
-use crate::object::{Invoker, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
+use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
 use crate::transport::client::{Awaited, Closed, ConnectionCache};
 use crate::transport::server::Server;
@@ -438,6 +438,65 @@ impl OrbCore {
     }
 }
 
+impl OrbCore {
+    fn locate_once(&self, target: &Ior) -> Result<Option<Location>, SystemException> {
+        let profile = target.iiop_profiles().into_iter().next().ok_or_else(|| {
+            SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
+        })?;
+        let version = profile.iiop_version.min(self.config.max_giop_version);
+        let conn = self.connections.get(&profile.host, profile.port)?;
+        let id = conn.next_request_id();
+        let fields = MessageBody::LocateRequest {
+            request_id: id,
+            target: TargetAddress::Key(profile.object_key.clone()),
+        };
+        let bytes = MessageBuilder::new(version, ByteOrder::NATIVE, &fields)
+            .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?
+            .finish(false);
+        conn.expect_reply(id);
+        if conn.send(&bytes).is_err() {
+            conn.forget_reply(id);
+            self.connections.evict(&conn);
+            return Ok(None);
+        }
+        let frame = match conn.wait_reply(id) {
+            Awaited::Reply(frame) => frame,
+            Awaited::Closed(Closed::Orderly) => {
+                self.connections.evict(&conn);
+                return Ok(None);
+            }
+            Awaited::Closed(Closed::Broken) => {
+                self.connections.evict(&conn);
+                return Err(SystemException::comm_failure(
+                    minor::CONNECTION_LOST,
+                    CompletionStatus::No,
+                ));
+            }
+        };
+        let malformed = || SystemException::marshal(minor::MALFORMED, CompletionStatus::No);
+        let msg = Message::decode(&frame.bytes).map_err(|_| malformed())?;
+        let MessageBody::LocateReply(h) = msg.body else {
+            return Err(malformed());
+        };
+        let mut body = frame.reader(&msg);
+        Ok(Some(match h.locate_status {
+            LocateStatus::ObjectHere => Location::Here,
+            LocateStatus::UnknownObject => Location::Unknown,
+            LocateStatus::ObjectForward | LocateStatus::ObjectForwardPerm => {
+                let ior = Ior::decode(&mut body).map_err(|_| malformed())?;
+                let me = self.me.upgrade().ok_or_else(malformed)?;
+                Location::Forward(ObjectRef::new(ior, me))
+            }
+            LocateStatus::LocSystemException => {
+                return Err(SystemException::decode_body(&mut body).map_err(|_| malformed())?)
+            }
+            LocateStatus::LocNeedsAddressingMode => {
+                return Err(SystemException::no_implement(0, CompletionStatus::No))
+            }
+        }))
+    }
+}
+
 enum Attempt {
     Done(Option<ReplyMessage>),
     Forward(Ior),
@@ -447,6 +506,19 @@ enum Attempt {
 }
 
 impl Invoker for OrbCore {
+    fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
+        // An orderly close before the answer: ask again on a new connection.
+        for _ in 0..3 {
+            if let Some(location) = self.locate_once(target)? {
+                return Ok(location);
+            }
+        }
+        Err(SystemException::transient(
+            minor::CONNECT_FAILED,
+            CompletionStatus::No,
+        ))
+    }
+
     fn invoke(
         &self,
         target: &Ior,

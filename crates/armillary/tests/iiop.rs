@@ -734,3 +734,51 @@ fn equivalence_and_hash_need_no_remote_call() {
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
+
+#[test]
+fn locate_requests_from_the_client() {
+    use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
+    use armillary::Location;
+    let (server_orb, obj) = server(OrbConfig::default());
+    let orb = client(GiopVersion::V1_2);
+    let here = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    assert_eq!(here.locate().unwrap(), Location::Here);
+    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let unknown = orb
+        .string_to_object(&format!("corbaloc::{host}:{port}/unknown"))
+        .unwrap();
+    assert_eq!(unknown.locate().unwrap(), Location::Unknown);
+    // A servant activator that forwards: OBJECT_FORWARD with the target.
+    let root = server_orb.root_poa();
+    let poa = root
+        .create_poa(
+            "locate-forwarding",
+            Some(root.the_poa_manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    poa.set_servant_manager(ServantManager::Activator(Arc::new(Forwarder {
+        to: std::sync::Mutex::new(Some(obj.clone())),
+    })))
+    .unwrap();
+    let moved = poa
+        .create_reference_with_id(b"moved", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let moved = orb
+        .string_to_object(&server_orb.object_to_string(&moved))
+        .unwrap();
+    match moved.locate().unwrap() {
+        Location::Forward(to) => {
+            assert!(to.is_equivalent(&here));
+            assert_eq!(long_call(&to, "echo_long", 5).unwrap(), 5);
+        }
+        other => panic!("expected a forward, got {other:?}"),
+    }
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}

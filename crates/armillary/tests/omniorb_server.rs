@@ -251,6 +251,9 @@ fn run_session(version: GiopVersion, ior: &str) {
         .unwrap();
     let e = echo_long(&bogus, 1).unwrap_err();
     assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    // LocateRequest, answered by omniORB.
+    assert_eq!(obj.locate().unwrap(), armillary::Location::Here);
+    assert_eq!(bogus.locate().unwrap(), armillary::Location::Unknown);
     orb.shutdown(true);
 }
 

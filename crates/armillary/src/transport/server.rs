@@ -187,6 +187,13 @@ impl Server {
     }
 }
 
+/// What a LocateRequest finds.
+enum Located {
+    Here,
+    Unknown,
+    Forward(crate::object::ObjectRef),
+}
+
 /// The object key a request addresses, in any of the three GIOP 1.2
 /// forms (a profile or reference that is not IIOP has none).
 fn target_key(target: &TargetAddress) -> Option<Vec<u8>> {
@@ -362,17 +369,20 @@ impl ServerConnection {
             MessageBody::Request(h) => self.request(reactor, &core, &frame, &msg, h),
             MessageBody::LocateRequest { request_id, target } => {
                 let key = target_key(target).unwrap_or_default();
-                let status = match self.locate(&core, &key) {
-                    Some(_) => LocateStatus::ObjectHere,
-                    None => LocateStatus::UnknownObject,
+                let (status, forward) = match self.locate(&core, &key) {
+                    Located::Here => (LocateStatus::ObjectHere, None),
+                    Located::Unknown => (LocateStatus::UnknownObject, None),
+                    Located::Forward(to) => (LocateStatus::ObjectForward, Some(to)),
                 };
                 let fields = MessageBody::LocateReply(LocateReplyHeader {
                     request_id: *request_id,
                     locate_status: status,
                 });
-                if let Ok(b) =
-                    MessageBuilder::new(msg.header.version, msg.header.byte_order, &fields)
-                {
+                let (version, order) = (msg.header.version, msg.header.byte_order);
+                if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
+                    if let Some(to) = forward {
+                        let _ = to.ior().encode(b.body());
+                    }
                     self.send(reactor, &b.finish(false));
                 }
             }
@@ -388,13 +398,16 @@ impl ServerConnection {
 
     /// Whether `key` names a live object: a bound plain key or a POA key
     /// whose POA and object exist.
-    fn locate(&self, core: &Arc<OrbCore>, key: &[u8]) -> Option<()> {
+    /// Where the object `key` names is: a bound plain key or a live POA
+    /// object is here; a servant manager may forward it.
+    fn locate(&self, core: &Arc<OrbCore>, key: &[u8]) -> Located {
         if core.key_table.read().contains_key(key) {
-            return Some(());
+            return Located::Here;
         }
         match core.registry.resolve(key, "_locate") {
-            Resolution::Upcall(_) | Resolution::Held(_) => Some(()),
-            _ => None,
+            Resolution::Upcall(_) | Resolution::Held(_) => Located::Here,
+            Resolution::Forward(to) => Located::Forward(to),
+            Resolution::Failed(_) | Resolution::NotAPoaKey => Located::Unknown,
         }
     }
 
