@@ -45,12 +45,18 @@ enum BenchCommand {
         /// or `none`.
         #[arg(long, default_value = "0")]
         cpus: String,
+        /// The Armillary server's concurrency model (`-ORBConcurrency`):
+        /// reactive, thread-pool:N or thread-per-connection.
+        #[arg(long, default_value = "reactive")]
+        concurrency: String,
     },
     /// (internal) An Armillary echo server for the benchmark.
     #[command(hide = true)]
     ServeEcho {
         #[arg(long)]
         ior_file: PathBuf,
+        #[arg(long, default_value = "reactive")]
+        concurrency: String,
     },
     /// (internal) A raw TCP ping-pong server.
     #[command(hide = true)]
@@ -72,8 +78,12 @@ pub fn run(args: BenchArgs) -> ExitCode {
             rounds,
             json,
             cpus,
-        } => latency(calls, rounds.max(1), json, &cpus),
-        BenchCommand::ServeEcho { ior_file } => serve_echo(&ior_file),
+            concurrency,
+        } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
+        BenchCommand::ServeEcho {
+            ior_file,
+            concurrency,
+        } => serve_echo(&ior_file, &concurrency),
         BenchCommand::ServeRaw {
             port_file,
             request_size,
@@ -122,9 +132,8 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-fn serve_echo(ior_file: &Path) -> Result<ExitCode, String> {
-    let orb =
-        Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
+fn serve_echo(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
+    let (orb, _) = Orb::init(["-ORBConcurrency", concurrency]).map_err(|e| e.to_string())?;
     let poa = orb.root_poa();
     poa.the_poa_manager()
         .activate()
@@ -269,6 +278,7 @@ fn latency(
     rounds: usize,
     json_file: Option<PathBuf>,
     cpus: &str,
+    concurrency: &str,
 ) -> Result<ExitCode, String> {
     // Pin by running again under taskset: every process started from here
     // inherits the CPU set.
@@ -300,7 +310,13 @@ fn latency(
     let ior_file = dir.join("echo.ior");
     let _server = Peer(
         Command::new(&exe)
-            .args(["bench", "serve-echo", "--ior-file"])
+            .args([
+                "bench",
+                "serve-echo",
+                "--concurrency",
+                concurrency,
+                "--ior-file",
+            ])
             .arg(&ior_file)
             .spawn()
             .map_err(|e| e.to_string())?,
@@ -439,6 +455,7 @@ fn latency(
         "calls": per_round * rounds,
         "rounds": rounds,
         "pinning": pinning,
+        "armillary_server_concurrency": concurrency,
         "request_bytes": request_size,
         "reply_bytes": reply_size,
     });

@@ -10,7 +10,7 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N` | server concurrency model |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection` | server concurrency model |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 
@@ -28,6 +28,9 @@ pub enum ConcurrencyModel {
     /// N threads share the reactor; one leads (waits for events) while the
     /// others follow (Leader/Followers).
     ThreadPool(usize),
+    /// Every connection gets a thread that blocks reading it and runs its
+    /// requests (the reactor only accepts).
+    ThreadPerConnection,
 }
 
 /// One listening endpoint as configured.
@@ -249,11 +252,20 @@ impl OrbConfig {
                     let v = value()?;
                     self.concurrency = match v.split_once(':') {
                         None if v == "reactive" => ConcurrencyModel::SingleThreadedReactive,
+                        None if v == "thread-per-connection" => {
+                            ConcurrencyModel::ThreadPerConnection
+                        }
                         Some(("thread-pool", n)) => match n.parse::<usize>() {
                             Ok(n) if n > 0 => ConcurrencyModel::ThreadPool(n),
                             _ => return Err(bad(&option, &v, "thread count must be 1 or more")),
                         },
-                        _ => return Err(bad(&option, &v, "expected reactive or thread-pool:N")),
+                        _ => {
+                            return Err(bad(
+                                &option,
+                                &v,
+                                "expected reactive, thread-pool:N or thread-per-connection",
+                            ))
+                        }
                     };
                 }
                 "-ORBIdleTimeout" => {

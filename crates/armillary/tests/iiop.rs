@@ -141,7 +141,24 @@ impl From<SystemException> for FailError {
 
 #[test]
 fn calls_in_every_giop_version() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    calls_in_every_giop_version_with(ConcurrencyModel::SingleThreadedReactive);
+}
+
+#[test]
+fn calls_in_every_giop_version_on_a_thread_pool() {
+    calls_in_every_giop_version_with(ConcurrencyModel::ThreadPool(3));
+}
+
+#[test]
+fn calls_in_every_giop_version_with_a_thread_per_connection() {
+    calls_in_every_giop_version_with(ConcurrencyModel::ThreadPerConnection);
+}
+
+fn calls_in_every_giop_version_with(concurrency: ConcurrencyModel) {
+    let (server_orb, obj) = server(OrbConfig {
+        concurrency,
+        ..OrbConfig::default()
+    });
     let ior = server_orb.object_to_string(&obj);
     assert!(!ior.contains("0.0.0.0"));
     for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
@@ -277,8 +294,17 @@ fn a_holding_manager_queues_requests_until_activated() {
 
 #[test]
 fn a_thread_pool_serves_concurrent_clients() {
+    concurrent_clients(ConcurrencyModel::ThreadPool(4));
+}
+
+#[test]
+fn threads_per_connection_serve_concurrent_clients() {
+    concurrent_clients(ConcurrencyModel::ThreadPerConnection);
+}
+
+fn concurrent_clients(concurrency: ConcurrencyModel) {
     let (server_orb, obj) = server(OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPool(4),
+        concurrency,
         ..OrbConfig::default()
     });
     let ior = server_orb.object_to_string(&obj);

@@ -52,9 +52,53 @@ struct ReadGate {
     again: bool,
 }
 
+/// The socket of a connection: registered with the reactor, or blocking
+/// and read by a thread of its own (thread per connection).
+enum ConnStream {
+    Reactive(TcpStream),
+    Blocking(std::net::TcpStream),
+}
+
+impl Read for ConnStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            ConnStream::Reactive(s) => s.read(buf),
+            ConnStream::Blocking(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for ConnStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            ConnStream::Reactive(s) => s.write(buf),
+            ConnStream::Blocking(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            ConnStream::Reactive(s) => s.flush(),
+            ConnStream::Blocking(s) => s.flush(),
+        }
+    }
+}
+
+impl ConnStream {
+    fn shutdown(&self) {
+        let _ = match self {
+            ConnStream::Reactive(s) => s.shutdown(std::net::Shutdown::Both),
+            ConnStream::Blocking(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
 /// One accepted connection.
 pub(crate) struct ServerConnection {
-    stream: Mutex<TcpStream>,
+    stream: Mutex<ConnStream>,
+    /// Thread per connection: a clone of the socket its thread blocks
+    /// reading, so that writers never wait behind a read.
+    blocking_reader: Option<std::net::TcpStream>,
     token: Mutex<Option<Token>>,
     core: std::sync::Weak<OrbCore>,
     gate: Mutex<ReadGate>,
@@ -130,7 +174,9 @@ impl Server {
                 })?;
         }
         let threads = match core.config.concurrency {
-            ConcurrencyModel::SingleThreadedReactive => 1,
+            // With thread per connection the reactor only accepts (and runs
+            // posted work).
+            ConcurrencyModel::SingleThreadedReactive | ConcurrencyModel::ThreadPerConnection => 1,
             ConcurrencyModel::ThreadPool(n) => n.max(1),
         };
         let idle = core.config.idle_timeout;
@@ -223,8 +269,24 @@ impl EventHandler for Acceptor {
             match accepted {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
+                    let per_thread = self.core.upgrade().is_some_and(|c| {
+                        c.config.concurrency == ConcurrencyModel::ThreadPerConnection
+                    });
+                    let (stream, blocking_reader) = if per_thread {
+                        let std_stream = std::net::TcpStream::from(stream);
+                        let reader = std_stream
+                            .set_nonblocking(false)
+                            .and_then(|()| std_stream.try_clone());
+                        match reader {
+                            Ok(reader) => (ConnStream::Blocking(std_stream), Some(reader)),
+                            Err(_) => continue,
+                        }
+                    } else {
+                        (ConnStream::Reactive(stream), None)
+                    };
                     let conn = Arc::new(ServerConnection {
                         stream: Mutex::new(stream),
+                        blocking_reader,
                         token: Mutex::new(None),
                         core: self.core.clone(),
                         gate: Mutex::new(ReadGate {
@@ -239,20 +301,30 @@ impl EventHandler for Acceptor {
                         last_activity: Mutex::new(Instant::now()),
                         version: Mutex::new(GiopVersion::V1_0),
                     });
-                    let registered = {
-                        let mut stream = conn.stream.lock();
-                        reactor.register(&mut *stream, Interest::READABLE, conn.clone())
+                    let registered = match &mut *conn.stream.lock() {
+                        ConnStream::Reactive(s) => reactor
+                            .register(s, Interest::READABLE, conn.clone())
+                            .map(Some),
+                        ConnStream::Blocking(_) => Ok(None),
                     };
                     match registered {
-                        Ok(token) => {
-                            *conn.token.lock() = Some(token);
-                            if let Some(server) = self.server.upgrade() {
-                                let mut list = server.connections.lock();
-                                list.retain(|w| w.strong_count() > 0);
-                                list.push(Arc::downgrade(&conn));
-                            }
-                        }
+                        Ok(token) => *conn.token.lock() = token,
                         Err(_) => continue,
+                    }
+                    if let Some(server) = self.server.upgrade() {
+                        let mut list = server.connections.lock();
+                        list.retain(|w| w.strong_count() > 0);
+                        list.push(Arc::downgrade(&conn));
+                    }
+                    if per_thread {
+                        let (conn, reactor) = (conn.clone(), reactor.clone());
+                        let spawned = std::thread::Builder::new()
+                            .name("armillary-connection".into())
+                            .spawn(move || conn.serve_blocking(&reactor));
+                        if spawned.is_err() {
+                            // No thread for it: the connection cannot be served.
+                            continue;
+                        }
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -314,6 +386,15 @@ impl ServerConnection {
         }
     }
 
+    /// Thread per connection: read and serve until the connection closes.
+    fn serve_blocking(&self, reactor: &Arc<Reactor>) {
+        while !self.closed.load(Ordering::SeqCst) {
+            for frame in self.read_frames(reactor) {
+                self.handle(reactor, frame);
+            }
+        }
+    }
+
     fn read_frames(&self, reactor: &Arc<Reactor>) -> Vec<Frame> {
         let mut frames = Vec::new();
         let mut buf = self.read_buf.lock();
@@ -321,7 +402,11 @@ impl ServerConnection {
             if self.closed.load(Ordering::SeqCst) {
                 return frames;
             }
-            let n = self.stream.lock().read(&mut buf);
+            let n = match &self.blocking_reader {
+                // Thread per connection: block without holding the lock.
+                Some(reader) => (&*reader).read(&mut buf),
+                None => self.stream.lock().read(&mut buf),
+            };
             match n {
                 Ok(0) => {
                     self.close(reactor);
@@ -666,13 +751,10 @@ impl ServerConnection {
         }
         if written < bytes.len() {
             out.extend(&bytes[written..]);
-            if let Some(token) = *self.token.lock() {
-                let mut stream = self.stream.lock();
-                let _ = reactor.reregister(
-                    &mut *stream,
-                    token,
-                    Interest::READABLE | Interest::WRITABLE,
-                );
+            if let (Some(token), ConnStream::Reactive(stream)) =
+                (*self.token.lock(), &mut *self.stream.lock())
+            {
+                let _ = reactor.reregister(stream, token, Interest::READABLE | Interest::WRITABLE);
             }
         }
     }
@@ -695,9 +777,10 @@ impl ServerConnection {
                 }
             }
         }
-        if let Some(token) = *self.token.lock() {
-            let mut stream = self.stream.lock();
-            let _ = reactor.reregister(&mut *stream, token, Interest::READABLE);
+        if let (Some(token), ConnStream::Reactive(stream)) =
+            (*self.token.lock(), &mut *self.stream.lock())
+        {
+            let _ = reactor.reregister(stream, token, Interest::READABLE);
         }
     }
 
@@ -727,9 +810,9 @@ impl ServerConnection {
         let token = self.token.lock().take();
         let mut stream = self.stream.lock();
         let _ = stream.flush();
-        let _ = stream.shutdown(std::net::Shutdown::Both);
-        if let Some(token) = token {
-            reactor.deregister(&mut *stream, token);
+        stream.shutdown();
+        if let (Some(token), ConnStream::Reactive(s)) = (token, &mut *stream) {
+            reactor.deregister(s, token);
         }
     }
 }
