@@ -10,7 +10,7 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection` | server concurrency model |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 
@@ -31,6 +31,13 @@ pub enum ConcurrencyModel {
     /// Every connection gets a thread that blocks reading it and runs its
     /// requests (the reactor only accepts).
     ThreadPerConnection,
+    /// The ORB starts no server threads: the application's own threads run
+    /// the reactor in [`Orb::run`](crate::Orb::run) or, one unit of work at
+    /// a time, in [`Orb::perform_work`](crate::Orb::perform_work). Requests
+    /// are served only while some thread does so; a thread waiting for a
+    /// reply serves nothing meanwhile, so a call this ORB makes to one of
+    /// its own objects needs another thread driving the ORB.
+    ApplicationThreads,
 }
 
 /// One listening endpoint as configured.
@@ -255,6 +262,7 @@ impl OrbConfig {
                         None if v == "thread-per-connection" => {
                             ConcurrencyModel::ThreadPerConnection
                         }
+                        None if v == "application" => ConcurrencyModel::ApplicationThreads,
                         Some(("thread-pool", n)) => match n.parse::<usize>() {
                             Ok(n) if n > 0 => ConcurrencyModel::ThreadPool(n),
                             _ => return Err(bad(&option, &v, "thread count must be 1 or more")),
@@ -263,7 +271,7 @@ impl OrbConfig {
                             return Err(bad(
                                 &option,
                                 &v,
-                                "expected reactive, thread-pool:N or thread-per-connection",
+                                "expected reactive, thread-pool:N, thread-per-connection or application",
                             ))
                         }
                     };
@@ -331,6 +339,24 @@ mod tests {
         );
         assert_eq!(c.max_giop_version, GiopVersion::V1_1);
         assert_eq!(c.concurrency, ConcurrencyModel::ThreadPool(4));
+        for (value, model) in [
+            ("reactive", ConcurrencyModel::SingleThreadedReactive),
+            (
+                "thread-per-connection",
+                ConcurrencyModel::ThreadPerConnection,
+            ),
+            ("application", ConcurrencyModel::ApplicationThreads),
+        ] {
+            let mut c = OrbConfig::default();
+            c.apply_args(["-ORBConcurrency", value]).unwrap();
+            assert_eq!(c.concurrency, model, "{value}");
+        }
+        for bad in ["thread-pool:0", "threads", "application:2"] {
+            assert!(matches!(
+                OrbConfig::default().apply_args(["-ORBConcurrency", bad]),
+                Err(OrbOptionError::BadValue { .. })
+            ));
+        }
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBGIOPVersion", "2.0"]),
             Err(OrbOptionError::BadValue { .. })

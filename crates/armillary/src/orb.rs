@@ -1,10 +1,15 @@
 //! The ORB: configuration, the POA registry, the client connection cache,
 //! the server, and the operations of `CORBA::ORB`.
+//!
+//! Who runs the server side depends on the concurrency model: the server's
+//! own threads (reactive, thread pool, thread per connection), or, with
+//! [`ConcurrencyModel::ApplicationThreads`], the application's threads in
+//! [`Orb::run`] and [`Orb::perform_work`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
@@ -17,8 +22,10 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::config::{OrbConfig, OrbOptionError};
+use crate::collocated::CollocatedInvoker;
+use crate::config::{ConcurrencyModel, OrbConfig, OrbOptionError};
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
+use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
 use crate::transport::client::{Awaited, Closed, ConnectionCache};
 use crate::transport::server::Server;
@@ -81,6 +88,52 @@ impl ReferenceFactory for CoreFactory {
     }
 }
 
+/// How long `run` on an application thread waits for events before it looks
+/// at the clock (idle checks) and for shutdown.
+const RUN_WAIT: Duration = Duration::from_millis(500);
+
+fn shut_down_error() -> SystemException {
+    // BAD_INV_ORDER minor 4: the ORB has shut down.
+    SystemException::bad_inv_order(4, CompletionStatus::No)
+}
+
+/// The invoker of a local object the ORB hands out (POA Current): the
+/// object's own operations run in-process, on the calling thread. A
+/// reference decoded from their replies binds to this invoker (see
+/// `object::DecodingScope`) yet belongs to the ORB, so requests for any
+/// other target go to the ORB.
+struct LocalInvoker {
+    ior: Ior,
+    local: CollocatedInvoker,
+    orb: Weak<OrbCore>,
+}
+
+impl Invoker for LocalInvoker {
+    fn invoke(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<Option<ReplyMessage>, SystemException> {
+        if *target == self.ior {
+            return self.local.invoke(target, request);
+        }
+        self.orb
+            .upgrade()
+            .ok_or_else(shut_down_error)?
+            .invoke(target, request)
+    }
+
+    fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
+        if *target == self.ior {
+            return Ok(Location::Here);
+        }
+        self.orb
+            .upgrade()
+            .ok_or_else(shut_down_error)?
+            .locate(target)
+    }
+}
+
 fn orb_token() -> u64 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -90,6 +143,10 @@ fn orb_token() -> u64 {
 }
 
 impl Orb {
+    /// How long [`perform_work`](Self::perform_work) waits for work to
+    /// arrive when none is pending.
+    pub const PERFORM_WORK_WAIT: Duration = Duration::from_millis(100);
+
     /// `ORB_init`: an ORB configured from `-ORB…` options; returns the
     /// other arguments for the application.
     pub fn init<I, S>(args: I) -> Result<(Orb, Vec<String>), OrbError>
@@ -139,9 +196,23 @@ impl Orb {
     /// `resolve_initial_references` for object references: names given
     /// with `-ORBInitRef`, under `-ORBDefaultInitRef`, or registered with
     /// [`register_initial_reference`](Self::register_initial_reference).
-    /// (`RootPOA` and `POACurrent` are [`root_poa`](Self::root_poa) and
-    /// [`PoaCurrent`](crate::poa::PoaCurrent).)
+    /// `POACurrent` is a local reference that
+    /// [`PoaCurrent::narrow`](crate::poa::PoaCurrent::narrow) accepts.
+    /// (`RootPOA` is [`root_poa`](Self::root_poa).)
+    ///
+    /// ```
+    /// use armillary::poa::{PoaCurrent, PoaError};
+    /// let (orb, _) = armillary::Orb::init(["app"]).unwrap();
+    /// let obj = orb.resolve_initial_references("POACurrent").unwrap();
+    /// let current = PoaCurrent::narrow(&obj).unwrap();
+    /// // Outside a request upcall there is nothing to tell.
+    /// assert_eq!(current.get_object_id(), Err(PoaError::NoContext));
+    /// # orb.destroy();
+    /// ```
     pub fn resolve_initial_references(&self, name: &str) -> Result<ObjectRef, SystemException> {
+        if name == "POACurrent" {
+            return Ok(self.poa_current_reference());
+        }
         if let Some(obj) = self.core.initial.read().get(name) {
             return Ok(obj.clone());
         }
@@ -152,6 +223,20 @@ impl Orb {
             return self.string_to_object(&format!("{}/{}", base.trim_end_matches('/'), name));
         }
         Err(SystemException::inv_objref(0, CompletionStatus::No))
+    }
+
+    fn poa_current_reference(&self) -> ObjectRef {
+        let servant: Arc<dyn crate::Servant> = Arc::new(CurrentServant);
+        let ior = CollocatedInvoker::new(servant.clone())
+            .into_object_ref()
+            .ior()
+            .clone();
+        let invoker = LocalInvoker {
+            ior: ior.clone(),
+            local: CollocatedInvoker::new(servant),
+            orb: Arc::downgrade(&self.core),
+        };
+        ObjectRef::new(ior, Arc::new(invoker))
     }
 
     /// Makes `obj` what `resolve_initial_references(name)` returns.
@@ -193,24 +278,98 @@ impl Orb {
         }
     }
 
-    /// Blocks until [`shutdown`](Self::shutdown); the server's threads do
-    /// the work.
+    /// Serves requests on the calling thread until
+    /// [`shutdown`](Self::shutdown) with
+    /// [`ConcurrencyModel::ApplicationThreads`] (several threads may call it
+    /// at once: they share the reactor as Leader/Followers). With the other
+    /// models the server's own threads do the work and this only blocks
+    /// until shutdown.
     pub fn run(&self) {
-        let mut guard = self.core.shutdown_lock.lock();
-        while !self.core.shut_down.load(Ordering::SeqCst) {
-            self.core.shutdown_signal.wait(&mut guard);
+        let drives = self.core.config.concurrency == ConcurrencyModel::ApplicationThreads;
+        loop {
+            let server = {
+                let mut guard = self.core.shutdown_lock.lock();
+                loop {
+                    if self.core.shut_down.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    match self.core.server.lock().clone() {
+                        Some(server) if drives => break server,
+                        // Nothing to drive (yet): `shutdown` and the server's
+                        // start both signal.
+                        _ => self.core.shutdown_signal.wait(&mut guard),
+                    }
+                }
+            };
+            if !server.drive(RUN_WAIT) && !self.core.shut_down.load(Ordering::SeqCst) {
+                // The reactor failed: nothing can be served any more.
+                let mut guard = self.core.shutdown_lock.lock();
+                while !self.core.shut_down.load(Ordering::SeqCst) {
+                    self.core.shutdown_signal.wait(&mut guard);
+                }
+                return;
+            }
         }
     }
 
-    /// Whether the calling thread has ORB work to do. Armillary's server
-    /// threads do all the work, so this is always false.
-    pub fn work_pending(&self) -> bool {
-        false
+    /// Whether the calling thread has ORB work to do: with
+    /// [`ConcurrencyModel::ApplicationThreads`], whether a request, a new
+    /// connection or another server event is ready for
+    /// [`perform_work`](Self::perform_work). With the other models the
+    /// server's threads do all the work, so it is always false.
+    ///
+    /// Fails with BAD_INV_ORDER (minor 4) after [`shutdown`](Self::shutdown).
+    pub fn work_pending(&self) -> Result<bool, SystemException> {
+        if self.core.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
+        if self.core.config.concurrency != ConcurrencyModel::ApplicationThreads {
+            return Ok(false);
+        }
+        let server = self.core.server.lock().clone();
+        Ok(server.is_some_and(|s| s.work_pending()))
     }
 
-    /// Does one unit of ORB work on the calling thread (none is ever
-    /// pending: see [`work_pending`](Self::work_pending)).
-    pub fn perform_work(&self) {}
+    /// Does one unit of ORB work on the calling thread: with
+    /// [`ConcurrencyModel::ApplicationThreads`], one server event (which may
+    /// run the requests that arrived together on one connection), one
+    /// posted piece of work or one round of idle checks; when nothing is
+    /// pending it waits up to [`PERFORM_WORK_WAIT`](Self::PERFORM_WORK_WAIT)
+    /// for something to arrive, never longer. With the other models it
+    /// only yields the thread: the server's threads do the work.
+    ///
+    /// Fails with BAD_INV_ORDER (minor 4) after [`shutdown`](Self::shutdown).
+    ///
+    /// ```
+    /// use armillary::config::{ConcurrencyModel, OrbConfig};
+    /// let orb = armillary::Orb::with_config(OrbConfig {
+    ///     concurrency: ConcurrencyModel::ApplicationThreads,
+    ///     ..OrbConfig::default()
+    /// })
+    /// .unwrap();
+    /// // The application's main loop, interleaved with its other work.
+    /// for _ in 0..3 {
+    ///     if orb.work_pending().unwrap() {
+    ///         orb.perform_work().unwrap();
+    ///     }
+    /// }
+    /// orb.shutdown(true);
+    /// assert!(orb.work_pending().is_err());
+    /// ```
+    pub fn perform_work(&self) -> Result<(), SystemException> {
+        if self.core.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
+        let server = match self.core.config.concurrency {
+            ConcurrencyModel::ApplicationThreads => self.core.server.lock().clone(),
+            _ => None,
+        };
+        match server {
+            Some(server) => server.perform_work(Self::PERFORM_WORK_WAIT),
+            None => std::thread::yield_now(),
+        }
+        Ok(())
+    }
 
     /// Stops the ORB: closes connections with CloseConnection and stops
     /// the server. With `wait_for_completion`, waits for running requests.
@@ -253,6 +412,10 @@ impl OrbCore {
         })?;
         let server = Server::start(core)?;
         *slot = Some(server.clone());
+        drop(slot);
+        // Threads in `run` wait for a server to drive.
+        let _guard = self.shutdown_lock.lock();
+        self.shutdown_signal.notify_all();
         Ok(server)
     }
 

@@ -3,9 +3,17 @@
 //!
 //! With one thread this is the single-threaded reactive model. With N
 //! threads it is Leader/Followers: the thread that holds the poll lock is
-//! the leader and waits for events; when events arrive it gives the lock to
-//! the next follower and handles what it got, so there is always a thread
-//! waiting and no hand-off of work between threads.
+//! the leader and waits for events; it takes one event, gives the lock to
+//! the next follower and handles its event, so there is always a thread
+//! waiting and no hand-off of work between threads. Events one poll
+//! returned beyond the first wait in a queue for the followers, which take
+//! them before they poll again (a leader never sits on events another
+//! thread could be handling).
+//!
+//! With no server threads at all (`ConcurrencyModel::ApplicationThreads`)
+//! the application drives the same reactor: [`Reactor::turn`] from
+//! `Orb::run`, [`Reactor::work_pending`] and [`Reactor::perform_one`] from
+//! `Orb::work_pending` and `Orb::perform_work`.
 //!
 //! **Invariant:** the poll lock is never held while a handler runs.
 
@@ -13,7 +21,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use parking_lot::{Mutex, RwLock};
@@ -36,13 +44,30 @@ const WAKER: Token = Token(usize::MAX);
 /// A posted piece of work, run by an event loop thread.
 pub(crate) type Task = Box<dyn FnOnce() + Send>;
 
+/// How often handlers' `tick` runs (idle checks).
+pub(crate) const TICK_INTERVAL: Duration = Duration::from_millis(500);
+
+/// One readiness event polled but not handled yet.
+#[derive(Debug, Clone, Copy)]
+struct Ready {
+    token: Token,
+    readable: bool,
+    writable: bool,
+}
+
 pub(crate) struct Reactor {
     poll: Mutex<(Poll, Events)>,
+    /// Events polled but not handled yet. Filled only by the thread that
+    /// holds the poll lock; emptied by any.
+    ready: Mutex<VecDeque<Ready>>,
     registry: Registry,
     waker: Waker,
     handlers: RwLock<SlotTable<Arc<dyn EventHandler>>>,
     tasks: Mutex<VecDeque<Task>>,
     stopping: AtomicBool,
+    /// Whether handlers want `tick` (an idle timeout is configured).
+    ticking: bool,
+    last_tick: Mutex<Instant>,
 }
 
 /// A reactor token is the handler's slot: generation in the high half,
@@ -59,17 +84,22 @@ fn slot(token: Token) -> SlotRef {
 }
 
 impl Reactor {
-    pub fn new() -> io::Result<Arc<Reactor>> {
+    /// A reactor; with `ticking`, handlers' `tick` runs about every
+    /// [`TICK_INTERVAL`] (see [`tick_if_due`](Self::tick_if_due)).
+    pub fn new(ticking: bool) -> io::Result<Arc<Reactor>> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(&registry, WAKER)?;
         Ok(Arc::new(Reactor {
             poll: Mutex::new((poll, Events::with_capacity(256))),
+            ready: Mutex::new(VecDeque::new()),
             registry,
             waker,
             handlers: RwLock::new(SlotTable::default()),
             tasks: Mutex::new(VecDeque::new()),
             stopping: AtomicBool::new(false),
+            ticking,
+            last_tick: Mutex::new(Instant::now()),
         }))
     }
 
@@ -129,59 +159,145 @@ impl Reactor {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    /// Runs posted tasks, then waits (as leader) up to `timeout` for events
-    /// and handles them. Returns whether anything was done.
+    /// Runs posted tasks, then takes one event (a queued one, or, as
+    /// leader, waiting up to `timeout` for one) and handles it. Returns
+    /// whether anything was done.
     pub fn turn(self: &Arc<Self>, timeout: Option<Duration>) -> io::Result<bool> {
         let mut did = self.run_tasks();
-        let ready: Vec<(Token, bool, bool)> = {
-            let mut guard = self.poll.lock();
-            let (poll, events) = &mut *guard;
-            match poll.poll(events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(did),
-                Err(e) => return Err(e),
-            }
-            events
-                .iter()
-                .map(|e| {
-                    (
-                        e.token(),
-                        e.is_readable() || e.is_read_closed() || e.is_error(),
-                        e.is_writable() || e.is_write_closed(),
-                    )
-                })
-                .collect()
-            // The poll lock is released here: a follower becomes leader.
-        };
-        for (tok, readable, writable) in ready {
-            if tok == WAKER {
-                continue;
-            }
-            if let Some(handler) = self.handler(tok) {
-                handler.ready(self, readable, writable);
-                did = true;
-            }
+        if let Some(ready) = self.next_event(timeout)? {
+            did |= self.dispatch(ready);
         }
         did |= self.run_tasks();
         Ok(did)
     }
 
-    fn run_tasks(&self) -> bool {
-        let mut did = false;
-        loop {
-            let task = self.tasks.lock().pop_front();
-            match task {
-                Some(task) => {
-                    task();
-                    did = true;
-                }
-                None => return did,
-            }
+    /// Whether a posted task, a polled event or a due tick is waiting.
+    /// Polls without waiting (keeping what it finds for
+    /// [`perform_one`](Self::perform_one)) unless another thread is
+    /// polling already: that thread will handle what arrives.
+    pub fn work_pending(&self) -> io::Result<bool> {
+        if !self.tasks.lock().is_empty() || !self.ready.lock().is_empty() || self.tick_due() {
+            return Ok(true);
+        }
+        if let Some(mut guard) = self.poll.try_lock() {
+            self.poll_into_queue(&mut guard, Some(Duration::ZERO))?;
+        }
+        Ok(!self.ready.lock().is_empty())
+    }
+
+    /// Does one unit of work: one posted task, or the idle ticks when due,
+    /// or one event (waiting up to `timeout` for one). Returns whether
+    /// anything was done.
+    pub fn perform_one(self: &Arc<Self>, timeout: Duration) -> io::Result<bool> {
+        let task = self.tasks.lock().pop_front();
+        if let Some(task) = task {
+            task();
+            return Ok(true);
+        }
+        if self.tick_if_due() {
+            return Ok(true);
+        }
+        match self.next_event(Some(timeout))? {
+            Some(ready) => Ok(self.dispatch(ready)),
+            // Woken by a posted task: run it now rather than on the next call.
+            None => Ok(self.run_one_task()),
         }
     }
 
+    /// One event: a queued one if there is one, else (as leader) the
+    /// first of those that arrive within `timeout`.
+    fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Ready>> {
+        if let Some(ready) = self.ready.lock().pop_front() {
+            return Ok(Some(ready));
+        }
+        let mut guard = self.poll.lock();
+        // While this thread waited for leadership, the previous leader may
+        // have queued more than it took.
+        if let Some(ready) = self.ready.lock().pop_front() {
+            return Ok(Some(ready));
+        }
+        self.poll_into_queue(&mut guard, timeout)?;
+        let ready = self.ready.lock().pop_front();
+        Ok(ready)
+        // The poll lock is released here: a follower becomes leader and
+        // takes the next queued event, if any.
+    }
+
+    /// Polls (the caller holds the poll lock) and queues what arrived.
+    fn poll_into_queue(
+        &self,
+        guard: &mut (Poll, Events),
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let (poll, events) = guard;
+        match poll.poll(events, timeout) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let mut queue = self.ready.lock();
+        queue.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ready {
+            token: e.token(),
+            readable: e.is_readable() || e.is_read_closed() || e.is_error(),
+            writable: e.is_writable() || e.is_write_closed(),
+        }));
+        Ok(())
+    }
+
+    fn dispatch(self: &Arc<Self>, ready: Ready) -> bool {
+        match self.handler(ready.token) {
+            Some(handler) => {
+                handler.ready(self, ready.readable, ready.writable);
+                true
+            }
+            // Deregistered since it was polled.
+            None => false,
+        }
+    }
+
+    fn run_one_task(&self) -> bool {
+        let task = self.tasks.lock().pop_front();
+        match task {
+            Some(task) => {
+                task();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn run_tasks(&self) -> bool {
+        let mut did = false;
+        while self.run_one_task() {
+            did = true;
+        }
+        did
+    }
+
+    fn tick_due(&self) -> bool {
+        self.ticking && self.last_tick.lock().elapsed() >= TICK_INTERVAL
+    }
+
+    /// Calls every handler's `tick` if the last round was at least
+    /// [`TICK_INTERVAL`] ago (and ticking is on); one thread does so per
+    /// interval however many drive the reactor.
+    pub fn tick_if_due(self: &Arc<Self>) -> bool {
+        if !self.ticking {
+            return false;
+        }
+        {
+            let mut last = self.last_tick.lock();
+            if last.elapsed() < TICK_INTERVAL {
+                return false;
+            }
+            *last = Instant::now();
+        }
+        self.tick_all();
+        true
+    }
+
     /// Calls every handler's `tick`.
-    pub fn tick_all(self: &Arc<Self>) {
+    fn tick_all(self: &Arc<Self>) {
         let handlers: Vec<Arc<dyn EventHandler>> = self
             .handlers
             .read()

@@ -1,12 +1,26 @@
 //! POA Current: which POA, object id and servant the calling thread is
 //! serving a request for.
+//!
+//! [`PoaCurrent`] is the Rust face of `PortableServer::Current`. The ORB
+//! also hands it out as an object reference,
+//! `resolve_initial_references("POACurrent")`, which
+//! [`PoaCurrent::narrow`] turns back into a [`PoaCurrent`]; the reference
+//! answers `get_object_id` and `get_reference` through CDR too (a local
+//! object: the calls never leave the calling thread).
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use armillary_giop::system_exception::{CompletionStatus, SystemException};
+
 use super::{Poa, PoaError};
+use crate::exception::UserException;
 use crate::object::ObjectRef;
-use crate::servant::Servant;
+use crate::servant::{Servant, ServerRequest};
+
+/// The repository id of `PortableServer::Current`.
+pub const REPOSITORY_ID: &str = "IDL:omg.org/PortableServer/Current:2.3";
 
 struct Frame {
     poa: Poa,
@@ -74,5 +88,72 @@ impl PoaCurrent {
         let (poa, oid, servant) =
             Self::with(|f| (f.poa.clone(), f.object_id.clone(), f.servant.clone()))?;
         Ok(poa.make_reference(&oid, servant.repository_id()))
+    }
+
+    /// `PortableServer::Current::_narrow`: the POA Current behind a
+    /// reference that `resolve_initial_references("POACurrent")` returned;
+    /// `None` for any other reference (a remote object cannot be this
+    /// thread's Current).
+    pub fn narrow(reference: &ObjectRef) -> Option<PoaCurrent> {
+        let local = reference.ior().iiop_profiles().is_empty();
+        (local && !reference.is_nil() && reference.type_id() == REPOSITORY_ID).then_some(PoaCurrent)
+    }
+}
+
+/// `PortableServer::Current::NoContext`, the user exception the reference
+/// form of POA Current raises outside an upcall (the Rust methods return
+/// [`PoaError::NoContext`] instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoContext;
+
+impl CdrEncode for NoContext {
+    fn encode(&self, _w: &mut CdrWriter) -> Result<(), CdrError> {
+        Ok(())
+    }
+}
+
+impl CdrDecode for NoContext {
+    fn decode(_r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        Ok(NoContext)
+    }
+}
+
+impl UserException for NoContext {
+    const REPOSITORY_ID: &'static str = "IDL:omg.org/PortableServer/Current/NoContext:2.3";
+}
+
+/// The skeleton of the POA Current reference. It runs on the caller's
+/// thread, so it sees the caller's upcall.
+pub(crate) struct CurrentServant;
+
+impl Servant for CurrentServant {
+    fn repository_id(&self) -> &'static str {
+        REPOSITORY_ID
+    }
+
+    fn is_a(&self, repository_id: &str) -> bool {
+        repository_id == REPOSITORY_ID || repository_id == "IDL:omg.org/CORBA/Current:1.0"
+    }
+
+    fn dispatch(&self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let marshal = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::Yes);
+        let current = PoaCurrent;
+        let answer = match request.operation() {
+            "get_object_id" => current
+                .get_object_id()
+                .map(|id| request.results().write_octet_seq(&id).map_err(marshal)),
+            "get_reference" => current
+                .get_reference()
+                .map(|obj| obj.encode(request.results()).map_err(marshal)),
+            // A POA is a local object: it has no CDR form (use `narrow`).
+            "get_POA" | "get_servant" => {
+                return Err(SystemException::no_implement(0, CompletionStatus::No))
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        };
+        match answer {
+            Ok(written) => written,
+            Err(_) => request.raise(&NoContext),
+        }
     }
 }

@@ -212,6 +212,11 @@ impl Upcall {
         &self.poa
     }
 
+    /// The object id the request addresses, within [`poa`](Self::poa).
+    pub fn object_id(&self) -> &[u8] {
+        &self.object_id
+    }
+
     /// Runs the servant on `request`.
     pub fn run(self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
         let _serial = self.poa.inner.single_thread.as_ref().map(|m| m.lock());

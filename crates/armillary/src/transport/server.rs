@@ -2,14 +2,23 @@
 //! reactor; each request read is dispatched through the POA on the thread
 //! that read it, and its reply written back on the same connection.
 //!
+//! With an idle timeout, a connection that has been quiet that long with no
+//! request in progress (none being read, run or held by a POA manager) is
+//! closed with CloseConnection: by the reactor's idle ticks, or, with
+//! thread per connection, by the connection's own thread when its read
+//! times out.
+//!
 //! **Invariant:** a connection is read by at most one thread at a time
-//! (`ServerConnection::reading`); replies are written whole under the
-//! connection's write lock.
+//! (`ServerConnection::gate`); replies are written whole under the
+//! connection's write lock. The requests a thread read run after it has
+//! let go of the gate, so in a thread pool several requests of one
+//! connection may run at once (a POA with the SINGLE_THREAD_MODEL policy
+//! still serializes its own).
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -32,6 +41,10 @@ use crate::orb::{OrbCore, OrbError};
 use crate::poa::{Admission, Resolution};
 use crate::reactor::{EventHandler, Reactor};
 use crate::servant::{ReplyKind, ServerRequest};
+
+/// How long a server thread waits for events before it looks at the clock
+/// (idle checks) and whether the server is stopping.
+const EVENT_LOOP_WAIT: Duration = Duration::from_millis(500);
 
 /// The listeners, the reactor and the threads that run it.
 pub(crate) struct Server {
@@ -95,6 +108,9 @@ impl ConnStream {
 
 /// One accepted connection.
 pub(crate) struct ServerConnection {
+    /// This connection, for work that outlives the current call (a request
+    /// parked by a holding POA manager).
+    me: std::sync::Weak<ServerConnection>,
     stream: Mutex<ConnStream>,
     /// Thread per connection: a clone of the socket its thread blocks
     /// reading, so that writers never wait behind a read.
@@ -110,6 +126,14 @@ pub(crate) struct ServerConnection {
     /// Code sets the client announced (CodeSets service context).
     codesets: Mutex<CodeSets>,
     closed: AtomicBool,
+    /// Requests parked by a holding POA manager and not answered yet: the
+    /// connection is not idle while there are any.
+    held: AtomicUsize,
+    /// Requests read and being served (the read gate is not held while
+    /// they run): the connection is not idle while there are any.
+    running: AtomicUsize,
+    /// Whether the client has announced its code sets.
+    codesets_known: AtomicBool,
     last_activity: Mutex<Instant>,
     /// The version to use for connection-level messages.
     version: Mutex<GiopVersion>,
@@ -117,9 +141,11 @@ pub(crate) struct ServerConnection {
 
 impl Server {
     pub(crate) fn start(core: Arc<OrbCore>) -> Result<Arc<Server>, OrbError> {
-        let reactor = Reactor::new().map_err(|source| OrbError::Listen {
-            endpoint: "reactor".into(),
-            source,
+        let reactor = Reactor::new(core.config.idle_timeout.is_some()).map_err(|source| {
+            OrbError::Listen {
+                endpoint: "reactor".into(),
+                source,
+            }
         })?;
         let mut endpoints = core.config.endpoints.clone();
         if endpoints.is_empty() {
@@ -178,24 +204,15 @@ impl Server {
             // posted work).
             ConcurrencyModel::SingleThreadedReactive | ConcurrencyModel::ThreadPerConnection => 1,
             ConcurrencyModel::ThreadPool(n) => n.max(1),
+            // The application's threads drive the reactor (`Orb::run`,
+            // `Orb::perform_work`).
+            ConcurrencyModel::ApplicationThreads => 0,
         };
-        let idle = core.config.idle_timeout;
         for i in 0..threads {
-            let reactor = reactor.clone();
+            let driver = server.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("armillary-reactor-{i}"))
-                .spawn(move || {
-                    let mut last_tick = Instant::now();
-                    while !reactor.is_stopping() {
-                        if reactor.turn(Some(Duration::from_millis(500))).is_err() {
-                            break;
-                        }
-                        if idle.is_some() && last_tick.elapsed() >= Duration::from_millis(500) {
-                            last_tick = Instant::now();
-                            reactor.tick_all();
-                        }
-                    }
-                })
+                .spawn(move || while driver.drive(EVENT_LOOP_WAIT) {})
                 .map_err(|source| OrbError::Listen {
                     endpoint: "thread".into(),
                     source,
@@ -203,6 +220,31 @@ impl Server {
             server.threads.lock().push(handle);
         }
         Ok(server)
+    }
+
+    /// One turn of an event loop: posted tasks, one event (waiting up to
+    /// `wait` for one), then the idle ticks if due. False once the server
+    /// is stopping or the reactor failed: the loop should end.
+    pub(crate) fn drive(&self, wait: Duration) -> bool {
+        if self.reactor.is_stopping() || self.reactor.turn(Some(wait)).is_err() {
+            return false;
+        }
+        self.reactor.tick_if_due();
+        !self.reactor.is_stopping()
+    }
+
+    /// Whether a request, connection event, posted task or idle check is
+    /// waiting for a thread to handle it (`Orb::work_pending`).
+    pub(crate) fn work_pending(&self) -> bool {
+        !self.reactor.is_stopping() && self.reactor.work_pending().unwrap_or(false)
+    }
+
+    /// Handles one unit of work on the calling thread, waiting up to
+    /// `wait` for one to arrive (`Orb::perform_work`).
+    pub(crate) fn perform_work(&self, wait: Duration) {
+        if !self.reactor.is_stopping() {
+            let _ = self.reactor.perform_one(wait);
+        }
     }
 
     /// The (host, port) pairs IORs publish.
@@ -274,8 +316,18 @@ impl EventHandler for Acceptor {
                     });
                     let (stream, blocking_reader) = if per_thread {
                         let std_stream = std::net::TcpStream::from(stream);
+                        // With an idle timeout, the blocking read wakes up
+                        // that often to see whether the connection idles
+                        // (the option is the socket's, shared by the clone).
+                        // (A zero timeout is refused by the system: 1 ms.)
+                        let idle = self
+                            .core
+                            .upgrade()
+                            .and_then(|c| c.config.idle_timeout)
+                            .map(|d| d.max(Duration::from_millis(1)));
                         let reader = std_stream
                             .set_nonblocking(false)
+                            .and_then(|()| std_stream.set_read_timeout(idle))
                             .and_then(|()| std_stream.try_clone());
                         match reader {
                             Ok(reader) => (ConnStream::Blocking(std_stream), Some(reader)),
@@ -284,7 +336,8 @@ impl EventHandler for Acceptor {
                     } else {
                         (ConnStream::Reactive(stream), None)
                     };
-                    let conn = Arc::new(ServerConnection {
+                    let conn = Arc::new_cyclic(|me| ServerConnection {
+                        me: me.clone(),
                         stream: Mutex::new(stream),
                         blocking_reader,
                         token: Mutex::new(None),
@@ -298,6 +351,9 @@ impl EventHandler for Acceptor {
                         outgoing: Mutex::new(VecDeque::new()),
                         codesets: Mutex::new(CodeSets::DEFAULT),
                         closed: AtomicBool::new(false),
+                        held: AtomicUsize::new(0),
+                        running: AtomicUsize::new(0),
+                        codesets_known: AtomicBool::new(false),
                         last_activity: Mutex::new(Instant::now()),
                         version: Mutex::new(GiopVersion::V1_0),
                     });
@@ -347,21 +403,35 @@ impl EventHandler for ServerConnection {
     }
 
     fn tick(&self, reactor: &Arc<Reactor>) {
-        let Some(core) = self.core.upgrade() else {
-            return;
-        };
-        if let Some(idle) = core.config.idle_timeout {
-            let quiet = self.last_activity.lock().elapsed() >= idle;
-            let gate_free = !self.gate.lock().busy;
-            if quiet && gate_free && self.decoder.lock().is_idle() {
-                self.close_orderly(reactor);
+        // Take the read gate, so that no thread starts reading (and running
+        // a request) between the check and the close.
+        {
+            let mut gate = self.gate.lock();
+            if gate.busy {
+                return;
             }
+            gate.busy = true;
+        }
+        if self.is_idle() {
+            self.close_orderly(reactor);
+        }
+        let mut gate = self.gate.lock();
+        gate.busy = false;
+        if std::mem::take(&mut gate.again) && !self.closed.load(Ordering::SeqCst) {
+            // Data arrived while the gate was held: read it now.
+            drop(gate);
+            self.read_ready(reactor);
         }
     }
 }
 
 impl ServerConnection {
-    /// Reads while data is there; only one thread at a time does so.
+    /// Reads while data is there (only one thread at a time does so), then
+    /// serves what it read. The read gate is released before the requests
+    /// run, so that another thread of the pool can read and serve the
+    /// connection's next request meanwhile: a servant that calls back into
+    /// this server (a nested upcall multiplexed on the same connection)
+    /// does not wait for itself.
     fn read_ready(&self, reactor: &Arc<Reactor>) {
         {
             let mut gate = self.gate.lock();
@@ -371,25 +441,74 @@ impl ServerConnection {
             }
             gate.busy = true;
         }
+        let mut frames = Vec::new();
         loop {
-            let frames = self.read_frames(reactor);
-            for frame in frames {
-                self.handle(reactor, frame);
-            }
+            frames.extend(self.read_frames(reactor));
             let mut gate = self.gate.lock();
             if gate.again && !self.closed.load(Ordering::SeqCst) {
                 gate.again = false;
                 continue;
             }
+            // Code sets come with the first requests; they must be known
+            // before any request of the connection runs on another thread.
+            self.note_codesets(&frames);
+            self.running.fetch_add(frames.len(), Ordering::SeqCst);
             gate.busy = false;
-            return;
+            break;
+        }
+        for frame in frames {
+            self.handle(reactor, frame);
+            self.running.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
+    /// Takes the code sets a client announces from the requests in
+    /// `frames`, until it has announced them.
+    fn note_codesets(&self, frames: &[Frame]) {
+        if self.codesets_known.load(Ordering::Relaxed) {
+            return;
+        }
+        for frame in frames {
+            let Ok(msg) = Message::decode(&frame.bytes) else {
+                continue;
+            };
+            if let MessageBody::Request(h) = &msg.body {
+                for ctx in &h.service_contexts {
+                    if let Ok(Some(KnownServiceContext::CodeSets(cs))) = ctx.decode_known() {
+                        self.set_codesets(cs);
+                        self.codesets_known.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the connection has been quiet for the idle timeout with no
+    /// request in progress: nothing half-received, nothing parked. (The
+    /// caller makes sure that no thread is reading or running a request.)
+    fn is_idle(&self) -> bool {
+        let Some(idle) = self.core.upgrade().and_then(|c| c.config.idle_timeout) else {
+            return false;
+        };
+        self.last_activity.lock().elapsed() >= idle
+            && self.held.load(Ordering::SeqCst) == 0
+            && self.running.load(Ordering::SeqCst) == 0
+            && self.decoder.lock().is_idle()
+    }
+
     /// Thread per connection: read and serve until the connection closes.
+    /// With an idle timeout the read times out that often (see the
+    /// acceptor); the thread then closes an idle connection with
+    /// CloseConnection. Requests run on this thread, so none is running
+    /// when it looks.
     fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         while !self.closed.load(Ordering::SeqCst) {
-            for frame in self.read_frames(reactor) {
+            let frames = self.read_frames(reactor);
+            if frames.is_empty() && self.is_idle() {
+                self.close_orderly(reactor);
+                return;
+            }
+            for frame in frames {
                 self.handle(reactor, frame);
             }
         }
@@ -431,7 +550,11 @@ impl ServerConnection {
                         return frames;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return frames,
+                // Nothing more now; for a blocking socket, its read timeout
+                // expired (WouldBlock on Unix, TimedOut on Windows).
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return frames
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => {
                     self.close(reactor);
@@ -542,43 +665,22 @@ impl ServerConnection {
         let upcall = match resolution {
             Resolution::Upcall(u) => u,
             Resolution::Held(manager) => {
-                // Parked until the manager decides; answered then.
-                let conn = self.self_arc(reactor);
+                // Parked until the manager decides; answered then. Until
+                // then the connection is not idle.
+                let Some(conn) = self.me.upgrade() else {
+                    // Unreachable: a thread serving the connection holds it.
+                    self.answer_held(reactor, frame.clone(), Admission::Discard);
+                    return;
+                };
+                self.held.fetch_add(1, Ordering::SeqCst);
                 let frame = frame.clone();
                 let reactor = reactor.clone();
                 manager.hold(Box::new(move |admission| {
-                    if let Some(conn) = conn {
-                        let reactor2 = reactor.clone();
-                        reactor.post(Box::new(move || match admission {
-                            Admission::Run => conn.handle(&reactor2, frame),
-                            Admission::Discard | Admission::Reject => {
-                                if let Ok(msg) = Message::decode(&frame.bytes) {
-                                    if let MessageBody::Request(h) = &msg.body {
-                                        let ex = if admission == Admission::Discard {
-                                            SystemException::transient(
-                                                minor::POA_DISCARDING,
-                                                CompletionStatus::No,
-                                            )
-                                        } else {
-                                            SystemException::obj_adapter(
-                                                minor::ADAPTER_INACTIVE,
-                                                CompletionStatus::No,
-                                            )
-                                        };
-                                        if h.response_expected() {
-                                            conn.reply_exception(
-                                                &reactor2,
-                                                msg.header.version,
-                                                msg.header.byte_order,
-                                                h.request_id,
-                                                &ex,
-                                            );
-                                        }
-                                    }
-                                }
-                            }
-                        }));
-                    }
+                    let reactor2 = reactor.clone();
+                    reactor.post(Box::new(move || {
+                        conn.answer_held(&reactor2, frame, admission);
+                        conn.held.fetch_sub(1, Ordering::SeqCst);
+                    }));
                 }));
                 return;
             }
@@ -644,7 +746,9 @@ impl ServerConnection {
         let writer = CdrWriter::new(order, version)
             .with_codesets(codesets)
             .with_align_base(body_offset);
-        let mut request = ServerRequest::new(&h.operation, &key, args, expected, writer);
+        // The servant sees the object id within its POA, not the whole key.
+        let object_id = upcall.object_id().to_vec();
+        let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer);
         let outcome = {
             let _scope = crate::object::DecodingScope::enter(core.clone());
             upcall.run(&mut request)
@@ -661,20 +765,35 @@ impl ServerConnection {
         }
     }
 
+    /// Carries out the decision a POA manager took on a held request: run
+    /// it now, or answer TRANSIENT (discarding) or OBJ_ADAPTER (inactive).
+    fn answer_held(&self, reactor: &Arc<Reactor>, frame: Frame, admission: Admission) {
+        if admission == Admission::Run {
+            self.handle(reactor, frame);
+            return;
+        }
+        let Ok(msg) = Message::decode(&frame.bytes) else {
+            return;
+        };
+        let MessageBody::Request(h) = &msg.body else {
+            return;
+        };
+        if !h.response_expected() {
+            return;
+        }
+        let ex = if admission == Admission::Discard {
+            SystemException::transient(minor::POA_DISCARDING, CompletionStatus::No)
+        } else {
+            SystemException::obj_adapter(minor::ADAPTER_INACTIVE, CompletionStatus::No)
+        };
+        let (version, order) = (msg.header.version, msg.header.byte_order);
+        self.reply_exception(reactor, version, order, h.request_id, &ex);
+    }
+
     fn set_codesets(&self, ctx: CodeSetContext) {
         if let Ok(cs) = CodeSets::from_context(&ctx) {
             *self.codesets.lock() = cs;
         }
-    }
-
-    fn self_arc(&self, reactor: &Arc<Reactor>) -> Option<Arc<ServerConnection>> {
-        let _ = reactor;
-        let core = self.core.upgrade()?;
-        let server = core.server().ok()?;
-        let list = server.connections.lock();
-        list.iter()
-            .filter_map(|w| w.upgrade())
-            .find(|c| std::ptr::eq(Arc::as_ptr(c), self))
     }
 
     /// Sends a reply whose body was encoded for the body offset of a

@@ -1,0 +1,419 @@
+//! The POA over the wire: requests that arrive by IIOP see the right POA
+//! Current (POA, object id, reference; NoContext outside an upcall), and
+//! the thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
+//! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap).
+//!
+//! Concurrency is shown with rendezvous, not timing: an upcall waits (with
+//! a generous timeout) for a partner upcall to be running at the same
+//! time, and an atomic counts the upcalls in flight.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
+use armillary::poa::current::NoContext;
+use armillary::poa::{
+    IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, Policy, RequestProcessingPolicy,
+    ServantRetentionPolicy, ThreadPolicy,
+};
+use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
+use armillary_giop::cdr::{CdrDecode, CdrError, CdrReader};
+
+/// Far beyond anything a working server needs; reached only on failure.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn marshal(e: CdrError) -> SystemException {
+    SystemException::from_cdr_error(&e, CompletionStatus::No)
+}
+
+/// What a servant learned from POA Current during one upcall.
+#[derive(Debug)]
+struct WhoAmI {
+    poa_path: Vec<String>,
+    object_id: Vec<u8>,
+    reference: ObjectRef,
+    /// `ServerRequest::object_id`, which must agree with POA Current.
+    request_object_id: Vec<u8>,
+    /// `get_object_id` and `get_reference` asked through the reference
+    /// `resolve_initial_references("POACurrent")` returned.
+    object_id_by_cdr: Vec<u8>,
+    reference_by_cdr: ObjectRef,
+}
+
+fn no_context_as_internal(_: PoaError) -> SystemException {
+    SystemException::internal(0, CompletionStatus::No)
+}
+
+/// Answers `whoami` from POA Current, found the CORBA way.
+struct Introspective {
+    orb: Orb,
+}
+
+impl Servant for Introspective {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Introspective:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        if req.operation() != "whoami" {
+            return Err(SystemException::bad_operation(0, CompletionStatus::No));
+        }
+        let obj = self.orb.resolve_initial_references("POACurrent")?;
+        let current = PoaCurrent::narrow(&obj)
+            .ok_or_else(|| SystemException::internal(1, CompletionStatus::No))?;
+        let poa = current.get_poa().map_err(no_context_as_internal)?;
+        let object_id = current.get_object_id().map_err(no_context_as_internal)?;
+        let reference = current.get_reference().map_err(no_context_as_internal)?;
+        let object_id_by_cdr: Vec<u8> =
+            obj.invoke::<_, SystemException>("get_object_id", &|_| Ok(()), |reply| match reply {
+                ReplyBody::Result(r) => Ok(Ok(r.read_octet_seq()?.to_vec())),
+                ReplyBody::UserException { .. } => {
+                    Ok(Err(SystemException::internal(2, CompletionStatus::No)))
+                }
+            })?;
+        let reference_by_cdr: ObjectRef =
+            obj.invoke::<_, SystemException>("get_reference", &|_| Ok(()), |reply| match reply {
+                ReplyBody::Result(r) => Ok(Ok(r.read()?)),
+                ReplyBody::UserException { .. } => {
+                    Ok(Err(SystemException::internal(3, CompletionStatus::No)))
+                }
+            })?;
+        let request_object_id = req.object_id().to_vec();
+        let w = req.results();
+        w.write_ulong(poa.path().len() as u32);
+        for name in poa.path() {
+            w.write_string(name).map_err(marshal)?;
+        }
+        w.write_octet_seq(&object_id).map_err(marshal)?;
+        w.write(&reference).map_err(marshal)?;
+        w.write_octet_seq(&request_object_id).map_err(marshal)?;
+        w.write_octet_seq(&object_id_by_cdr).map_err(marshal)?;
+        w.write(&reference_by_cdr).map_err(marshal)?;
+        Ok(())
+    }
+}
+
+fn read_whoami(r: &mut CdrReader<'_>) -> Result<WhoAmI, CdrError> {
+    let n = r.read_ulong()?;
+    let mut poa_path = Vec::new();
+    for _ in 0..n {
+        poa_path.push(r.read_string()?);
+    }
+    Ok(WhoAmI {
+        poa_path,
+        object_id: r.read_octet_seq()?.to_vec(),
+        reference: r.read()?,
+        request_object_id: r.read_octet_seq()?.to_vec(),
+        object_id_by_cdr: r.read_octet_seq()?.to_vec(),
+        reference_by_cdr: r.read()?,
+    })
+}
+
+fn whoami(obj: &ObjectRef) -> WhoAmI {
+    obj.invoke::<_, SystemException>("whoami", &|_| Ok(()), |reply| match reply {
+        ReplyBody::Result(r) => Ok(Ok(read_whoami(r)?)),
+        ReplyBody::UserException { .. } => unreachable!(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn poa_current_over_iiop_names_the_poa_object_and_reference() {
+    let server_orb = Orb::with_config(OrbConfig {
+        concurrency: ConcurrencyModel::ThreadPool(2),
+        ..OrbConfig::default()
+    })
+    .unwrap();
+    let root = server_orb.root_poa();
+    let manager = root.the_poa_manager();
+    manager.activate().unwrap();
+    let servant = || -> Arc<dyn Servant> {
+        Arc::new(Introspective {
+            orb: server_orb.clone(),
+        })
+    };
+
+    // Three objects in three POAs: an implicitly activated one in the root,
+    // a user id in a child, and ids served by one default servant in a
+    // grandchild.
+    let in_root = root.servant_to_reference(&servant()).unwrap();
+    let child = root
+        .create_poa(
+            "wire",
+            Some(manager.clone()),
+            &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
+        )
+        .unwrap();
+    child.activate_object_with_id(b"alpha", servant()).unwrap();
+    let alpha = child.id_to_reference(b"alpha").unwrap();
+    let grandchild = child
+        .create_poa(
+            "defaults",
+            Some(manager.clone()),
+            &[
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+                Policy::IdUniqueness(IdUniquenessPolicy::MultipleId),
+                Policy::ServantRetention(ServantRetentionPolicy::NonRetain),
+                Policy::RequestProcessing(RequestProcessingPolicy::UseDefaultServant),
+            ],
+        )
+        .unwrap();
+    grandchild.set_servant(servant()).unwrap();
+    let gamma = grandchild
+        .create_reference_with_id(b"gamma", "IDL:Test/Introspective:1.0")
+        .unwrap();
+    let delta = grandchild
+        .create_reference_with_id(b"delta", "IDL:Test/Introspective:1.0")
+        .unwrap();
+
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let cases: [(&ObjectRef, &[&str], Vec<u8>); 4] = [
+        (&in_root, &[], root.reference_to_id(&in_root).unwrap()),
+        (&alpha, &["wire"], b"alpha".to_vec()),
+        (&gamma, &["wire", "defaults"], b"gamma".to_vec()),
+        (&delta, &["wire", "defaults"], b"delta".to_vec()),
+    ];
+    for (published, path, id) in cases {
+        let remote = orb
+            .string_to_object(&server_orb.object_to_string(published))
+            .unwrap();
+        let me = whoami(&remote);
+        assert_eq!(me.poa_path, path, "{path:?}");
+        assert_eq!(me.object_id, id, "{path:?}");
+        assert_eq!(me.request_object_id, id, "{path:?}");
+        assert_eq!(me.object_id_by_cdr, id, "{path:?}");
+        for reference in [&me.reference, &me.reference_by_cdr] {
+            assert!(reference.is_equivalent(published), "{path:?}");
+            assert!(reference.is_equivalent(&remote), "{path:?}");
+            assert_eq!(reference.type_id(), "IDL:Test/Introspective:1.0");
+        }
+        // The reference came back over the wire and works from the client.
+        let again = whoami(&me.reference_by_cdr);
+        assert_eq!(again.object_id, id);
+    }
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn poa_current_raises_no_context_outside_an_upcall() {
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let obj = orb.resolve_initial_references("POACurrent").unwrap();
+    assert_eq!(obj.type_id(), armillary::poa::current::REPOSITORY_ID);
+    let current = PoaCurrent::narrow(&obj).unwrap();
+    assert_eq!(current.get_poa().unwrap_err(), PoaError::NoContext);
+    assert_eq!(current.get_object_id(), Err(PoaError::NoContext));
+    assert_eq!(current.get_reference().unwrap_err(), PoaError::NoContext);
+    assert_eq!(current.get_servant().err(), Some(PoaError::NoContext));
+    // Through the reference, NoContext is the IDL user exception.
+    for operation in ["get_object_id", "get_reference"] {
+        let raised = obj
+            .invoke::<(), SystemException>(operation, &|_| Ok(()), |reply| match reply {
+                ReplyBody::Result(_) => panic!("{operation} answered outside an upcall"),
+                ReplyBody::UserException { id, members } => {
+                    assert_eq!(id, NoContext::REPOSITORY_ID);
+                    assert_eq!(NoContext::decode(members)?, NoContext);
+                    Ok(Err(SystemException::unknown(0, CompletionStatus::No)))
+                }
+            })
+            .unwrap_err();
+        assert_eq!(raised.kind, SystemExceptionKind::Unknown);
+    }
+    assert!(obj.is_a(armillary::poa::current::REPOSITORY_ID).unwrap());
+    // A remote object is not this thread's Current.
+    let remote = orb
+        .string_to_object("corbaloc:iiop:1.2@127.0.0.1:1/POACurrent")
+        .unwrap();
+    assert!(PoaCurrent::narrow(&remote).is_none());
+    assert!(PoaCurrent::narrow(&ObjectRef::nil()).is_none());
+    orb.shutdown(true);
+}
+
+/// A two-party rendezvous with a timeout.
+#[derive(Default)]
+struct Rendezvous {
+    state: Mutex<(usize, u64)>,
+    met: Condvar,
+}
+
+impl Rendezvous {
+    /// Waits up to `timeout` for a second party; true if one came.
+    fn meet(&self, timeout: Duration) -> bool {
+        let mut state = self.state.lock().unwrap();
+        state.0 += 1;
+        if state.0 == 2 {
+            *state = (0, state.1 + 1);
+            self.met.notify_all();
+            return true;
+        }
+        let generation = state.1;
+        let (mut state, _) = self
+            .met
+            .wait_timeout_while(state, timeout, |s| s.1 == generation)
+            .unwrap();
+        if state.1 == generation {
+            // Nobody came: leave.
+            state.0 -= 1;
+            return false;
+        }
+        true
+    }
+}
+
+/// Counts the upcalls in flight across every servant that shares it.
+#[derive(Default)]
+struct Load {
+    in_flight: AtomicUsize,
+    max: AtomicUsize,
+    rendezvous: Rendezvous,
+}
+
+struct Busy {
+    load: Arc<Load>,
+}
+
+impl Servant for Busy {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Busy:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let load = &self.load;
+        let now = load.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        load.max.fetch_max(now, Ordering::SeqCst);
+        let outcome = match req.operation() {
+            // Waits up to the given time for another upcall to be running.
+            "meet" => match req.args().read_ulong() {
+                Ok(ms) => {
+                    let met = load.rendezvous.meet(Duration::from_millis(ms.into()));
+                    req.results().write_bool(met);
+                    Ok(())
+                }
+                Err(e) => Err(marshal(e)),
+            },
+            "work" => {
+                // Gives another upcall every chance to overlap this one.
+                std::thread::yield_now();
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            }
+            _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        };
+        load.in_flight.fetch_sub(1, Ordering::SeqCst);
+        outcome
+    }
+}
+
+/// A thread-pool server with one POA of the given thread policy holding
+/// two objects that share a [`Load`]; returns their stringified IORs.
+fn busy_server(policy: ThreadPolicy) -> (Orb, Arc<Load>, [String; 2]) {
+    let orb = Orb::with_config(OrbConfig {
+        concurrency: ConcurrencyModel::ThreadPool(4),
+        ..OrbConfig::default()
+    })
+    .unwrap();
+    let root = orb.root_poa();
+    root.the_poa_manager().activate().unwrap();
+    let poa = root
+        .create_poa(
+            "busy",
+            Some(root.the_poa_manager()),
+            &[Policy::Thread(policy)],
+        )
+        .unwrap();
+    let load = Arc::new(Load::default());
+    let iors = [0, 1].map(|_| {
+        let id = poa
+            .activate_object(Arc::new(Busy { load: load.clone() }))
+            .unwrap();
+        orb.object_to_string(&poa.id_to_reference(&id).unwrap())
+    });
+    (orb, load, iors)
+}
+
+fn meet(obj: &ObjectRef, timeout: Duration) -> bool {
+    obj.invoke::<_, SystemException>(
+        "meet",
+        &|w| {
+            w.write_ulong(timeout.as_millis() as u32);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
+            ReplyBody::UserException { .. } => unreachable!(),
+        },
+    )
+    .unwrap()
+}
+
+/// Runs `call` on two client ORBs at once (two connections), each on its
+/// own object, and returns what each returned.
+fn two_clients<T: Send + 'static>(
+    iors: &[String; 2],
+    call: impl Fn(&ObjectRef) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let call = Arc::new(call);
+    let threads: Vec<_> = iors
+        .iter()
+        .cloned()
+        .map(|ior| {
+            let call = call.clone();
+            std::thread::spawn(move || {
+                let orb = Orb::with_config(OrbConfig::default()).unwrap();
+                let obj = orb.string_to_object(&ior).unwrap();
+                // Connect (and check the object) before the measured calls.
+                assert!(!obj.non_existent().unwrap());
+                let out = call(&obj);
+                orb.shutdown(true);
+                out
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn a_single_thread_poa_runs_one_upcall_at_a_time_under_a_thread_pool() {
+    let (server_orb, load, iors) = busy_server(ThreadPolicy::SingleThread);
+    two_clients(&iors, |obj| {
+        for _ in 0..50 {
+            obj.invoke::<(), SystemException>("work", &|_| Ok(()), |_| Ok(Ok(())))
+                .unwrap();
+        }
+    });
+    assert_eq!(load.max.load(Ordering::SeqCst), 1);
+    // Upcalls that wait for a partner never find one: each is alone in the
+    // POA. (The short wait only bounds how long this takes; a correct
+    // server gives `false` whatever it is.)
+    let met = two_clients(&iors, |obj| {
+        (0..3)
+            .map(|_| meet(obj, Duration::from_millis(100)))
+            .collect::<Vec<_>>()
+    });
+    assert!(met.iter().flatten().all(|m| !m), "{met:?}");
+    assert_eq!(load.max.load(Ordering::SeqCst), 1);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn an_orb_controlled_poa_runs_upcalls_concurrently_under_a_thread_pool() {
+    let (server_orb, load, iors) = busy_server(ThreadPolicy::OrbControlled);
+    // Each upcall waits for the other client's upcall to be running too:
+    // both return true only if the server ran them at the same time.
+    let met = two_clients(&iors, |obj| {
+        (0..3).map(|_| meet(obj, DEADLINE)).collect::<Vec<_>>()
+    });
+    assert_eq!(met, [[true; 3], [true; 3]]);
+    assert_eq!(load.max.load(Ordering::SeqCst), 2);
+    server_orb.shutdown(true);
+}

@@ -1,0 +1,492 @@
+//! The server's concurrency models over IIOP on loopback, as the
+//! application sees them: with `ApplicationThreads` the ORB serves requests
+//! only on threads that call `Orb::run` or `Orb::perform_work`
+//! (`work_pending` tells when there is something to do); the threaded
+//! models need no help. And idle connections: every model closes them with
+//! CloseConnection once nothing is in progress on them, and an Armillary
+//! client re-sends transparently on a new connection.
+//!
+//! No assertion depends on timing: waits for the server are bounded by
+//! generous deadlines that only a broken server reaches.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::giop::giop::{Message, MessageBody, MessageBuilder, MessageType, RequestHeader};
+use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
+use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
+use armillary_giop::cdr::CdrError;
+use armillary_giop::giop::TargetAddress;
+use armillary_giop::{ByteOrder, GiopVersion};
+
+/// Far beyond anything a working server needs; reached only on failure.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Echoes longs, records which threads ran its upcalls, and parks requests
+/// on `park` until the test releases them.
+#[derive(Default)]
+struct Echo {
+    upcalls: Mutex<Vec<ThreadId>>,
+    parked: Mutex<bool>,
+    released: Condvar,
+    parking: AtomicUsize,
+}
+
+impl Echo {
+    fn upcall_threads(&self) -> Vec<ThreadId> {
+        self.upcalls.lock().unwrap().clone()
+    }
+
+    fn release(&self) {
+        *self.parked.lock().unwrap() = false;
+        self.released.notify_all();
+    }
+}
+
+impl Servant for Echo {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Echo:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Echo:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let bad = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::No);
+        self.upcalls
+            .lock()
+            .unwrap()
+            .push(std::thread::current().id());
+        match req.operation() {
+            "echo_long" => {
+                let v = req.args().read_long().map_err(bad)?;
+                req.results().write_long(v);
+            }
+            "park" => {
+                // Blocks until `release` (bounded, so a broken test ends).
+                let v = req.args().read_long().map_err(bad)?;
+                let mut parked = self.parked.lock().unwrap();
+                *parked = true;
+                self.parking.fetch_add(1, Ordering::SeqCst);
+                let (_parked, _) = self
+                    .released
+                    .wait_timeout_while(parked, DEADLINE, |p| *p)
+                    .unwrap();
+                req.results().write_long(v);
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+        Ok(())
+    }
+}
+
+fn server(config: OrbConfig) -> (Orb, Arc<Echo>, ObjectRef) {
+    let orb = Orb::with_config(config).unwrap();
+    let poa = orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let echo = Arc::new(Echo::default());
+    let servant: Arc<dyn Servant> = echo.clone();
+    let obj = poa.servant_to_reference(&servant).unwrap();
+    (orb, echo, obj)
+}
+
+fn model(concurrency: ConcurrencyModel) -> OrbConfig {
+    OrbConfig {
+        concurrency,
+        ..OrbConfig::default()
+    }
+}
+
+fn client() -> Orb {
+    Orb::with_config(OrbConfig::default()).unwrap()
+}
+
+fn long_call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> {
+    obj.invoke(
+        op,
+        &|w| {
+            w.write_long(v);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        },
+    )
+}
+
+/// The application's main loop: does ORB work while there is some, until
+/// `done` (bounded by [`DEADLINE`]).
+fn drive_until(orb: &Orb, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < DEADLINE, "the condition never came true");
+        if orb.work_pending().unwrap() {
+            orb.perform_work().unwrap();
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Waits (without driving anything) until `done`, bounded by [`DEADLINE`].
+fn wait_until(done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < DEADLINE, "the condition never came true");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn application_threads_serve_requests_only_in_perform_work() {
+    let (server_orb, echo, obj) = server(model(ConcurrencyModel::ApplicationThreads));
+    // Listening, but nobody has connected: nothing to do, and perform_work
+    // comes back anyway.
+    assert!(!server_orb.work_pending().unwrap());
+    server_orb.perform_work().unwrap();
+
+    let ior = server_orb.object_to_string(&obj);
+    let caller = std::thread::spawn(move || {
+        let orb = client();
+        let remote = orb.string_to_object(&ior).unwrap();
+        let got: Vec<i32> = (0..5)
+            .map(|i| long_call(&remote, "echo_long", i).unwrap())
+            .collect();
+        orb.shutdown(true);
+        got
+    });
+    // The connection (then the request) waits for the application: the ORB
+    // has no thread of its own that could have run anything.
+    wait_until(|| server_orb.work_pending().unwrap());
+    assert!(echo.upcall_threads().is_empty());
+
+    drive_until(&server_orb, || caller.is_finished());
+    assert_eq!(caller.join().unwrap(), [0, 1, 2, 3, 4]);
+    let me = std::thread::current().id();
+    let threads = echo.upcall_threads();
+    assert_eq!(threads.len(), 5);
+    assert!(
+        threads.iter().all(|t| *t == me),
+        "every upcall ran inside perform_work, on this thread"
+    );
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn run_serves_on_the_calling_thread_until_shutdown() {
+    // The option form; no endpoint, so the server starts with the first
+    // reference, after `run` began waiting for one.
+    let (server_orb, _) = Orb::init(["-ORBConcurrency", "application"]).unwrap();
+    let runner = {
+        let orb = server_orb.clone();
+        std::thread::spawn(move || {
+            orb.run();
+            std::thread::current().id()
+        })
+    };
+    let poa = server_orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let echo = Arc::new(Echo::default());
+    let servant: Arc<dyn Servant> = echo.clone();
+    let obj = poa.servant_to_reference(&servant).unwrap();
+
+    let orb = client();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    for i in 0..3 {
+        assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+    }
+    server_orb.shutdown(true);
+    let run_thread = runner.join().unwrap();
+    let threads = echo.upcall_threads();
+    assert_eq!(threads.len(), 3);
+    assert!(threads.iter().all(|t| *t == run_thread));
+    orb.shutdown(true);
+}
+
+#[test]
+fn held_requests_are_released_through_perform_work() {
+    let (server_orb, echo, obj) = server(model(ConcurrencyModel::ApplicationThreads));
+    let manager = server_orb.root_poa().the_poa_manager();
+    manager.hold_requests(false).unwrap();
+    let ior = server_orb.object_to_string(&obj);
+    let caller = std::thread::spawn(move || {
+        let orb = client();
+        let remote = orb.string_to_object(&ior).unwrap();
+        let got = long_call(&remote, "echo_long", 42);
+        orb.shutdown(true);
+        got
+    });
+    drive_until(&server_orb, || manager.held_count() == 1);
+    assert!(echo.upcall_threads().is_empty());
+    // Activating queues the held request as work for the application.
+    manager.activate().unwrap();
+    assert!(server_orb.work_pending().unwrap());
+    drive_until(&server_orb, || caller.is_finished());
+    assert_eq!(caller.join().unwrap().unwrap(), 42);
+    server_orb.shutdown(true);
+}
+
+#[test]
+fn threaded_models_leave_no_work_to_the_application() {
+    for concurrency in [
+        ConcurrencyModel::SingleThreadedReactive,
+        ConcurrencyModel::ThreadPool(2),
+        ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ApplicationThreads,
+    ] {
+        let (server_orb, _, obj) = server(model(concurrency));
+        if concurrency != ConcurrencyModel::ApplicationThreads {
+            let orb = client();
+            let remote = orb
+                .string_to_object(&server_orb.object_to_string(&obj))
+                .unwrap();
+            assert_eq!(long_call(&remote, "echo_long", 3).unwrap(), 3);
+            // The server's threads did it all; perform_work only yields.
+            assert!(!server_orb.work_pending().unwrap(), "{concurrency:?}");
+            server_orb.perform_work().unwrap();
+            orb.shutdown(true);
+        }
+        server_orb.shutdown(true);
+        for e in [
+            server_orb.work_pending().unwrap_err(),
+            server_orb.perform_work().unwrap_err(),
+        ] {
+            assert_eq!(
+                (e.kind, e.minor),
+                (SystemExceptionKind::BadInvOrder, 4),
+                "{concurrency:?}"
+            );
+        }
+    }
+}
+
+/// Reads one whole GIOP message; `None` at EOF.
+fn read_message(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut header = [0u8; 12];
+    match stream.read_exact(&mut header) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let size = if header[6] & 1 == 1 {
+        u32::from_le_bytes([header[8], header[9], header[10], header[11]])
+    } else {
+        u32::from_be_bytes([header[8], header[9], header[10], header[11]])
+    } as usize;
+    let mut body = vec![0u8; size];
+    stream.read_exact(&mut body)?;
+    Ok(Some([header.to_vec(), body].concat()))
+}
+
+fn message_type(bytes: &[u8]) -> MessageType {
+    Message::decode(bytes).unwrap().header.message_type
+}
+
+/// A GIOP 1.2 request for `operation` with one long argument.
+fn raw_request(id: u32, key: &[u8], operation: &str, arg: i32) -> Vec<u8> {
+    let request = MessageBody::Request(RequestHeader {
+        request_id: id,
+        response_flags: 3,
+        reserved: [0; 3],
+        target: TargetAddress::Key(key.to_vec()),
+        operation: operation.into(),
+        service_contexts: Vec::new(),
+        requesting_principal: Vec::new(),
+    });
+    let mut b = MessageBuilder::new(GiopVersion::V1_2, ByteOrder::Little, &request).unwrap();
+    b.body().write_long(arg);
+    b.finish(false)
+}
+
+fn raw_connection(orb: &Orb) -> TcpStream {
+    let (host, port) = orb.endpoints().unwrap()[0].clone();
+    let raw = TcpStream::connect((host.as_str(), port)).unwrap();
+    raw.set_read_timeout(Some(DEADLINE)).unwrap();
+    raw
+}
+
+fn key_of(obj: &ObjectRef) -> Vec<u8> {
+    obj.ior().iiop_profiles()[0].object_key.clone()
+}
+
+/// Reads the reply to `id`, then (the connection idling) CloseConnection,
+/// then EOF.
+fn expect_reply_then_orderly_close(raw: &mut TcpStream, id: u32, value: i32) {
+    let bytes = read_message(raw).unwrap().expect("a reply");
+    let reply = Message::decode(&bytes).unwrap();
+    let MessageBody::Reply(h) = &reply.body else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(h.request_id, id);
+    assert_eq!(reply.body_reader(&bytes).read_long().unwrap(), value);
+    let close = read_message(raw).unwrap().expect("CloseConnection");
+    assert_eq!(message_type(&close), MessageType::CloseConnection);
+    assert_eq!(read_message(raw).unwrap(), None, "then the server closes");
+}
+
+/// Idle connections are closed, but never one with a request in progress:
+/// an upcall still running (connection A) or a request parked by a holding
+/// POA manager (connection B) keeps a connection open well past the idle
+/// timeout; once answered, the connection idles and is closed in order.
+#[test]
+fn idle_close_waits_for_requests_in_progress() {
+    for concurrency in [
+        ConcurrencyModel::ThreadPool(2),
+        ConcurrencyModel::ThreadPerConnection,
+    ] {
+        let (server_orb, echo, obj) = server(OrbConfig {
+            concurrency,
+            idle_timeout: Some(Duration::from_secs(1)),
+            ..OrbConfig::default()
+        });
+        let root = server_orb.root_poa();
+        let held_poa = root.create_poa("held", None, &[]).unwrap();
+        let held_id = held_poa.activate_object(Arc::new(Echo::default())).unwrap();
+        let held_obj = held_poa.id_to_reference(&held_id).unwrap();
+
+        let mut a = raw_connection(&server_orb);
+        a.write_all(&raw_request(1, &key_of(&obj), "park", 10))
+            .unwrap();
+        wait_until(|| echo.parking.load(Ordering::SeqCst) == 1);
+        let mut b = raw_connection(&server_orb);
+        b.write_all(&raw_request(2, &key_of(&held_obj), "echo_long", 20))
+            .unwrap();
+        wait_until(|| held_poa.the_poa_manager().held_count() == 1);
+
+        // Well past the idle timeout (and a few idle checks), neither
+        // connection has heard anything: a correct server passes however
+        // long this takes, a broken one has sent CloseConnection by now.
+        a.set_read_timeout(Some(Duration::from_millis(2500)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let quiet = a.read(&mut byte).unwrap_err();
+        assert!(
+            matches!(quiet.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+            "{concurrency:?}: {quiet}"
+        );
+        b.set_nonblocking(true).unwrap();
+        let quiet = b.read(&mut byte).unwrap_err();
+        assert_eq!(quiet.kind(), ErrorKind::WouldBlock, "{concurrency:?}");
+        b.set_nonblocking(false).unwrap();
+        a.set_read_timeout(Some(DEADLINE)).unwrap();
+
+        echo.release();
+        held_poa.the_poa_manager().activate().unwrap();
+        expect_reply_then_orderly_close(&mut a, 1, 10);
+        expect_reply_then_orderly_close(&mut b, 2, 20);
+        server_orb.shutdown(true);
+    }
+}
+
+/// A TCP relay between the client and the server that counts connections
+/// and reports each CloseConnection the server sends, by connection number.
+struct Relay {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    closes: mpsc::Receiver<usize>,
+}
+
+fn relay(server_port: u16) -> Relay {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (tx, closes) = mpsc::channel();
+    let counter = connections.clone();
+    // The acceptor lives as long as the test process.
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            let Ok(server) = TcpStream::connect(("127.0.0.1", server_port)) else {
+                return;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+                let _ = s_out.shutdown(std::net::Shutdown::Write);
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                while let Ok(Some(message)) = read_message(&mut s_in) {
+                    if c_out.write_all(&message).is_err() {
+                        break;
+                    }
+                    if message_type(&message) == MessageType::CloseConnection {
+                        let _ = tx.send(n);
+                    }
+                }
+                let _ = c_out.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    Relay {
+        port,
+        connections,
+        closes,
+    }
+}
+
+/// The idle-close test of `iiop.rs`, for thread per connection, with a
+/// relay that shows the close really happened on the client's connection
+/// before the next call went out.
+#[test]
+fn thread_per_connection_closes_idle_connections_and_calls_still_succeed() {
+    let (server_orb, _, obj) = server(OrbConfig {
+        concurrency: ConcurrencyModel::ThreadPerConnection,
+        idle_timeout: Some(Duration::from_secs(1)),
+        ..OrbConfig::default()
+    });
+    let server_port = server_orb.endpoints().unwrap()[0].1;
+    let relay = relay(server_port);
+    let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
+    let orb = client();
+    let remote = orb
+        .string_to_object(&format!("corbaloc:iiop:1.2@127.0.0.1:{}/{key}", relay.port))
+        .unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
+    // The server closes the idle connection with CloseConnection...
+    assert_eq!(relay.closes.recv_timeout(DEADLINE), Ok(0));
+    // ...and the client, which has not read it yet, sends its next call on
+    // the closed connection, reads the CloseConnection instead of a reply
+    // and sends the call again on a new connection, transparently.
+    for i in 0..5 {
+        assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+    }
+    assert!(relay.connections.load(Ordering::SeqCst) >= 2);
+    // Closed again, and again survived.
+    let second = relay.closes.recv_timeout(DEADLINE).unwrap();
+    assert!(second >= 1);
+    assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}
+
+/// With `ApplicationThreads` the idle checks are ORB work too.
+#[test]
+fn application_threads_close_idle_connections_in_perform_work() {
+    let (server_orb, _, obj) = server(OrbConfig {
+        concurrency: ConcurrencyModel::ApplicationThreads,
+        idle_timeout: Some(Duration::from_secs(1)),
+        ..OrbConfig::default()
+    });
+    let mut raw = raw_connection(&server_orb);
+    raw.write_all(&raw_request(5, &key_of(&obj), "echo_long", 50))
+        .unwrap();
+    let reader = std::thread::spawn(move || expect_reply_then_orderly_close(&mut raw, 5, 50));
+    drive_until(&server_orb, || reader.is_finished());
+    reader.join().unwrap();
+    server_orb.shutdown(true);
+}
