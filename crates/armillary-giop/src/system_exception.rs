@@ -256,8 +256,9 @@ impl SystemException {
 
     /// The exception a marshalling error becomes: DATA_CONVERSION for text
     /// that cannot be converted, BAD_PARAM (minor 23) for wide characters
-    /// without a negotiated code set, IMP_LIMIT for lengths CDR cannot
-    /// carry, MARSHAL for everything else.
+    /// without a negotiated code set, BAD_PARAM for a string or sequence
+    /// longer than its IDL bound, IMP_LIMIT for lengths CDR cannot carry,
+    /// MARSHAL for everything else.
     pub fn from_cdr_error(error: &CdrError, completed: CompletionStatus) -> Self {
         match error {
             CdrError::NotRepresentable { .. }

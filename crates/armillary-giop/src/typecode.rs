@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cdr::{CdrError, CdrReader, CdrWriter};
+use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 
 /// The kind of a TypeCode (`CORBA::TCKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -728,6 +728,20 @@ fn equivalent(a: &TypeCode, b: &TypeCode, depth: u32) -> bool {
                     (Repr::Interface { .. }, Repr::Interface { .. })
                 )
         }
+    }
+}
+
+impl CdrEncode for TypeCode {
+    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        TypeCode::encode(self, w)
+    }
+}
+
+impl CdrDecode for TypeCode {
+    const MIN_SIZE: usize = 4;
+
+    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        TypeCode::decode(r)
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod collocated;
 pub mod config;
 mod exception;
+mod idl_type;
 pub mod net;
 mod object;
 mod orb;
@@ -24,6 +25,7 @@ mod transport;
 
 pub use armillary_giop as giop;
 pub use exception::UserException;
+pub use idl_type::IdlType;
 pub use object::{
     set_default_invoker, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage,
     ReplyOutcome,
@@ -35,8 +37,10 @@ pub use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
 /// The CDR types that generated code uses, under one short path.
 pub mod cdr {
+    pub use armillary_giop::any::Any;
     pub use armillary_giop::cdr::{
         CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets, Fixed, LongDouble,
     };
+    pub use armillary_giop::typecode::TypeCode;
     pub use armillary_giop::{ByteOrder, GiopVersion};
 }

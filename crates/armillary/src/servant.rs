@@ -122,6 +122,26 @@ impl<'a> ServerRequest<'a> {
         &mut self.args
     }
 
+    /// Reads the in and inout arguments with `read`; a marshalling error
+    /// becomes MARSHAL (or DATA_CONVERSION) with COMPLETED_NO.
+    pub fn decode_args<T>(
+        &mut self,
+        read: impl FnOnce(&mut CdrReader<'a>) -> Result<T, CdrError>,
+    ) -> Result<T, SystemException> {
+        read(&mut self.args).map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))
+    }
+
+    /// Writes a normal reply (the return value, then the out and inout
+    /// parameters) with `write`; a marshalling error becomes MARSHAL (or
+    /// DATA_CONVERSION) with COMPLETED_YES.
+    pub fn encode_results(
+        &mut self,
+        write: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<(), SystemException> {
+        write(self.results())
+            .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::Yes))
+    }
+
     /// Starts (or restarts) a normal reply and returns the writer for the
     /// return value and the out and inout parameters.
     pub fn results(&mut self) -> &mut CdrWriter {
