@@ -1,16 +1,16 @@
 //! `armillary idl`: check and compile OMG IDL from the command line.
 //!
 //! `check` runs the front end and prints its diagnostics (rustc style) to
-//! stderr; `compile` will run the Rust back end once it exists, and for
-//! now runs the front end and says that the back end is missing. The
-//! front end itself is `armillary_idl::Frontend`; this module only turns
-//! arguments into a call and results into output and an exit code.
+//! stderr; `compile` also runs the Rust back end and writes one `.rs` file.
+//! The compiler itself is `armillary_idl::Frontend` and
+//! `armillary_idl::Builder`; this module only turns arguments into a call
+//! and results into output and an exit code.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use armillary_idl::{parse_define, DefineError, Diagnostic, Frontend};
+use armillary_idl::{parse_define, BuildError, Builder, DefineError, Diagnostic, Frontend};
 use clap::{Args, Subcommand};
 
 /// Arguments of `armillary idl`.
@@ -57,9 +57,16 @@ struct CheckArgs {
 struct CompileArgs {
     #[command(flatten)]
     frontend: FrontendArgs,
-    /// Write the generated Rust files to DIR.
+    /// Write the generated Rust file to DIR.
     #[arg(long, value_name = "DIR", default_value = ".")]
     out: PathBuf,
+    /// Name the output NAME.rs (default: the first file's name).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Do not run rustfmt over the output (it is formatted by prettyplease
+    /// either way).
+    #[arg(long)]
+    no_rustfmt: bool,
 }
 
 fn define_arg(text: &str) -> Result<(String, Option<String>), DefineError> {
@@ -73,8 +80,8 @@ enum Outcome {
     Success,
     /// The input has errors.
     InvalidInput,
-    /// The input is valid but there is no back end to compile it with.
-    BackEndMissing,
+    /// The output could not be written.
+    OutputFailed,
 }
 
 impl From<Outcome> for ExitCode {
@@ -82,7 +89,7 @@ impl From<Outcome> for ExitCode {
         match outcome {
             Outcome::Success => ExitCode::SUCCESS,
             Outcome::InvalidInput => ExitCode::from(1),
-            Outcome::BackEndMissing => ExitCode::from(2),
+            Outcome::OutputFailed => ExitCode::from(2),
         }
     }
 }
@@ -105,16 +112,47 @@ fn execute(args: IdlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
             }
             Outcome::Success
         }
-        IdlCommand::Compile(compile) => {
-            if front_end(&compile.frontend, err).is_none() {
-                return Outcome::InvalidInput;
+        IdlCommand::Compile(compile) => compile_files(&compile, out, err),
+    }
+}
+
+/// Compiles the files to one Rust file with [`Builder`].
+fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
+    let mut builder = Builder::new()
+        .files(args.frontend.files.iter().cloned())
+        .out_dir(&args.out);
+    for dir in &args.frontend.include {
+        builder = builder.include_dir(dir);
+    }
+    for (name, value) in &args.frontend.define {
+        builder = builder.define(name, value.as_deref());
+    }
+    if let Some(name) = &args.name {
+        builder = builder.out_name(name);
+    }
+    if args.no_rustfmt {
+        builder = builder.no_rustfmt();
+    }
+    match builder.compile() {
+        Ok(path) => {
+            let _ = writeln!(out, "wrote {}", path.display());
+            Outcome::Success
+        }
+        Err(BuildError::Diagnostics(diagnostics)) => {
+            for diagnostic in &diagnostics {
+                let _ = writeln!(err, "{diagnostic}\n");
             }
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             let _ = writeln!(
                 err,
-                "error: the Rust back end is not available yet (nothing was written to {})",
-                compile.out.display()
+                "error: {errors} error{} in IDL",
+                if errors == 1 { "" } else { "s" }
             );
-            Outcome::BackEndMissing
+            Outcome::InvalidInput
+        }
+        Err(other) => {
+            let _ = writeln!(err, "error: {other}");
+            Outcome::OutputFailed
         }
     }
 }
@@ -230,21 +268,38 @@ mod tests {
     }
 
     #[test]
-    fn compile_says_the_back_end_is_missing() {
+    fn compile_writes_rust() {
         let dir = scratch_dir("compile");
         let main = dir.join("ok.idl");
-        std::fs::write(&main, "module M { typedef long T; };\n").unwrap();
+        std::fs::write(&main, "module M { struct P { long x; }; };\n").unwrap();
+        let (outcome, out, err) = execute_args(&[
+            "compile",
+            "--out",
+            dir.to_str().unwrap(),
+            main.to_str().unwrap(),
+        ]);
+        assert_eq!(outcome, Outcome::Success, "{err}");
+        let path = dir.join("ok.rs");
+        assert_eq!(out, format!("wrote {}\n", path.display()));
+        let code = std::fs::read_to_string(&path).unwrap();
+        assert!(code.contains("pub mod m {"), "{code}");
+        assert!(code.contains("pub struct P {"), "{code}");
+    }
+
+    #[test]
+    fn compile_reports_errors_and_writes_nothing() {
+        let dir = scratch_dir("compile-bad");
+        let main = dir.join("bad.idl");
+        std::fs::write(&main, "struct S { Missing m; };\n").unwrap();
         let (outcome, _, err) = execute_args(&[
             "compile",
             "--out",
             dir.to_str().unwrap(),
             main.to_str().unwrap(),
         ]);
-        assert_eq!(outcome, Outcome::BackEndMissing);
-        assert!(
-            err.starts_with("error: the Rust back end is not available yet"),
-            "{err}"
-        );
+        assert_eq!(outcome, Outcome::InvalidInput);
+        assert!(err.contains("bad.idl:1:12"), "{err}");
+        assert!(!dir.join("bad.rs").exists());
     }
 
     #[test]

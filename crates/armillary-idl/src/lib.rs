@@ -29,6 +29,8 @@
 #![forbid(unsafe_code)]
 
 mod ast;
+mod builder;
+pub mod codegen;
 mod diagnostic;
 pub mod ir;
 mod lexer;
@@ -40,6 +42,7 @@ mod source;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use builder::{BuildError, Builder};
 pub use diagnostic::{Diagnostic, Note, Severity};
 pub use source::{FileId, FileLoader, FsLoader, Loc, MemoryLoader, SourceFile};
 

@@ -1,0 +1,223 @@
+//! [`Builder`]: compiles IDL to Rust from a build script, in the manner of
+//! `prost-build`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::codegen::{self, Options};
+use crate::{Diagnostic, Frontend};
+
+/// Why a build failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The IDL has errors; every diagnostic is here (render them with
+    /// `Display`).
+    #[error("{}", render(.0))]
+    Diagnostics(Vec<Diagnostic>),
+    /// No IDL file was given.
+    #[error("no IDL files to compile")]
+    NoFiles,
+    /// No output directory: not run from a build script (`OUT_DIR` unset)
+    /// and none given.
+    #[error("no output directory: set one with Builder::out_dir or run from a build script")]
+    NoOutDir,
+    /// The output could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+fn render(diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Compiles IDL files to one Rust file.
+///
+/// In `build.rs`:
+///
+/// ```no_run
+/// armillary_idl::Builder::new()
+///     .include_dir("idl")
+///     .file("idl/quoter.idl")
+///     .compile()
+///     .unwrap_or_else(|e| panic!("{e}"));
+/// ```
+///
+/// and in the crate: `armillary::include_idl!("quoter");` (the output is
+/// named after the first file unless [`Builder::out_name`] says otherwise).
+#[derive(Debug, Default)]
+pub struct Builder {
+    include_dirs: Vec<PathBuf>,
+    defines: Vec<(String, Option<String>)>,
+    files: Vec<PathBuf>,
+    out_dir: Option<PathBuf>,
+    out_name: Option<String>,
+    no_rustfmt: bool,
+    quiet: bool,
+}
+
+impl Builder {
+    /// A builder with no files.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an `#include` search directory (`-I`).
+    pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.include_dirs.push(dir.into());
+        self
+    }
+
+    /// Defines a preprocessor macro (`-D NAME[=VALUE]`).
+    pub fn define(mut self, name: impl Into<String>, value: Option<&str>) -> Self {
+        self.defines.push((name.into(), value.map(str::to_owned)));
+        self
+    }
+
+    /// Adds a main IDL file.
+    pub fn file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.files.push(path.into());
+        self
+    }
+
+    /// Adds main IDL files.
+    pub fn files<P: Into<PathBuf>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+        self.files.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// Where to write (default: `$OUT_DIR`).
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The output's name without `.rs` (default: the first file's stem).
+    pub fn out_name(mut self, name: impl Into<String>) -> Self {
+        self.out_name = Some(name.into());
+        self
+    }
+
+    /// Skips running `rustfmt` over the output (it is formatted by
+    /// prettyplease either way; rustfmt, when installed, makes it exactly
+    /// rustfmt-clean).
+    pub fn no_rustfmt(mut self) -> Self {
+        self.no_rustfmt = true;
+        self
+    }
+
+    /// Does not print warnings from [`Builder::compile`] (they are still
+    /// returned by [`Builder::generate`]).
+    pub fn quiet(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
+    /// Parses, checks and generates, returning the Rust source and the
+    /// warnings, without writing anything.
+    pub fn generate(&self) -> Result<(String, Vec<Diagnostic>), BuildError> {
+        if self.files.is_empty() {
+            return Err(BuildError::NoFiles);
+        }
+        let mut frontend = Frontend::new();
+        for dir in &self.include_dirs {
+            frontend = frontend.include_dir(dir);
+        }
+        for (name, value) in &self.defines {
+            frontend = frontend.define(name, value.as_deref());
+        }
+        let spec = frontend
+            .parse_files(&self.files)
+            .map_err(BuildError::Diagnostics)?;
+        let generated = codegen::generate(&spec, &Options::default());
+        let mut warnings = spec.warnings.clone();
+        warnings.extend(generated.warnings);
+        if std::env::var_os("OUT_DIR").is_some() {
+            for input in spec.input_files() {
+                println!("cargo:rerun-if-changed={}", input.display());
+            }
+        }
+        let code = if self.no_rustfmt {
+            generated.code
+        } else {
+            rustfmt(&generated.code).unwrap_or(generated.code)
+        };
+        Ok((code, warnings))
+    }
+
+    /// Generates and writes `<out_dir>/<out_name>.rs`; returns its path.
+    /// Warnings are printed as `cargo:warning=` lines from a build script
+    /// (to stderr otherwise).
+    pub fn compile(&self) -> Result<PathBuf, BuildError> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or(BuildError::NoOutDir)?,
+        };
+        let (code, warnings) = self.generate()?;
+        let in_build_script = std::env::var_os("OUT_DIR").is_some();
+        for warning in warnings.iter().filter(|_| !self.quiet) {
+            if in_build_script {
+                println!("cargo:warning={}", warning.one_line());
+            } else {
+                eprintln!("{warning}");
+            }
+        }
+        let name = self.out_name.clone().unwrap_or_else(|| {
+            self.files[0]
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "idl".to_owned())
+        });
+        let path = out_dir.join(format!("{name}.rs"));
+        write_if_changed(&path, &code).map_err(|source| BuildError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+}
+
+/// Writes `code` unless the file already holds it (so that cargo does not
+/// rebuild what depends on it).
+fn write_if_changed(path: &Path, code: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == code) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, code)
+}
+
+/// Runs `rustfmt` over `code`; `None` when it is not installed or fails.
+pub(crate) fn rustfmt(code: &str) -> Option<String> {
+    let rustfmt = std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into());
+    let mut child = Command::new(rustfmt)
+        .args(["--edition", "2021", "--emit", "stdout", "--quiet"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let input = code.to_owned();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().ok()?;
+    writer.join().ok()?.ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    String::from_utf8(output.stdout).ok()
+}

@@ -1,0 +1,916 @@
+//! Interfaces: the client stub (a typed reference), the servant trait, the
+//! skeleton that demultiplexes requests to it, and the per-operation error
+//! enums.
+//!
+//! The skeleton finds an operation by binary search over its sorted wire
+//! names (O(log n), as the Visibroker demultiplexing paper recommends over
+//! a linear scan) and then jumps on the index.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::names::{camel, ident, Namer};
+use super::types::{cdr_decode, cdr_encode, cdr_error, Val};
+use super::{relative_module, Generator};
+use crate::ir::{DefId, DefKind, Direction, InterfaceKind, Type};
+
+/// One callable thing on the wire: an operation, or an attribute's getter
+/// or setter.
+struct Call {
+    /// The operation name in GIOP (`get_quote`, `_get_name`).
+    wire: String,
+    /// The Rust method name.
+    method: String,
+    doc: TokenStream,
+    params: Vec<CallParam>,
+    ret: Option<Type>,
+    raises: Vec<DefId>,
+    /// The error enum's name, in the declaring interface's module, when
+    /// the call raises user exceptions.
+    error: Option<String>,
+    /// The interface that declares the call.
+    owner: DefId,
+    oneway: bool,
+}
+
+struct CallParam {
+    name: String,
+    direction: Direction,
+    ty: Type,
+}
+
+impl Call {
+    /// The clippy lints a method for this call may meet by mirroring its
+    /// IDL, allowed on that method: IDL operations take as many
+    /// parameters as they like, raise exceptions of any size, and may be
+    /// named `from_*` or `into_*`.
+    fn allowed_lints(&self) -> TokenStream {
+        let mut lints = Vec::new();
+        let inputs = self
+            .params
+            .iter()
+            .filter(|p| p.direction != Direction::Out)
+            .count();
+        // Clippy counts `&self` too.
+        if inputs + 1 > 7 {
+            lints.push(quote!(clippy::too_many_arguments));
+        }
+        if !self.raises.is_empty() {
+            lints.push(quote!(clippy::result_large_err));
+        }
+        let m = self.method.trim_start_matches("r#");
+        if m.starts_with("from_") || m.starts_with("into_") || m.ends_with("_mut") {
+            lints.push(quote!(clippy::wrong_self_convention));
+        }
+        if lints.is_empty() {
+            TokenStream::new()
+        } else {
+            quote!(#[allow(#(#lints),*)])
+        }
+    }
+}
+
+impl Generator<'_> {
+    /// The calls of an operation or attribute declared by `owner`.
+    fn calls_of(&mut self, owner: DefId, member: DefId) -> Vec<Call> {
+        let names = self.op_names(member);
+        let doc = self.doc(member);
+        let def = &self.spec[member];
+        match &def.kind {
+            DefKind::Operation(op) => vec![Call {
+                wire: def.name.clone(),
+                method: names.method,
+                doc,
+                params: op
+                    .params
+                    .iter()
+                    .zip(names.params)
+                    .map(|(p, name)| CallParam {
+                        name,
+                        direction: p.direction,
+                        ty: p.ty.clone(),
+                    })
+                    .collect(),
+                ret: op.return_type.clone(),
+                raises: op.raises.clone(),
+                error: names.error,
+                owner,
+                oneway: op.oneway,
+            }],
+            DefKind::Attribute(attribute) => {
+                let mut calls = vec![Call {
+                    wire: format!("_get_{}", def.name),
+                    method: names.method,
+                    doc: doc.clone(),
+                    params: Vec::new(),
+                    ret: Some(attribute.ty.clone()),
+                    raises: attribute.get_raises.clone(),
+                    error: names.error,
+                    owner,
+                    oneway: false,
+                }];
+                if let Some(setter) = names.setter {
+                    calls.push(Call {
+                        wire: format!("_set_{}", def.name),
+                        method: setter,
+                        doc,
+                        params: vec![CallParam {
+                            name: "value".into(),
+                            direction: Direction::In,
+                            ty: attribute.ty.clone(),
+                        }],
+                        ret: None,
+                        raises: attribute.set_raises.clone(),
+                        error: names.set_error,
+                        owner,
+                        oneway: false,
+                    });
+                }
+                calls
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every call of an interface, inherited ones first, leaving out what
+    /// the back end cannot map.
+    fn all_calls(&mut self, interface: DefId) -> Vec<Call> {
+        let mut calls = Vec::new();
+        for (owner, member) in self.spec.all_operations(interface) {
+            if self.left_out.contains_key(&member) {
+                continue;
+            }
+            calls.extend(self.calls_of(owner, member));
+        }
+        calls
+    }
+
+    /// The calls `interface` itself declares.
+    fn own_calls(&mut self, interface: DefId) -> Vec<Call> {
+        let mut calls = Vec::new();
+        let members: Vec<DefId> = self.spec.contents(interface).to_vec();
+        for member in members {
+            if self.left_out.contains_key(&member) {
+                continue;
+            }
+            calls.extend(self.calls_of(interface, member));
+        }
+        calls
+    }
+
+    /// A path to `id`'s item with `suffix` appended to its name
+    /// (`QuoterServant`).
+    fn suffixed_path(&self, from: &[String], id: DefId, suffix: &str) -> TokenStream {
+        let names = self.names(id);
+        let prefix = relative_module(from, &names.module);
+        let item = ident(&format!("{}{suffix}", names.base));
+        quote!(#prefix #item)
+    }
+
+    /// The error type of a call, from module `from`.
+    fn error_type(&self, from: &[String], call: &Call) -> TokenStream {
+        match &call.error {
+            Some(name) => self.inner_path(from, call.owner, name),
+            None => quote!(::armillary::SystemException),
+        }
+    }
+
+    /// The success type of a call: the return value and the out
+    /// parameters (inout parameters are updated in place).
+    fn result_type(&self, from: &[String], call: &Call) -> TokenStream {
+        let mut parts: Vec<TokenStream> = Vec::new();
+        if let Some(ret) = &call.ret {
+            parts.push(self.rust_type(from, ret));
+        }
+        for p in &call.params {
+            if p.direction == Direction::Out {
+                parts.push(self.rust_type(from, &p.ty));
+            }
+        }
+        match parts.len() {
+            0 => quote!(()),
+            1 => parts.remove(0),
+            _ => quote!((#(#parts),*)),
+        }
+    }
+
+    /// Names for the values a reply carries: `result`, the out parameters,
+    /// and fresh names for the new values of inout parameters.
+    fn reply_values(call: &Call) -> Vec<(String, Option<usize>)> {
+        let mut namer = Namer::with_reserved(&["result", "w", "r", "reply", "id", "members"]);
+        for p in &call.params {
+            namer.insert(p.name.clone());
+        }
+        let mut out = Vec::new();
+        if call.ret.is_some() {
+            out.push(("result".to_owned(), None));
+        }
+        for (i, p) in call.params.iter().enumerate() {
+            match p.direction {
+                Direction::Out => out.push((p.name.clone(), Some(i))),
+                Direction::InOut => out.push((namer.claim(&format!("{}_new", p.name)), Some(i))),
+                Direction::In => {}
+            }
+        }
+        out
+    }
+
+    /// The client stub's method for one call.
+    fn stub_method(&self, from: &[String], call: &Call) -> TokenStream {
+        let method = ident(&call.method);
+        let doc = &call.doc;
+        let wire = call.wire.as_str();
+        let params: Vec<TokenStream> = call
+            .params
+            .iter()
+            .filter(|p| p.direction != Direction::Out)
+            .map(|p| {
+                let name = ident(&p.name);
+                let ty = match p.direction {
+                    Direction::InOut => {
+                        let ty = self.rust_type(from, &p.ty);
+                        quote!(&mut #ty)
+                    }
+                    _ => self.in_param_type(from, &p.ty),
+                };
+                quote!(#name: #ty)
+            })
+            .collect();
+        let writes: Vec<TokenStream> = call
+            .params
+            .iter()
+            .filter(|p| p.direction != Direction::Out)
+            .map(|p| {
+                let name = ident(&p.name);
+                let val = match p.direction {
+                    Direction::InOut => Val::MutRef(quote!(#name)),
+                    _ if self.is_copy(&p.ty) => Val::Place(quote!(#name)),
+                    _ => Val::Ref(quote!(#name)),
+                };
+                self.encode(&p.ty, &val)
+            })
+            .collect();
+        let args = if writes.is_empty() {
+            quote!(&|_| ::core::result::Result::Ok(()))
+        } else {
+            quote!(&|w| {
+                #(#writes)*
+                ::core::result::Result::Ok(())
+            })
+        };
+        let error = self.error_type(from, call);
+        let lints = call.allowed_lints();
+        if call.oneway {
+            return quote! {
+                #doc
+                #lints
+                pub fn #method(&self, #(#params),*) -> ::core::result::Result<(), ::armillary::SystemException> {
+                    self.object.invoke_oneway(#wire, #args)
+                }
+            };
+        }
+        let result_type = self.result_type(from, call);
+        let values = Self::reply_values(call);
+        let reads: Vec<TokenStream> = values
+            .iter()
+            .map(|(name, param)| {
+                let ty = match param {
+                    Some(i) => &call.params[*i].ty,
+                    None => call.ret.as_ref().unwrap_or(&Type::Any),
+                };
+                let name = ident(name);
+                let read = self.decode(from, ty);
+                quote!(let #name = #read;)
+            })
+            .collect();
+        let value_names: Vec<_> = values.iter().map(|(name, _)| ident(name)).collect();
+        let tuple = match value_names.len() {
+            0 => quote!(()),
+            1 => {
+                let only = &value_names[0];
+                quote!(#only)
+            }
+            _ => quote!((#(#value_names),*)),
+        };
+        let user_exception = self.user_exception_arm(from, call);
+        let reply_result = if reads.is_empty() {
+            quote!(::armillary::ReplyBody::Result(_) => ::core::result::Result::Ok(::core::result::Result::Ok(())),)
+        } else {
+            quote! {
+                ::armillary::ReplyBody::Result(r) => {
+                    #(#reads)*
+                    ::core::result::Result::Ok(::core::result::Result::Ok(#tuple))
+                }
+            }
+        };
+        let invoke = quote! {
+            self.object.invoke(
+                #wire,
+                #args,
+                |reply| match reply {
+                    #reply_result
+                    #user_exception
+                },
+            )
+        };
+        let inouts: Vec<(TokenStream, TokenStream)> = values
+            .iter()
+            .filter_map(|(name, param)| {
+                let i = (*param)?;
+                (call.params[i].direction == Direction::InOut).then(|| {
+                    let target = ident(&call.params[i].name);
+                    let value = ident(name);
+                    (quote!(#target), quote!(#value))
+                })
+            })
+            .collect();
+        let body = if inouts.is_empty() {
+            invoke
+        } else {
+            let assigns = inouts.iter().map(|(t, v)| quote!(*#t = #v;));
+            let returned: Vec<_> = values
+                .iter()
+                .filter(|(_, param)| {
+                    param.is_none_or(|i| call.params[i].direction == Direction::Out)
+                })
+                .map(|(name, _)| ident(name))
+                .collect();
+            let returned = match returned.len() {
+                0 => quote!(()),
+                1 => {
+                    let only = &returned[0];
+                    quote!(#only)
+                }
+                _ => quote!((#(#returned),*)),
+            };
+            quote! {
+                let #tuple = #invoke?;
+                #(#assigns)*
+                ::core::result::Result::Ok(#returned)
+            }
+        };
+        quote! {
+            #doc
+            #lints
+            pub fn #method(&self, #(#params),*) -> ::core::result::Result<#result_type, #error> {
+                #body
+            }
+        }
+    }
+
+    /// The reply-decoding arm for a USER_EXCEPTION reply.
+    fn user_exception_arm(&self, from: &[String], call: &Call) -> TokenStream {
+        let unknown = quote! {
+            ::armillary::SystemException::unknown(
+                ::armillary::giop::system_exception::minor::UNLISTED_USER_EXCEPTION,
+                ::armillary::CompletionStatus::Yes,
+            )
+        };
+        let Some(error_name) = &call.error else {
+            return quote! {
+                ::armillary::ReplyBody::UserException { .. } => {
+                    ::core::result::Result::Ok(::core::result::Result::Err(#unknown))
+                }
+            };
+        };
+        let error = self.inner_path(from, call.owner, error_name);
+        let decode = cdr_decode();
+        let variants = self.error_variants(call);
+        let arms = call
+            .raises
+            .iter()
+            .zip(&variants)
+            .map(|(&exception, variant)| {
+                let repo = self.spec[exception].repository_id.as_str();
+                let ty = self.path_to(from, exception);
+                let variant = ident(variant);
+                quote!(#repo => #error::#variant(<#ty as #decode>::decode(members)?),)
+            });
+        quote! {
+            ::armillary::ReplyBody::UserException { id, members } => {
+                ::core::result::Result::Ok(::core::result::Result::Err(match id.as_str() {
+                    #(#arms)*
+                    _ => #error::System(#unknown),
+                }))
+            }
+        }
+    }
+
+    /// Variant names of a call's error enum, one per raised exception.
+    fn error_variants(&self, call: &Call) -> Vec<String> {
+        let mut namer = Namer::with_reserved(&["System"]);
+        call.raises
+            .iter()
+            .map(|&e| namer.claim(&camel(&self.spec[e].name)))
+            .collect()
+    }
+
+    /// The error enum of a call that raises user exceptions.
+    fn error_enum(&self, call: &Call) -> TokenStream {
+        let Some(name) = &call.error else {
+            return TokenStream::new();
+        };
+        let inner = self.names(call.owner).inner.clone();
+        let name = ident(name);
+        let variants: Vec<_> = self.error_variants(call).iter().map(|v| ident(v)).collect();
+        let types: Vec<_> = call
+            .raises
+            .iter()
+            .map(|&e| self.path_to(&inner, e))
+            .collect();
+        let docs: Vec<String> = call
+            .raises
+            .iter()
+            .map(|&e| format!(" The user exception `{}`.", self.spec[e].absolute_name()))
+            .collect();
+        let doc = format!(
+            " What `{}::{}` can fail with: its user exceptions or a system exception.",
+            self.spec[call.owner].absolute_name(),
+            call.wire
+        );
+        quote! {
+            #[doc = #doc]
+            #[derive(Debug, Clone, PartialEq)]
+            pub enum #name {
+                #(#[doc = #docs] #variants(#types),)*
+                /// A system exception.
+                System(::armillary::SystemException),
+            }
+
+            impl ::core::convert::From<::armillary::SystemException> for #name {
+                fn from(e: ::armillary::SystemException) -> Self {
+                    Self::System(e)
+                }
+            }
+
+            #(
+                impl ::core::convert::From<#types> for #name {
+                    fn from(e: #types) -> Self {
+                        Self::#variants(e)
+                    }
+                }
+            )*
+
+            impl ::core::fmt::Display for #name {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    match self {
+                        #(Self::#variants(e) => ::core::fmt::Display::fmt(e, f),)*
+                        Self::System(e) => ::core::fmt::Display::fmt(e, f),
+                    }
+                }
+            }
+
+            impl ::std::error::Error for #name {}
+        }
+    }
+
+    /// The servant trait's method for one call.
+    fn trait_method(&self, from: &[String], call: &Call) -> TokenStream {
+        let method = ident(&call.method);
+        let doc = &call.doc;
+        let params: Vec<TokenStream> = call
+            .params
+            .iter()
+            .filter(|p| p.direction != Direction::Out)
+            .map(|p| {
+                let name = ident(&p.name);
+                let ty = self.rust_type(from, &p.ty);
+                match p.direction {
+                    Direction::InOut => quote!(#name: &mut #ty),
+                    _ => quote!(#name: #ty),
+                }
+            })
+            .collect();
+        let (result, error) = if call.oneway {
+            (quote!(()), quote!(::armillary::SystemException))
+        } else {
+            (self.result_type(from, call), self.error_type(from, call))
+        };
+        let lints = call.allowed_lints();
+        quote! {
+            #doc
+            #lints
+            fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error>;
+        }
+    }
+
+    /// The skeleton's code for one call: decode, upcall, encode.
+    fn dispatch_arm(&self, from: &[String], call: &Call) -> TokenStream {
+        let method = ident(&call.method);
+        let inputs: Vec<&CallParam> = call
+            .params
+            .iter()
+            .filter(|p| p.direction != Direction::Out)
+            .collect();
+        let decode_args = match inputs.len() {
+            0 => TokenStream::new(),
+            1 => {
+                let p = inputs[0];
+                let name = ident(&p.name);
+                let mutability = (p.direction == Direction::InOut).then(|| quote!(mut));
+                let read = self.decode_result(from, &p.ty);
+                quote! {
+                    let #mutability #name = request.decode_args(|r| #read)?;
+                }
+            }
+            _ => {
+                let names: Vec<_> = inputs.iter().map(|p| ident(&p.name)).collect();
+                let bindings = inputs.iter().map(|p| {
+                    let name = ident(&p.name);
+                    if p.direction == Direction::InOut {
+                        quote!(mut #name)
+                    } else {
+                        quote!(#name)
+                    }
+                });
+                let reads = inputs.iter().map(|p| {
+                    let name = ident(&p.name);
+                    let read = self.decode(from, &p.ty);
+                    quote!(let #name = #read;)
+                });
+                quote! {
+                    let (#(#bindings),*) = request.decode_args(|r| {
+                        #(#reads)*
+                        ::core::result::Result::Ok((#(#names),*))
+                    })?;
+                }
+            }
+        };
+        let args = inputs.iter().map(|p| {
+            let name = ident(&p.name);
+            if p.direction == Direction::InOut {
+                quote!(&mut #name)
+            } else {
+                quote!(#name)
+            }
+        });
+        let upcall = quote!(self.0.#method(#(#args),*));
+        if call.oneway {
+            return quote! {
+                #decode_args
+                #upcall?;
+                ::core::result::Result::Ok(())
+            };
+        }
+        // What the reply carries: the result, out and inout values.
+        let mut reply: Vec<(TokenStream, &Type)> = Vec::new();
+        let mut pattern_names: Vec<TokenStream> = Vec::new();
+        if let Some(ret) = &call.ret {
+            reply.push((quote!(result), ret));
+            pattern_names.push(quote!(result));
+        }
+        for p in &call.params {
+            let name = ident(&p.name);
+            match p.direction {
+                Direction::Out => {
+                    reply.push((quote!(#name), &p.ty));
+                    pattern_names.push(quote!(#name));
+                }
+                Direction::InOut => reply.push((quote!(#name), &p.ty)),
+                Direction::In => {}
+            }
+        }
+        let pattern = match pattern_names.len() {
+            0 => quote!(()),
+            1 => pattern_names.remove(0),
+            _ => quote!((#(#pattern_names),*)),
+        };
+        let writes: Vec<TokenStream> = reply
+            .iter()
+            .map(|(name, ty)| self.encode(ty, &Val::Place(name.clone())))
+            .collect();
+        let encode = if writes.is_empty() {
+            quote!(request.encode_results(|_| ::core::result::Result::Ok(())))
+        } else {
+            quote! {
+                request.encode_results(|w| {
+                    #(#writes)*
+                    ::core::result::Result::Ok(())
+                })
+            }
+        };
+        match &call.error {
+            None => {
+                let binding = if pattern_names_is_unit(&pattern) {
+                    quote!(#upcall?;)
+                } else {
+                    quote!(let #pattern = #upcall?;)
+                };
+                quote! {
+                    #decode_args
+                    #binding
+                    #encode
+                }
+            }
+            Some(error_name) => {
+                let error = self.inner_path(from, call.owner, error_name);
+                let variants: Vec<_> = self.error_variants(call).iter().map(|v| ident(v)).collect();
+                quote! {
+                    #decode_args
+                    match #upcall {
+                        ::core::result::Result::Ok(#pattern) => #encode,
+                        #(::core::result::Result::Err(#error::#variants(e)) => request.raise(&e),)*
+                        ::core::result::Result::Err(#error::System(e)) => ::core::result::Result::Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// An unconstrained or abstract interface.
+    pub(super) fn interface(&mut self, module: &[String], id: DefId) -> TokenStream {
+        let DefKind::Interface(interface) = &self.spec[id].kind else {
+            return TokenStream::new();
+        };
+        let abstract_ = interface.kind == InterfaceKind::Abstract;
+        let bases = interface.bases.clone();
+        let names = self.names(id).clone();
+        let name = ident(&names.base);
+        let servant = ident(&format!("{}Servant", names.base));
+        let skeleton = ident(&format!("{}Skeleton", names.base));
+        let doc = self.doc(id);
+        let repo = self.spec[id].repository_id.clone();
+        let all_calls = self.all_calls(id);
+        let own_calls = self.own_calls(id);
+        let (encode, decode, error) = (cdr_encode(), cdr_decode(), cdr_error());
+
+        let methods: Vec<_> = all_calls
+            .iter()
+            .map(|call| self.stub_method(module, call))
+            .collect();
+        let upcasts: Vec<TokenStream> = self
+            .spec
+            .ancestors(id)
+            .into_iter()
+            .filter(|&base| !self.is_local_interface(base))
+            .map(|base| {
+                let base_path = self.path_to(module, base);
+                quote! {
+                    impl ::core::convert::From<#name> for #base_path {
+                        fn from(derived: #name) -> Self {
+                            #base_path::from_object(derived.object)
+                        }
+                    }
+                }
+            })
+            .collect();
+        let (cdr_write, cdr_read) = if abstract_ {
+            (
+                quote! {
+                    // An abstract interface travels as a union: TRUE and a reference.
+                    w.write_bool(true);
+                    #encode::encode(&self.object, w)
+                },
+                quote! {
+                    let offset = r.position();
+                    if r.read_bool()? {
+                        return ::core::result::Result::Ok(Self { object: <::armillary::ObjectRef as #decode>::decode(r)? });
+                    }
+                    if r.read_ulong()? == 0 {
+                        return ::core::result::Result::Ok(Self { object: ::armillary::ObjectRef::nil() });
+                    }
+                    ::core::result::Result::Err(#error::Invalid {
+                        offset,
+                        what: "a valuetype in an abstract interface is not supported",
+                    })
+                },
+            )
+        } else {
+            (
+                quote!(#encode::encode(&self.object, w)),
+                quote! {
+                    ::core::result::Result::Ok(Self { object: <::armillary::ObjectRef as #decode>::decode(r)? })
+                },
+            )
+        };
+
+        let supertraits: Vec<TokenStream> = bases
+            .iter()
+            .map(|&base| {
+                if self.is_local_interface(base) {
+                    self.path_to(module, base)
+                } else {
+                    self.suffixed_path(module, base, "Servant")
+                }
+            })
+            .collect();
+        let trait_methods: Vec<_> = own_calls
+            .iter()
+            .map(|call| self.trait_method(module, call))
+            .collect();
+
+        // The dispatch table, sorted by wire name for binary search.
+        let mut order: Vec<usize> = (0..all_calls.len()).collect();
+        order.sort_by(|&a, &b| {
+            all_calls[a]
+                .wire
+                .as_bytes()
+                .cmp(all_calls[b].wire.as_bytes())
+        });
+        let wire_names: Vec<&str> = order.iter().map(|&i| all_calls[i].wire.as_str()).collect();
+        let count = proc_macro2::Literal::usize_unsuffixed(wire_names.len());
+        let indices = (0..wire_names.len()).map(proc_macro2::Literal::usize_unsuffixed);
+        let arms: Vec<TokenStream> = order
+            .iter()
+            .map(|&i| self.dispatch_arm(module, &all_calls[i]))
+            .collect();
+        let mut ids = vec![repo.clone()];
+        ids.extend(
+            self.spec
+                .ancestors(id)
+                .into_iter()
+                .map(|base| self.spec[base].repository_id.clone()),
+        );
+        let error_enums: TokenStream = own_calls.iter().map(|call| self.error_enum(call)).collect();
+        let idl_type = self.idl_type_impl(id);
+        let tc = self.tc_static(module, id);
+        let nested = self.nested_module(id, error_enums);
+        let skeleton_doc = format!(
+            " Serves `{}` by dispatching its requests to a [`{}`].",
+            self.spec[id].absolute_name(),
+            servant
+        );
+        let servant_doc = format!(
+            " What a server implements to serve `{}`; wrap it in [`{}`] to activate it.",
+            self.spec[id].absolute_name(),
+            skeleton
+        );
+        let dispatch = if wire_names.is_empty() {
+            quote! {
+                let _ = (&self.0, request);
+                ::core::result::Result::Err(::armillary::SystemException::bad_operation(
+                    ::armillary::giop::system_exception::minor::UNKNOWN_OPERATION,
+                    ::armillary::CompletionStatus::No,
+                ))
+            }
+        } else {
+            quote! {
+                const OPERATIONS: [&str; #count] = [#(#wire_names),*];
+                match OPERATIONS.binary_search(&request.operation()) {
+                    #(::core::result::Result::Ok(#indices) => { #arms })*
+                    _ => ::core::result::Result::Err(::armillary::SystemException::bad_operation(
+                        ::armillary::giop::system_exception::minor::UNKNOWN_OPERATION,
+                        ::armillary::CompletionStatus::No,
+                    )),
+                }
+            }
+        };
+
+        quote! {
+            #doc
+            #[derive(Debug, Clone, PartialEq)]
+            pub struct #name {
+                object: ::armillary::ObjectRef,
+            }
+
+            impl #name {
+                /// The interface's repository id.
+                pub const REPOSITORY_ID: &'static str = #repo;
+
+                /// Wraps a reference without checking its type (see [`Self::narrow`]).
+                pub fn from_object(object: ::armillary::ObjectRef) -> Self {
+                    Self { object }
+                }
+
+                /// The reference as this interface, if the object is one (asking it
+                /// with `_is_a` unless its IOR already says so); `None` for nil or
+                /// another type.
+                pub fn narrow(
+                    object: &::armillary::ObjectRef,
+                ) -> ::core::result::Result<::core::option::Option<Self>, ::armillary::SystemException> {
+                    if object.is_nil() || !object.is_a(Self::REPOSITORY_ID)? {
+                        return ::core::result::Result::Ok(::core::option::Option::None);
+                    }
+                    ::core::result::Result::Ok(::core::option::Option::Some(Self::from_object(object.clone())))
+                }
+
+                /// The untyped reference.
+                pub fn as_object(&self) -> &::armillary::ObjectRef {
+                    &self.object
+                }
+
+                /// The untyped reference.
+                pub fn into_object(self) -> ::armillary::ObjectRef {
+                    self.object
+                }
+
+                /// True for the nil reference.
+                pub fn is_nil(&self) -> bool {
+                    self.object.is_nil()
+                }
+
+                #(#methods)*
+            }
+
+            impl ::core::convert::From<#name> for ::armillary::ObjectRef {
+                fn from(reference: #name) -> Self {
+                    reference.object
+                }
+            }
+
+            #(#upcasts)*
+
+            impl #encode for #name {
+                fn encode(&self, w: &mut ::armillary::cdr::CdrWriter) -> ::core::result::Result<(), #error> {
+                    #cdr_write
+                }
+            }
+
+            impl #decode for #name {
+                const MIN_SIZE: usize = 4;
+
+                fn decode(r: &mut ::armillary::cdr::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
+                    #cdr_read
+                }
+            }
+
+            #idl_type
+            #tc
+
+            #[doc = #servant_doc]
+            pub trait #servant: ::core::marker::Send + ::core::marker::Sync + 'static #(+ #supertraits)* {
+                #(#trait_methods)*
+            }
+
+            #[doc = #skeleton_doc]
+            #[derive(Debug)]
+            pub struct #skeleton<T>(pub T);
+
+            impl<T: #servant> #skeleton<T> {
+                /// Wraps `servant`.
+                pub fn new(servant: T) -> Self {
+                    Self(servant)
+                }
+
+                /// The servant, ready for a POA (`poa.activate_object(...)`).
+                pub fn into_servant(self) -> ::std::sync::Arc<dyn ::armillary::Servant> {
+                    ::std::sync::Arc::new(self)
+                }
+            }
+
+            impl<T: #servant> ::armillary::Servant for #skeleton<T> {
+                fn repository_id(&self) -> &'static str {
+                    #repo
+                }
+
+                fn is_a(&self, repository_id: &str) -> bool {
+                    matches!(repository_id, #(#ids)|*)
+                }
+
+                fn dispatch(
+                    &self,
+                    request: &mut ::armillary::ServerRequest<'_>,
+                ) -> ::core::result::Result<(), ::armillary::SystemException> {
+                    #dispatch
+                }
+            }
+
+            #nested
+        }
+    }
+
+    /// A local interface: a trait, implemented by Rust objects in this
+    /// process and never marshalled.
+    pub(super) fn local_interface(&mut self, module: &[String], id: DefId) -> TokenStream {
+        let DefKind::Interface(interface) = &self.spec[id].kind else {
+            return TokenStream::new();
+        };
+        let bases = interface.bases.clone();
+        let names = self.names(id).clone();
+        let name = ident(&names.base);
+        let doc = self.doc(id);
+        let own_calls = self.own_calls(id);
+        let supertraits: Vec<TokenStream> = bases
+            .iter()
+            .map(|&base| {
+                if self.is_local_interface(base) {
+                    self.path_to(module, base)
+                } else {
+                    self.suffixed_path(module, base, "Servant")
+                }
+            })
+            .collect();
+        let trait_methods: Vec<_> = own_calls
+            .iter()
+            .map(|call| self.trait_method(module, call))
+            .collect();
+        let error_enums: TokenStream = own_calls.iter().map(|call| self.error_enum(call)).collect();
+        let tc = self.tc_static(module, id);
+        let nested = self.nested_module(id, error_enums);
+        quote! {
+            #doc
+            #[doc = ""]
+            #[doc = " A local interface: implemented in this process, never called remotely."]
+            pub trait #name: ::core::marker::Send + ::core::marker::Sync #(+ #supertraits)* {
+                #(#trait_methods)*
+            }
+
+            #tc
+            #nested
+        }
+    }
+}
+
+fn pattern_names_is_unit(pattern: &TokenStream) -> bool {
+    pattern.to_string() == "()"
+}
