@@ -216,7 +216,7 @@ impl Generator<'_> {
     }
 
     /// The client stub's method for one call.
-    fn stub_method(&self, from: &[String], call: &Call) -> TokenStream {
+    fn stub_method(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
         let method = ident(&call.method);
         let doc = &call.doc;
         let wire = call.wire.as_str();
@@ -236,6 +236,34 @@ impl Generator<'_> {
                 quote!(#name: #ty)
             })
             .collect();
+        let lints = call.allowed_lints();
+        if call.owner != interface {
+            // Inherited: the declaring interface's stub has the code; one
+            // copy of it keeps deep hierarchies small.
+            let owner = self.suffixed_path(from, call.owner, "");
+            let args = call
+                .params
+                .iter()
+                .filter(|p| p.direction != Direction::Out)
+                .map(|p| ident(&p.name));
+            let result_type = if call.oneway {
+                quote!(())
+            } else {
+                self.result_type(from, call)
+            };
+            let error = if call.oneway {
+                quote!(::armillary::SystemException)
+            } else {
+                self.error_type(from, call)
+            };
+            return quote! {
+                #doc
+                #lints
+                pub fn #method(&self, #(#params),*) -> ::core::result::Result<#result_type, #error> {
+                    #owner::from_object(self.object.clone()).#method(#(#args),*)
+                }
+            };
+        }
         let writes: Vec<TokenStream> = call
             .params
             .iter()
@@ -259,7 +287,6 @@ impl Generator<'_> {
             })
         };
         let error = self.error_type(from, call);
-        let lints = call.allowed_lints();
         if call.oneway {
             return quote! {
                 #doc
@@ -495,7 +522,14 @@ impl Generator<'_> {
     }
 
     /// The skeleton's code for one call: decode, upcall, encode.
-    fn dispatch_arm(&self, from: &[String], call: &Call) -> TokenStream {
+    /// The name of the skeleton's associated function that serves `call`.
+    fn upcall_fn(call: &Call) -> proc_macro2::Ident {
+        ident(&format!("upcall_{}", call.method.trim_start_matches("r#")))
+    }
+
+    /// The body of a skeleton's `upcall_*` function: decode the
+    /// arguments, call `servant`, encode the reply.
+    fn upcall_body(&self, from: &[String], call: &Call) -> TokenStream {
         let method = ident(&call.method);
         let inputs: Vec<&CallParam> = call
             .params
@@ -544,7 +578,7 @@ impl Generator<'_> {
                 quote!(#name)
             }
         });
-        let upcall = quote!(self.0.#method(#(#args),*));
+        let upcall = quote!(servant.#method(#(#args),*));
         if call.oneway {
             return quote! {
                 #decode_args
@@ -636,7 +670,7 @@ impl Generator<'_> {
 
         let methods: Vec<_> = all_calls
             .iter()
-            .map(|call| self.stub_method(module, call))
+            .map(|call| self.stub_method(module, id, call))
             .collect();
         let upcasts: Vec<TokenStream> = self
             .spec
@@ -710,9 +744,42 @@ impl Generator<'_> {
         let wire_names: Vec<&str> = order.iter().map(|&i| all_calls[i].wire.as_str()).collect();
         let count = proc_macro2::Literal::usize_unsuffixed(wire_names.len());
         let indices = (0..wire_names.len()).map(proc_macro2::Literal::usize_unsuffixed);
+        // Each operation is served by an `upcall_*` function of the
+        // skeleton of the interface that declares it; derived skeletons
+        // call their bases' (one copy of the code per operation).
         let arms: Vec<TokenStream> = order
             .iter()
-            .map(|&i| self.dispatch_arm(module, &all_calls[i]))
+            .map(|&i| {
+                let call = &all_calls[i];
+                let upcall = Self::upcall_fn(call);
+                if call.owner == id {
+                    quote!(Self::#upcall(&self.0, request))
+                } else {
+                    let owner = self.suffixed_path(module, call.owner, "Skeleton");
+                    quote!(#owner::<T>::#upcall(&self.0, request))
+                }
+            })
+            .collect();
+        let upcalls: Vec<TokenStream> = own_calls
+            .iter()
+            .map(|call| {
+                let upcall = Self::upcall_fn(call);
+                let body = self.upcall_body(module, call);
+                let doc = format!(
+                    " Serves `{}`: decodes the arguments, calls the servant, encodes the reply.",
+                    call.wire
+                );
+                quote! {
+                    #[doc = #doc]
+                    #[doc(hidden)]
+                    pub fn #upcall(
+                        servant: &T,
+                        request: &mut ::armillary::ServerRequest<'_>,
+                    ) -> ::core::result::Result<(), ::armillary::SystemException> {
+                        #body
+                    }
+                }
+            })
             .collect();
         let mut ids = vec![repo.clone()];
         ids.extend(
@@ -846,6 +913,8 @@ impl Generator<'_> {
                 pub fn into_servant(self) -> ::std::sync::Arc<dyn ::armillary::Servant> {
                     ::std::sync::Arc::new(self)
                 }
+
+                #(#upcalls)*
             }
 
             impl<T: #servant> ::armillary::Servant for #skeleton<T> {
