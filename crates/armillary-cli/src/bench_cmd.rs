@@ -3,6 +3,7 @@
 //! two Armillary processes, a raw TCP ping-pong of the same message sizes,
 //! and omniORB client → omniORB server when omniORB is installed; the
 //! contenders take turns, round after round, all pinned to the same CPUs.
+//! `idl` times the IDL compiler (see `bench_idl`).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -50,6 +51,22 @@ enum BenchCommand {
         #[arg(long, default_value = "reactive")]
         concurrency: String,
     },
+    /// Time of `armillary idl compile` over an IDL corpus, each file on
+    /// its own, against `omniidl -bcxx` over the same files.
+    Idl {
+        /// The corpus: every `.idl` file under this directory.
+        #[arg(long, default_value = "/usr/share/idl/omniORB")]
+        dir: PathBuf,
+        /// Rounds (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Also run rustfmt on each generated file.
+        #[arg(long)]
+        rustfmt: bool,
+        /// Write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// (internal) An Armillary echo server for the benchmark.
     #[command(hide = true)]
     ServeEcho {
@@ -80,6 +97,13 @@ pub fn run(args: BenchArgs) -> ExitCode {
             cpus,
             concurrency,
         } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
+        BenchCommand::Idl {
+            dir,
+            rounds,
+            rustfmt,
+            json,
+        } => crate::bench_idl::run(&dir, rounds.max(1), rustfmt, json.as_deref())
+            .map(|()| ExitCode::SUCCESS),
         BenchCommand::ServeEcho {
             ior_file,
             concurrency,

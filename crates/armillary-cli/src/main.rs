@@ -1,13 +1,15 @@
-//! `armillary`: one command for everything Armillary does from a shell.
-//! For now: decoding and building IORs (`armillary ior`), checking IDL
-//! (`armillary idl check`) and the latency benchmark (`armillary bench
-//! latency`); the demo joins with its issue.
+//! `armillary`: one command for everything Armillary does from a shell:
+//! the end-to-end demo (`armillary demo`), decoding and building IORs
+//! (`armillary ior`), checking and compiling IDL (`armillary idl`) and the
+//! benchmarks (`armillary bench`).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod bench_idl;
+mod demo_cmd;
 mod idl_cmd;
 mod ior_cmd;
 
@@ -21,9 +23,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the Stock::Quoter example end to end: an in-process naming
+    /// service, a quoter server and a client calling it over IIOP.
+    Demo,
     /// Decode, print and build interoperable object references.
     Ior(ior_cmd::IorArgs),
-    /// Check OMG IDL (the Rust back end comes with the rest of issue 3).
+    /// Check OMG IDL, or compile it to Rust.
     Idl(idl_cmd::IdlArgs),
     /// Measure Armillary against baselines (raw TCP, omniORB).
     Bench(bench_cmd::BenchArgs),
@@ -32,8 +37,14 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo => demo_cmd::run(),
         Command::Ior(args) => ior_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Idl(args) => idl_cmd::run(args),
     }
 }
+
+// The IDL compiler builds and drops large token trees; mimalloc keeps that
+// from being dominated by the system allocator (see `bench idl`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -1,4 +1,5 @@
-//! The `armillary ior` command: output, JSON, and error messages.
+//! The `armillary` command as a user runs it: `ior` output, JSON and error
+//! messages, `demo`, and `bench idl` errors.
 
 use std::process::Command;
 
@@ -120,4 +121,23 @@ fn encode_round_trips_through_decode() {
     assert!(out.contains("1. IIOP 1.2 ::1 2809 \"Quoter\""), "{out}");
     assert!(out.contains("TAG_ORB_TYPE Armillary"), "{out}");
     assert!(out.contains("char native: UTF-8"), "{out}");
+}
+
+#[test]
+fn demo_runs_the_quoter_end_to_end_and_exits_0() {
+    let (code, out, err) = run(&["demo"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[client] get_quote(\"ACME\") = 4217"), "{out}");
+    assert!(out.contains("Invalid_Stock_Symbol"), "{out}");
+    assert!(out.ends_with("done: every step succeeded\n"), "{out}");
+}
+
+#[test]
+fn bench_idl_reports_a_clear_error_without_a_corpus() {
+    let (code, _, err) = run(&["bench", "idl", "--dir", "/nonexistent-idl-corpus"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: no .idl files under /nonexistent-idl-corpus"),
+        "{err}"
+    );
 }

@@ -1,0 +1,27 @@
+//! The `Stock::Quoter` example of the AMH paper, written the way an
+//! Armillary application is written:
+//!
+//! - `build.rs` compiles `quoter.idl` with [`armillary_idl::Builder`]; the
+//!   generated types, stub and skeleton are in [`stock`];
+//! - [`QuoterImpl`] implements the generated `QuoterServant` trait;
+//! - `src/bin/quoter-server.rs` serves it and writes its IOR,
+//!   `src/bin/quoter-client.rs` asks it for prices;
+//! - [`demo`] runs the whole story in one process: a naming service, a
+//!   quoter server, and a client that finds the quoter by name and calls
+//!   it over IIOP (`armillary demo`).
+//!
+//! [`armillary_idl::Builder`]: https://docs.rs/armillary-idl
+
+pub mod demo;
+mod servant;
+
+pub use servant::QuoterImpl;
+
+/// The Rust generated from `quoter.idl`: `stock::Quoter` (the stub),
+/// `stock::QuoterServant` (the trait a server implements),
+/// `stock::QuoterSkeleton` (the dispatcher), `stock::InvalidStockSymbol`.
+pub mod generated {
+    armillary::include_idl!("quoter");
+}
+
+pub use generated::stock;
