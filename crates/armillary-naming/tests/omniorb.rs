@@ -299,10 +299,8 @@ fn generated_stubs_drive_omninames() {
         .collect();
     assert_eq!(seen, expected);
 
-    // omniORB's string names and URLs agree with ours. (Asked of `sub`, a
-    // reference with omniNames' full IOR: through the corbaloc reference,
-    // non-ASCII text fails with DATA_CONVERSION once the full IOR has been
-    // used on the same connection; see the report on code sets.)
+    // omniORB's string names and URLs agree with ours, asked through a
+    // reference with omniNames' full IOR (UTF-8 negotiated) ...
     let sub_ext = NamingContextExt::from_object(sub.clone().into_object());
     let tricky: Name = vec![
         component("a/b", "c.d"),
@@ -314,6 +312,11 @@ fn generated_stubs_drive_omninames() {
     let sn = sub_ext.to_string(&tricky).unwrap();
     assert_eq!(sn, armillary_naming::name::to_string(&tricky).unwrap());
     assert_eq!(sub_ext.to_name(&sn).unwrap(), tricky);
+    // ... and through the corbaloc reference, which names no code sets: on
+    // the same connection it must use the code sets the connection
+    // negotiated (non-ASCII text was DATA_CONVERSION before).
+    assert_eq!(root.to_name(&sn).unwrap(), tricky);
+    assert_eq!(root.to_string(&tricky).unwrap(), sn);
     for sn in ["a.b/c", r"a\/b\.c.d\\e", ".k/."] {
         assert_eq!(
             sub_ext.to_name(sn).unwrap(),

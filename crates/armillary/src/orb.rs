@@ -475,12 +475,6 @@ impl OrbCore {
             _ => TargetAddress::Key(profile.object_key.clone()),
         };
         let version = profile.iiop_version.min(self.config.max_giop_version);
-        let codesets = if version >= GiopVersion::V1_1 {
-            negotiate(&self.config.codesets, profile.code_sets().as_ref())
-                .map_err(|_| SystemException::codeset_incompatible(0, CompletionStatus::No))?
-        } else {
-            CodeSets::DEFAULT
-        };
         let mut last_error = None;
         for (host, port) in profile.addresses() {
             let conn = match self.connections.get(&host, port) {
@@ -492,9 +486,24 @@ impl OrbCore {
             };
             let id = conn.next_request_id();
             let mut contexts = Vec::new();
-            if version >= GiopVersion::V1_1 && !conn.sent_codesets.swap(true, Ordering::SeqCst) {
-                contexts.push(ServiceContext::code_sets(codesets.to_context(), version));
-            }
+            // Code sets belong to the connection: the first request fixes
+            // them (from its reference's profile) and announces them.
+            // (A GIOP 1.0 request cannot negotiate, but on a connection
+            // whose code sets are fixed it uses them too: the server reads
+            // the connection's text that way, whatever the version.)
+            let codesets = if let Some(fixed) = conn.codesets.get() {
+                *fixed
+            } else if version < GiopVersion::V1_1 {
+                CodeSets::DEFAULT
+            } else {
+                let chosen = negotiate(&self.config.codesets, profile.code_sets().as_ref())
+                    .map_err(|_| SystemException::codeset_incompatible(0, CompletionStatus::No))?;
+                if conn.codesets.set(chosen).is_ok() {
+                    contexts.push(ServiceContext::code_sets(chosen.to_context(), version));
+                }
+                // Another request may have fixed them first.
+                *conn.codesets.get().unwrap_or(&chosen)
+            };
             let header = MessageBody::Request(RequestHeader {
                 request_id: id,
                 response_flags: if request.response_expected {

@@ -808,3 +808,55 @@ fn locate_requests_from_the_client() {
     orb.shutdown(true);
     server_orb.shutdown(true);
 }
+
+fn string_call(obj: &ObjectRef, text: &str) -> Result<String, SystemException> {
+    obj.invoke(
+        "echo_string",
+        &|w| w.write_string(text),
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_string()?)),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        },
+    )
+}
+
+/// Code sets belong to the connection: once a request through a full IOR
+/// has fixed UTF-8 on it, a request through a `corbaloc:` reference (no
+/// code set component, GIOP 1.0 or 1.2) on the same connection uses UTF-8
+/// too, and non-ASCII text survives both ways.
+#[test]
+fn code_sets_are_fixed_per_connection_whatever_the_reference() {
+    let (server_orb, obj) = server(OrbConfig::default());
+    server_orb.bind_object_key("Echo", obj.clone());
+    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let orb = client(GiopVersion::V1_2);
+    let full = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    assert_eq!(string_call(&full, "grüße ☺").unwrap(), "grüße ☺");
+    for version in ["1.0", "1.2"] {
+        let by_url = orb
+            .string_to_object(&format!("corbaloc:iiop:{version}@{host}:{port}/Echo"))
+            .unwrap();
+        assert_eq!(
+            string_call(&by_url, "grüße ☺").unwrap(),
+            "grüße ☺",
+            "GIOP {version}"
+        );
+    }
+    // And the other way round on a fresh client: the corbaloc reference
+    // comes first (ISO 8859-1, the default), the full IOR after it.
+    let orb = client(GiopVersion::V1_2);
+    let by_url = orb
+        .string_to_object(&format!("corbaloc:iiop:1.2@{host}:{port}/Echo"))
+        .unwrap();
+    assert_eq!(string_call(&by_url, "grüße").unwrap(), "grüße");
+    let full = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    assert_eq!(string_call(&full, "grüße").unwrap(), "grüße");
+    orb.shutdown(true);
+    server_orb.shutdown(true);
+}

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,8 +49,11 @@ pub(crate) struct ClientConnection {
     state: Mutex<ReadState>,
     wake: Condvar,
     next_id: AtomicU32,
-    /// Whether the CodeSets service context went out already.
-    pub(crate) sent_codesets: AtomicBool,
+    /// The code sets of the connection, fixed by its first GIOP 1.1+
+    /// request (which carries them in a CodeSets service context): GIOP
+    /// negotiates code sets per connection, so every later request on it
+    /// uses these, whatever reference it was made through.
+    pub(crate) codesets: std::sync::OnceLock<armillary_giop::cdr::codeset::CodeSets>,
 }
 
 /// What waiting for a reply produced.
@@ -75,7 +78,7 @@ impl ClientConnection {
             }),
             wake: Condvar::new(),
             next_id: AtomicU32::new(1),
-            sent_codesets: AtomicBool::new(false),
+            codesets: std::sync::OnceLock::new(),
         }))
     }
 

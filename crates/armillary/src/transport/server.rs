@@ -632,11 +632,10 @@ impl ServerConnection {
                 self.set_codesets(cs);
             }
         }
-        let codesets = if msg.header.version >= GiopVersion::V1_1 {
-            *self.codesets.lock()
-        } else {
-            CodeSets::DEFAULT
-        };
+        // The connection's code sets: the defaults until a GIOP 1.1+
+        // request announced others, then those for every request on it
+        // (a client does the same, whatever the message's version).
+        let codesets = *self.codesets.lock();
         let version = msg.header.version;
         let order = msg.header.byte_order;
         let expected = h.response_expected();
