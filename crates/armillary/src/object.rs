@@ -273,6 +273,25 @@ impl ObjectRef {
         }
     }
 
+    /// Makes a two-way call to an operation that raises no user
+    /// exceptions: `args` writes the in and inout arguments, `result` reads
+    /// the reply body. A user exception in the reply (the server's IDL
+    /// differs) is UNKNOWN with minor `UNLISTED_USER_EXCEPTION`.
+    pub fn invoke_plain<T>(
+        &self,
+        operation: &str,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+        result: impl FnOnce(&mut CdrReader<'_>) -> Result<T, CdrError>,
+    ) -> Result<T, SystemException> {
+        self.invoke(operation, args, |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(result(r)?)),
+            ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(
+                armillary_giop::system_exception::minor::UNLISTED_USER_EXCEPTION,
+                CompletionStatus::Yes,
+            ))),
+        })
+    }
+
     /// Makes a oneway call: no reply, no user exceptions. Returns once the
     /// request is handed to the transport (`SYNC_WITH_TRANSPORT`).
     pub fn invoke_oneway(

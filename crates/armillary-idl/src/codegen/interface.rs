@@ -320,6 +320,22 @@ impl Generator<'_> {
             _ => quote!((#(#value_names),*)),
         };
         let user_exception = self.user_exception_arm(from, call);
+        let plain_read = match values.as_slice() {
+            [] => quote!(|_| ::core::result::Result::Ok(())),
+            [(_, param)] => {
+                let ty = match param {
+                    Some(i) => &call.params[*i].ty,
+                    None => call.ret.as_ref().unwrap_or(&Type::Any),
+                };
+                reader_fn(self.decode_result(from, ty))
+            }
+            _ => quote! {
+                |r| {
+                    #(#reads)*
+                    ::core::result::Result::Ok(#tuple)
+                }
+            },
+        };
         let reply_result = if reads.is_empty() {
             quote!(::armillary::ReplyBody::Result(_) => ::core::result::Result::Ok(::core::result::Result::Ok(())),)
         } else {
@@ -330,15 +346,20 @@ impl Generator<'_> {
                 }
             }
         };
-        let invoke = quote! {
-            self.object.invoke(
-                #wire,
-                #args,
-                |reply| match reply {
-                    #reply_result
-                    #user_exception
-                },
-            )
+        let invoke = if call.error.is_none() {
+            // No user exceptions: the runtime answers an unexpected one.
+            quote!(self.object.invoke_plain(#wire, #args, #plain_read))
+        } else {
+            quote! {
+                self.object.invoke(
+                    #wire,
+                    #args,
+                    |reply| match reply {
+                        #reply_result
+                        #user_exception
+                    },
+                )
+            }
         };
         let inouts: Vec<(TokenStream, TokenStream)> = values
             .iter()
@@ -542,9 +563,9 @@ impl Generator<'_> {
                 let p = inputs[0];
                 let name = ident(&p.name);
                 let mutability = (p.direction == Direction::InOut).then(|| quote!(mut));
-                let read = self.decode_result(from, &p.ty);
+                let read = reader_fn(self.decode_result(from, &p.ty));
                 quote! {
-                    let #mutability #name = request.decode_args(|r| #read)?;
+                    let #mutability #name = request.decode_args(#read)?;
                 }
             }
             _ => {
@@ -982,4 +1003,25 @@ impl Generator<'_> {
 
 fn pattern_names_is_unit(pattern: &TokenStream) -> bool {
     pattern.to_string() == "()"
+}
+
+/// A function reading one value from `r`, given the expression `read`
+/// (of type `Result<T, CdrError>`): `<T as CdrDecode>::decode` itself when
+/// that is all it calls, else a closure.
+fn reader_fn(read: TokenStream) -> TokenStream {
+    let mut tokens: Vec<proc_macro2::TokenTree> = read.clone().into_iter().collect();
+    let calls_decode_on_r = match tokens.as_slice() {
+        [.., proc_macro2::TokenTree::Ident(f), proc_macro2::TokenTree::Group(args)] => {
+            f == "decode"
+                && args.delimiter() == proc_macro2::Delimiter::Parenthesis
+                && args.stream().to_string() == "r"
+        }
+        _ => false,
+    };
+    if calls_decode_on_r {
+        tokens.pop();
+        tokens.into_iter().collect()
+    } else {
+        quote!(|r| #read)
+    }
 }

@@ -22,6 +22,7 @@
 mod interface;
 mod items;
 mod names;
+mod reach;
 mod support;
 mod types;
 
@@ -142,6 +143,8 @@ pub(crate) struct Generator<'s> {
     /// Structs, unions, exceptions and typedefs that reach themselves
     /// through their members.
     recursive: HashSet<DefId>,
+    /// What the main files declare and use (see `reach`).
+    needed: HashSet<DefId>,
     warnings: Vec<Diagnostic>,
 }
 
@@ -153,6 +156,7 @@ impl<'s> Generator<'s> {
             op_names: HashMap::new(),
             left_out: HashMap::new(),
             recursive: HashSet::new(),
+            needed: reach::needed(spec),
             warnings: Vec::new(),
         };
         generator.assign_names(None, Vec::new(), &spec.roots);
@@ -360,6 +364,9 @@ impl<'s> Generator<'s> {
     fn items(&mut self, module: &[String], contents: &[DefId]) -> TokenStream {
         let mut out = TokenStream::new();
         for &id in contents {
+            if !self.needed.contains(&id) {
+                continue;
+            }
             if let Some(reason) = self.left_out.get(&id) {
                 let reason = reason.clone();
                 self.warn(id, reason);
