@@ -88,6 +88,40 @@ impl ReferenceFactory for CoreFactory {
     }
 }
 
+const POA_REPOSITORY_ID: &str = "IDL:omg.org/PortableServer/POA:2.3";
+
+/// What the `RootPOA` initial reference is as an object: a local object
+/// whose only remote-style use is `_is_a`; its operations are the Rust
+/// methods of the [`Poa`] that [`Poa::narrow`] returns.
+struct LocalPoaServant;
+
+impl crate::Servant for LocalPoaServant {
+    fn repository_id(&self) -> &'static str {
+        POA_REPOSITORY_ID
+    }
+
+    fn is_a(&self, repository_id: &str) -> bool {
+        repository_id == POA_REPOSITORY_ID
+    }
+
+    fn dispatch(&self, _request: &mut crate::ServerRequest<'_>) -> Result<(), SystemException> {
+        // A POA is a local object: call it through `Poa::narrow`.
+        Err(SystemException::no_implement(0, CompletionStatus::No))
+    }
+}
+
+impl Poa {
+    /// `PortableServer::POA::_narrow` of the reference that
+    /// `orb.resolve_initial_references("RootPOA")` returned: `orb`'s root
+    /// POA. `None` for any other reference (a POA is a local object and is
+    /// never reached through a remote reference).
+    pub fn narrow(orb: &Orb, reference: &ObjectRef) -> Option<Poa> {
+        let local = reference.ior().iiop_profiles().is_empty();
+        (local && !reference.is_nil() && reference.type_id() == POA_REPOSITORY_ID)
+            .then(|| orb.root_poa())
+    }
+}
+
 /// How long `run` on an application thread waits for events before it looks
 /// at the clock (idle checks) and for shutdown.
 const RUN_WAIT: Duration = Duration::from_millis(500);
@@ -197,21 +231,29 @@ impl Orb {
     /// with `-ORBInitRef`, under `-ORBDefaultInitRef`, or registered with
     /// [`register_initial_reference`](Self::register_initial_reference).
     /// `POACurrent` is a local reference that
-    /// [`PoaCurrent::narrow`](crate::poa::PoaCurrent::narrow) accepts.
-    /// (`RootPOA` is [`root_poa`](Self::root_poa).)
+    /// [`PoaCurrent::narrow`](crate::poa::PoaCurrent::narrow) accepts, and
+    /// `RootPOA` one that [`Poa::narrow`] turns into
+    /// [`root_poa`](Self::root_poa).
     ///
     /// ```
-    /// use armillary::poa::{PoaCurrent, PoaError};
+    /// use armillary::poa::{Poa, PoaCurrent, PoaError};
     /// let (orb, _) = armillary::Orb::init(["app"]).unwrap();
     /// let obj = orb.resolve_initial_references("POACurrent").unwrap();
     /// let current = PoaCurrent::narrow(&obj).unwrap();
     /// // Outside a request upcall there is nothing to tell.
     /// assert_eq!(current.get_object_id(), Err(PoaError::NoContext));
+    /// let obj = orb.resolve_initial_references("RootPOA").unwrap();
+    /// assert!(obj.is_a("IDL:omg.org/PortableServer/POA:2.3").unwrap());
+    /// let root = Poa::narrow(&orb, &obj).unwrap();
+    /// assert_eq!(root.the_name(), "RootPOA");
     /// # orb.destroy();
     /// ```
     pub fn resolve_initial_references(&self, name: &str) -> Result<ObjectRef, SystemException> {
         if name == "POACurrent" {
             return Ok(self.poa_current_reference());
+        }
+        if name == "RootPOA" {
+            return Ok(self.local_reference(Arc::new(LocalPoaServant)));
         }
         if let Some(obj) = self.core.initial.read().get(name) {
             return Ok(obj.clone());
@@ -226,7 +268,12 @@ impl Orb {
     }
 
     fn poa_current_reference(&self) -> ObjectRef {
-        let servant: Arc<dyn crate::Servant> = Arc::new(CurrentServant);
+        self.local_reference(Arc::new(CurrentServant))
+    }
+
+    /// A reference to a local object of this ORB, served on the calling
+    /// thread by `servant`.
+    fn local_reference(&self, servant: Arc<dyn crate::Servant>) -> ObjectRef {
         let ior = CollocatedInvoker::new(servant.clone())
             .into_object_ref()
             .ior()
