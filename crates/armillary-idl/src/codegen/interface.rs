@@ -543,6 +543,32 @@ impl Generator<'_> {
     }
 
     /// The skeleton's code for one call: decode, upcall, encode.
+    /// The supertraits (the bases' traits) and the methods of the trait a
+    /// server implements for an interface (its servant trait or, for a
+    /// local interface, the interface's own trait).
+    fn trait_parts(
+        &self,
+        module: &[String],
+        bases: &[DefId],
+        own_calls: &[Call],
+    ) -> (Vec<TokenStream>, Vec<TokenStream>) {
+        let supertraits = bases
+            .iter()
+            .map(|&base| {
+                if self.is_local_interface(base) {
+                    self.path_to(module, base)
+                } else {
+                    self.suffixed_path(module, base, "Servant")
+                }
+            })
+            .collect();
+        let methods = own_calls
+            .iter()
+            .map(|call| self.trait_method(module, call))
+            .collect();
+        (supertraits, methods)
+    }
+
     /// The name of the skeleton's associated function that serves `call`.
     fn upcall_fn(call: &Call) -> proc_macro2::Ident {
         ident(&format!("upcall_{}", call.method.trim_start_matches("r#")))
@@ -739,20 +765,7 @@ impl Generator<'_> {
             )
         };
 
-        let supertraits: Vec<TokenStream> = bases
-            .iter()
-            .map(|&base| {
-                if self.is_local_interface(base) {
-                    self.path_to(module, base)
-                } else {
-                    self.suffixed_path(module, base, "Servant")
-                }
-            })
-            .collect();
-        let trait_methods: Vec<_> = own_calls
-            .iter()
-            .map(|call| self.trait_method(module, call))
-            .collect();
+        let (supertraits, trait_methods) = self.trait_parts(module, &bases, &own_calls);
 
         // The dispatch table, sorted by wire name for binary search.
         let mut order: Vec<usize> = (0..all_calls.len()).collect();
@@ -970,20 +983,7 @@ impl Generator<'_> {
         let name = ident(&names.base);
         let doc = self.doc(id);
         let own_calls = self.own_calls(id);
-        let supertraits: Vec<TokenStream> = bases
-            .iter()
-            .map(|&base| {
-                if self.is_local_interface(base) {
-                    self.path_to(module, base)
-                } else {
-                    self.suffixed_path(module, base, "Servant")
-                }
-            })
-            .collect();
-        let trait_methods: Vec<_> = own_calls
-            .iter()
-            .map(|call| self.trait_method(module, call))
-            .collect();
+        let (supertraits, trait_methods) = self.trait_parts(module, &bases, &own_calls);
         let error_enums: TokenStream = own_calls.iter().map(|call| self.error_enum(call)).collect();
         let tc = self.tc_static(module, id);
         let nested = self.nested_module(id, error_enums);
