@@ -49,6 +49,9 @@ pub mod minor {
     pub const UNLISTED_USER_EXCEPTION: u32 = omg_minor(1);
     /// MARSHAL: a malformed message or value (Armillary's own).
     pub const MALFORMED: u32 = armillary_minor(1);
+    /// BAD_PARAM: a `corbaname:` URL whose name the naming context could
+    /// not resolve (OMG: "unable to resolve corbaname").
+    pub const CORBANAME_UNRESOLVED: u32 = omg_minor(10);
     /// MARSHAL: a message broke a configured limit (Armillary's own).
     pub const LIMIT_EXCEEDED: u32 = armillary_minor(2);
     /// COMM_FAILURE: the connection closed or failed (Armillary's own).

@@ -578,3 +578,40 @@ fn serves_concurrent_clients() {
     }
     assert_eq!(s.root.list(1000).unwrap().0.len(), 5);
 }
+
+/// `Orb::string_to_object` with `corbaname:` URLs, which the ORB resolves
+/// through the naming context's `resolve_str`.
+#[test]
+fn corbaname_urls_resolve_through_the_service() {
+    let s = service();
+    let x = object(&s.orb, "x");
+    s.root.bind_new_context(&n("dir.ectory")).unwrap();
+    s.root.bind(&n("dir.ectory/x.obj"), &x).unwrap();
+    let port = s.orb.endpoints().unwrap()[0].1;
+    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let url = format!("corbaname::127.0.0.1:{port}#dir.ectory/x.obj");
+    assert_eq!(client.string_to_object(&url).unwrap(), x);
+    // Escapes in the URL's name, an explicit key, and no name at all (the
+    // context itself).
+    let url = format!("corbaname:iiop:1.2@127.0.0.1:{port}/NameService#dir%2eectory/x.obj");
+    assert_eq!(client.string_to_object(&url).unwrap(), x);
+    let context = client
+        .string_to_object(&format!("corbaname::127.0.0.1:{port}"))
+        .unwrap();
+    assert!(context
+        .is_a("IDL:omg.org/CosNaming/NamingContextExt:1.0")
+        .unwrap());
+    // `rir:` goes through the initial reference.
+    let url = "corbaname:rir:#dir.ectory/x.obj";
+    assert_eq!(s.orb.string_to_object(url).unwrap(), x);
+    // A name the service does not have.
+    let e = client
+        .string_to_object(&format!("corbaname::127.0.0.1:{port}#missing"))
+        .unwrap_err();
+    assert_eq!(e.kind, SystemExceptionKind::BadParam);
+    assert_eq!(
+        e.minor,
+        armillary::giop::system_exception::minor::CORBANAME_UNRESOLVED
+    );
+    client.shutdown(true);
+}

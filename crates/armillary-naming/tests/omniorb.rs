@@ -332,6 +332,10 @@ fn generated_stubs_drive_omninames() {
             .to_ascii_lowercase()
     );
 
+    // A corbaname: URL resolved by omniNames.
+    let url = format!("corbaname::127.0.0.1:{}#armillary/x.obj", names.port);
+    assert_eq!(orb.string_to_object(&url).unwrap(), x);
+
     // omniORB's nameclt sees what Armillary bound.
     let listing = nameclt(names.port, &["list", "armillary"]);
     assert!(listing.stdout.contains("x.obj"), "{}", listing.stdout);

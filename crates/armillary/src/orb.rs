@@ -313,9 +313,11 @@ impl Orb {
             .map_err(|_| SystemException::bad_param(minor::MALFORMED, CompletionStatus::No))?;
         match url {
             ObjectUrl::CorbalocRir { key } => self.resolve_initial_references(&key),
-            ObjectUrl::Corbaname { .. } => {
-                Err(SystemException::no_implement(0, CompletionStatus::No))
-            }
+            ObjectUrl::Corbaname {
+                addresses,
+                key,
+                name,
+            } => self.resolve_corbaname(addresses, key, &name),
             other => {
                 let ior = other.to_ior().ok_or_else(|| {
                     SystemException::bad_param(minor::MALFORMED, CompletionStatus::No)
@@ -323,6 +325,45 @@ impl Orb {
                 Ok(ObjectRef::new(ior, self.core.clone()))
             }
         }
+    }
+
+    /// `corbaname:`: the naming context at the addresses (or the initial
+    /// reference) and key, then, for a non-empty name, its
+    /// `NamingContextExt::resolve_str`. A name the context cannot resolve
+    /// is BAD_PARAM (`minor::CORBANAME_UNRESOLVED`); a context that cannot
+    /// be reached fails as any call does.
+    fn resolve_corbaname(
+        &self,
+        addresses: Option<Vec<armillary_giop::ior::CorbalocAddress>>,
+        key: Vec<u8>,
+        name: &str,
+    ) -> Result<ObjectRef, SystemException> {
+        let context = match addresses {
+            Some(addresses) => {
+                let ior = ObjectUrl::Corbaloc { addresses, key }
+                    .to_ior()
+                    .ok_or_else(|| {
+                        SystemException::bad_param(minor::MALFORMED, CompletionStatus::No)
+                    })?;
+                ObjectRef::new(ior, self.core.clone())
+            }
+            None => self.resolve_initial_references(&String::from_utf8_lossy(&key))?,
+        };
+        if name.is_empty() {
+            return Ok(context);
+        }
+        context.invoke(
+            "resolve_str",
+            &|w| w.write_string(name),
+            |reply| match reply {
+                crate::ReplyBody::Result(r) => Ok(Ok(ObjectRef::decode(r)?)),
+                // NotFound, CannotProceed or InvalidName.
+                crate::ReplyBody::UserException { .. } => Ok(Err(SystemException::bad_param(
+                    minor::CORBANAME_UNRESOLVED,
+                    CompletionStatus::No,
+                ))),
+            },
+        )
     }
 
     /// Serves requests on the calling thread until
