@@ -47,7 +47,7 @@ enum BenchCommand {
         #[arg(long, default_value = "0")]
         cpus: String,
         /// The Armillary server's concurrency model (`-ORBConcurrency`):
-        /// reactive, thread-pool:N or thread-per-connection.
+        /// reactive, thread-pool:N, thread-per-connection or application.
         #[arg(long, default_value = "reactive")]
         concurrency: String,
     },
