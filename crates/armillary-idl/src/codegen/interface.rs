@@ -40,17 +40,18 @@ struct CallParam {
 }
 
 impl Call {
+    /// The parameters the caller sends: in and inout.
+    fn inputs(&self) -> impl Iterator<Item = &CallParam> {
+        self.params.iter().filter(|p| p.direction != Direction::Out)
+    }
+
     /// The clippy lints a method for this call may meet by mirroring its
     /// IDL, allowed on that method: IDL operations take as many
     /// parameters as they like, raise exceptions of any size, and may be
     /// named `from_*` or `into_*`.
     fn allowed_lints(&self) -> TokenStream {
         let mut lints = Vec::new();
-        let inputs = self
-            .params
-            .iter()
-            .filter(|p| p.direction != Direction::Out)
-            .count();
+        let inputs = self.inputs().count();
         // Clippy counts `&self` too.
         if inputs + 1 > 7 {
             lints.push(quote!(clippy::too_many_arguments));
@@ -221,9 +222,7 @@ impl Generator<'_> {
         let doc = &call.doc;
         let wire = call.wire.as_str();
         let params: Vec<TokenStream> = call
-            .params
-            .iter()
-            .filter(|p| p.direction != Direction::Out)
+            .inputs()
             .map(|p| {
                 let name = ident(&p.name);
                 let ty = match p.direction {
@@ -241,11 +240,7 @@ impl Generator<'_> {
             // Inherited: the declaring interface's stub has the code; one
             // copy of it keeps deep hierarchies small.
             let owner = self.suffixed_path(from, call.owner, "");
-            let args = call
-                .params
-                .iter()
-                .filter(|p| p.direction != Direction::Out)
-                .map(|p| ident(&p.name));
+            let args = call.inputs().map(|p| ident(&p.name));
             let result_type = if call.oneway {
                 quote!(())
             } else {
@@ -265,9 +260,7 @@ impl Generator<'_> {
             };
         }
         let writes: Vec<TokenStream> = call
-            .params
-            .iter()
-            .filter(|p| p.direction != Direction::Out)
+            .inputs()
             .map(|p| {
                 let name = ident(&p.name);
                 let val = match p.direction {
@@ -517,9 +510,7 @@ impl Generator<'_> {
         let method = ident(&call.method);
         let doc = &call.doc;
         let params: Vec<TokenStream> = call
-            .params
-            .iter()
-            .filter(|p| p.direction != Direction::Out)
+            .inputs()
             .map(|p| {
                 let name = ident(&p.name);
                 let ty = self.rust_type(from, &p.ty);
@@ -578,11 +569,7 @@ impl Generator<'_> {
     /// arguments, call `servant`, encode the reply.
     fn upcall_body(&self, from: &[String], call: &Call) -> TokenStream {
         let method = ident(&call.method);
-        let inputs: Vec<&CallParam> = call
-            .params
-            .iter()
-            .filter(|p| p.direction != Direction::Out)
-            .collect();
+        let inputs: Vec<&CallParam> = call.inputs().collect();
         let decode_args = match inputs.len() {
             0 => TokenStream::new(),
             1 => {
