@@ -46,9 +46,7 @@ fn main() {
 fn corpus(out_dir: &Path) {
     println!("cargo:rerun-if-changed={CORPUS}");
     println!("cargo::rustc-check-cfg=cfg(omniorb_idl)");
-    let mut files = Vec::new();
-    collect(Path::new(CORPUS), &mut files);
-    files.sort();
+    let files = armillary_idl::idl_files_under(Path::new(CORPUS));
     let mut modules = String::new();
     let mut rejected = String::from("&[\n");
     let mut left_out = String::from("&[\n");
@@ -110,18 +108,4 @@ fn corpus(out_dir: &Path) {
     std::fs::write(out_dir.join("corpus.rs"), modules).expect("write corpus.rs");
     std::fs::write(out_dir.join("corpus_rejected.rs"), rejected).expect("write rejected");
     std::fs::write(out_dir.join("corpus_left_out.rs"), left_out).expect("write left out");
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(&path, out);
-        } else if path.extension().is_some_and(|e| e == "idl") {
-            out.push(path);
-        }
-    }
 }

@@ -23,20 +23,6 @@ struct Round {
     bytes: usize,
 }
 
-fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            corpus_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "idl") {
-            out.push(path);
-        }
-    }
-}
-
 /// Include directories: the corpus and each directory in it.
 fn include_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut dirs = vec![dir.to_path_buf()];
@@ -125,9 +111,7 @@ pub fn run(
     rustfmt: bool,
     json_file: Option<&Path>,
 ) -> Result<(), String> {
-    let mut files = Vec::new();
-    corpus_files(dir, &mut files);
-    files.sort();
+    let files = armillary_idl::idl_files_under(dir);
     if files.is_empty() {
         return Err(format!(
             "no .idl files under {} (install Debian's omniorb-idl, or give --dir)",

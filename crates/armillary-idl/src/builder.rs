@@ -57,8 +57,9 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 /// named after the first file unless [`Builder::out_name`] says otherwise).
 #[derive(Debug, Default)]
 pub struct Builder {
-    include_dirs: Vec<PathBuf>,
-    defines: Vec<(String, Option<String>)>,
+    /// Include directories and macros live in the front end's own
+    /// configuration.
+    frontend: Frontend,
     files: Vec<PathBuf>,
     out_dir: Option<PathBuf>,
     out_name: Option<String>,
@@ -74,13 +75,13 @@ impl Builder {
 
     /// Adds an `#include` search directory (`-I`).
     pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.include_dirs.push(dir.into());
+        self.frontend = std::mem::take(&mut self.frontend).include_dir(dir);
         self
     }
 
     /// Defines a preprocessor macro (`-D NAME[=VALUE]`).
     pub fn define(mut self, name: impl Into<String>, value: Option<&str>) -> Self {
-        self.defines.push((name.into(), value.map(str::to_owned)));
+        self.frontend = std::mem::take(&mut self.frontend).define(name, value);
         self
     }
 
@@ -129,14 +130,8 @@ impl Builder {
         if self.files.is_empty() {
             return Err(BuildError::NoFiles);
         }
-        let mut frontend = Frontend::new();
-        for dir in &self.include_dirs {
-            frontend = frontend.include_dir(dir);
-        }
-        for (name, value) in &self.defines {
-            frontend = frontend.define(name, value.as_deref());
-        }
-        let spec = frontend
+        let spec = self
+            .frontend
             .parse_files(&self.files)
             .map_err(BuildError::Diagnostics)?;
         let generated = codegen::generate(&spec, &Options::default());
@@ -220,4 +215,27 @@ pub(crate) fn rustfmt(code: &str) -> Option<String> {
         return None;
     }
     String::from_utf8(output.stdout).ok()
+}
+
+/// Every `.idl` file under `dir`, in its subdirectories too, sorted (an
+/// unreadable directory contributes nothing): how a corpus of IDL files,
+/// such as omniORB's, is gathered for compiling each on its own.
+pub fn idl_files_under(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "idl") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files.sort();
+    files
 }

@@ -42,7 +42,7 @@ mod source;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use builder::{BuildError, Builder};
+pub use builder::{idl_files_under, BuildError, Builder};
 pub use diagnostic::{Diagnostic, Note, Severity};
 pub use source::{FileId, FileLoader, FsLoader, Loc, MemoryLoader, SourceFile};
 

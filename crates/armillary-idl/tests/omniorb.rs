@@ -7,7 +7,7 @@
 //! relies on its compiler defining `__OMNIIDL__` (to escape an identifier
 //! that collides with the keyword `factory`), so the test defines it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use armillary_idl::Frontend;
@@ -69,20 +69,6 @@ const KNOWN_INVALID: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            corpus_files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "idl") {
-            out.push(path);
-        }
-    }
-}
-
 fn frontend() -> Frontend {
     Frontend::new()
         .include_dir(CORPUS)
@@ -110,9 +96,7 @@ fn every_omniorb_idl_file_passes_the_front_end() {
         println!("SKIPPED: {CORPUS} is absent (install Debian's omniorb-idl to run this test)");
         return;
     }
-    let mut files = Vec::new();
-    corpus_files(root, &mut files);
-    files.sort();
+    let files = armillary_idl::idl_files_under(root);
     assert!(
         files.len() > 50,
         "expected the whole corpus, found {} files",
@@ -166,8 +150,7 @@ fn the_omniorb_corpus_as_one_specification() {
         println!("SKIPPED: {CORPUS} is absent (install Debian's omniorb-idl to run this test)");
         return;
     }
-    let mut files = Vec::new();
-    corpus_files(root, &mut files);
+    let mut files = armillary_idl::idl_files_under(root);
     // Naming.idl is omniORB's own copy of COS/CosNaming.idl: the two
     // cannot be in one specification.
     files.retain(|file| {
