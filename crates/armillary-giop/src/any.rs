@@ -1,6 +1,6 @@
 //! `any`: a value together with the TypeCode that describes it.
 //!
-//! [`Value`] is a dynamic value tree for every IDL type; encoding and
+//! [`DynValue`] is a dynamic value tree for every IDL type; encoding and
 //! decoding are driven by the TypeCode, bounded in depth, and check every
 //! length against the bytes that remain. Generated code converts its typed
 //! values to and from `Any` through [`AnyValue`].
@@ -12,7 +12,7 @@ use crate::version::{ByteOrder, GiopVersion};
 
 /// A dynamic IDL value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum DynValue {
     /// `tk_null`, `tk_void`, or a null valuetype.
     Null,
     /// `short`.
@@ -56,21 +56,21 @@ pub enum Value {
     /// An object reference.
     ObjRef(Ior),
     /// The members of a struct or exception, in order.
-    Struct(Vec<Value>),
+    Struct(Vec<DynValue>),
     /// A union: the discriminator value and the selected member (index and
     /// value), if any.
     Union {
         /// The discriminator.
-        discriminator: Box<Value>,
+        discriminator: Box<DynValue>,
         /// The active member.
-        member: Option<(usize, Box<Value>)>,
+        member: Option<(usize, Box<DynValue>)>,
     },
     /// An enum member index.
     Enum(u32),
     /// A sequence or array of octets, compactly.
     Octets(Vec<u8>),
     /// A sequence or array of anything else.
-    Sequence(Vec<Value>),
+    Sequence(Vec<DynValue>),
 }
 
 /// A value with its TypeCode (`CORBA::Any`).
@@ -79,7 +79,7 @@ pub struct Any {
     /// What the value is.
     pub type_code: TypeCode,
     /// The value.
-    pub value: Value,
+    pub value: DynValue,
 }
 
 fn invalid(r_or_w_offset: usize, what: &'static str) -> CdrError {
@@ -94,14 +94,14 @@ impl Any {
     pub fn null() -> Any {
         Any {
             type_code: TypeCode::null(),
-            value: Value::Null,
+            value: DynValue::Null,
         }
     }
 
     /// Builds an `any`, checking that the value fits the TypeCode by
     /// encoding it. The stored value is in canonical form (octet sequences
-    /// and arrays as [`Value::Octets`]), as decoding would produce it.
-    pub fn new(type_code: TypeCode, value: Value) -> Result<Any, CdrError> {
+    /// and arrays as [`DynValue::Octets`]), as decoding would produce it.
+    pub fn new(type_code: TypeCode, value: DynValue) -> Result<Any, CdrError> {
         let order = ByteOrder::NATIVE;
         let cs = crate::CodeSets::NATIVE;
         let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(cs);
@@ -171,12 +171,12 @@ impl CdrDecode for Any {
 
 /// Reads a value of type `tc` (the dynamic half of DII and DSI: a request
 /// or reply body read from its operation's parameter TypeCodes).
-pub fn read_value(tc: &TypeCode, r: &mut CdrReader<'_>) -> Result<Value, CdrError> {
+pub fn read_value(tc: &TypeCode, r: &mut CdrReader<'_>) -> Result<DynValue, CdrError> {
     decode_value(tc, r, &mut Vec::new())
 }
 
 /// Writes `value` as type `tc`.
-pub fn write_value(tc: &TypeCode, value: &Value, w: &mut CdrWriter) -> Result<(), CdrError> {
+pub fn write_value(tc: &TypeCode, value: &DynValue, w: &mut CdrWriter) -> Result<(), CdrError> {
     encode_value(tc, value, w, &mut Vec::new())
 }
 
@@ -198,28 +198,28 @@ fn decode_value<'t>(
     tc: &'t TypeCode,
     r: &mut CdrReader<'_>,
     stack: &mut Vec<&'t TypeCode>,
-) -> Result<Value, CdrError> {
+) -> Result<DynValue, CdrError> {
     let tc = resolve(tc, stack)?;
     r.nested(|r| {
         use TCKind as K;
         Ok(match tc.kind() {
-            K::Null | K::Void => Value::Null,
-            K::Short => Value::Short(r.read_short()?),
-            K::Long => Value::Long(r.read_long()?),
-            K::UShort => Value::UShort(r.read_ushort()?),
-            K::ULong => Value::ULong(r.read_ulong()?),
-            K::LongLong => Value::LongLong(r.read_longlong()?),
-            K::ULongLong => Value::ULongLong(r.read_ulonglong()?),
-            K::Float => Value::Float(r.read_float()?),
-            K::Double => Value::Double(r.read_double()?),
-            K::LongDouble => Value::LongDouble(r.read_long_double()?),
-            K::Boolean => Value::Boolean(r.read_bool()?),
-            K::Char => Value::Char(r.read_char()?),
-            K::WChar => Value::WChar(r.read_wchar()?),
-            K::Octet => Value::Octet(r.read_octet()?),
+            K::Null | K::Void => DynValue::Null,
+            K::Short => DynValue::Short(r.read_short()?),
+            K::Long => DynValue::Long(r.read_long()?),
+            K::UShort => DynValue::UShort(r.read_ushort()?),
+            K::ULong => DynValue::ULong(r.read_ulong()?),
+            K::LongLong => DynValue::LongLong(r.read_longlong()?),
+            K::ULongLong => DynValue::ULongLong(r.read_ulonglong()?),
+            K::Float => DynValue::Float(r.read_float()?),
+            K::Double => DynValue::Double(r.read_double()?),
+            K::LongDouble => DynValue::LongDouble(r.read_long_double()?),
+            K::Boolean => DynValue::Boolean(r.read_bool()?),
+            K::Char => DynValue::Char(r.read_char()?),
+            K::WChar => DynValue::WChar(r.read_wchar()?),
+            K::Octet => DynValue::Octet(r.read_octet()?),
             K::String => {
                 let bound = tc.length().unwrap_or(0);
-                Value::String(if bound == 0 {
+                DynValue::String(if bound == 0 {
                     r.read_string()?
                 } else {
                     r.read_bounded_string(bound)?
@@ -227,7 +227,7 @@ fn decode_value<'t>(
             }
             K::WString => {
                 let bound = tc.length().unwrap_or(0);
-                Value::WString(if bound == 0 {
+                DynValue::WString(if bound == 0 {
                     r.read_wstring()?
                 } else {
                     r.read_bounded_wstring(bound)?
@@ -236,11 +236,11 @@ fn decode_value<'t>(
             K::Fixed => {
                 let scale = u16::try_from(tc.fixed_scale().unwrap_or(0))
                     .map_err(|_| invalid(r.position(), "negative fixed scale"))?;
-                Value::Fixed(r.read_fixed(tc.fixed_digits().unwrap_or(0), scale)?)
+                DynValue::Fixed(r.read_fixed(tc.fixed_digits().unwrap_or(0), scale)?)
             }
-            K::Any => Value::Any(Box::new(Any::decode(r)?)),
-            K::TypeCode => Value::TypeCode(TypeCode::decode(r)?),
-            K::Principal => Value::Principal(r.read_octet_seq()?.to_vec()),
+            K::Any => DynValue::Any(Box::new(Any::decode(r)?)),
+            K::TypeCode => DynValue::TypeCode(TypeCode::decode(r)?),
+            K::Principal => DynValue::Principal(r.read_octet_seq()?.to_vec()),
             K::ObjRef | K::AbstractInterface => {
                 if tc.kind() == K::AbstractInterface && !r.read_bool()? {
                     return Err(invalid(
@@ -248,7 +248,7 @@ fn decode_value<'t>(
                         "abstract interface holding a value is not supported",
                     ));
                 }
-                Value::ObjRef(Ior::decode(r)?)
+                DynValue::ObjRef(Ior::decode(r)?)
             }
             K::Struct | K::Except => {
                 if tc.kind() == K::Except {
@@ -273,7 +273,7 @@ fn decode_value<'t>(
                 }
                 stack.pop();
                 result?;
-                Value::Struct(members)
+                DynValue::Struct(members)
             }
             K::Union => {
                 let disc_tc = tc
@@ -298,7 +298,7 @@ fn decode_value<'t>(
                     }
                     None => None,
                 };
-                Value::Union {
+                DynValue::Union {
                     discriminator: Box::new(discriminator),
                     member,
                 }
@@ -314,7 +314,7 @@ fn decode_value<'t>(
                         count,
                     });
                 }
-                Value::Enum(v)
+                DynValue::Enum(v)
             }
             K::Sequence | K::Array => {
                 let elem = tc
@@ -349,13 +349,13 @@ fn decode_value<'t>(
                     n
                 };
                 if resolve(elem, stack)?.unalias().kind() == K::Octet {
-                    Value::Octets(r.read_octets(n)?.to_vec())
+                    DynValue::Octets(r.read_octets(n)?.to_vec())
                 } else {
                     let mut items = Vec::with_capacity(r.capacity_hint(n, 1));
                     for _ in 0..n {
                         items.push(decode_value(elem, r, stack)?);
                     }
-                    Value::Sequence(items)
+                    DynValue::Sequence(items)
                 }
             }
             K::Alias => {
@@ -370,7 +370,7 @@ fn decode_value<'t>(
             K::Value | K::ValueBox | K::Event => {
                 let offset = r.position();
                 match r.read_ulong()? {
-                    0 => Value::Null,
+                    0 => DynValue::Null,
                     _ => {
                         return Err(invalid(
                             offset,
@@ -386,39 +386,39 @@ fn decode_value<'t>(
     })
 }
 
-fn label_value(disc: &TypeCode, label: i128) -> Value {
+fn label_value(disc: &TypeCode, label: i128) -> DynValue {
     match disc.unalias().kind() {
-        TCKind::Short => Value::Short(label as i16),
-        TCKind::UShort => Value::UShort(label as u16),
-        TCKind::Long => Value::Long(label as i32),
-        TCKind::ULong => Value::ULong(label as u32),
-        TCKind::Enum => Value::Enum(label as u32),
-        TCKind::LongLong => Value::LongLong(label as i64),
-        TCKind::ULongLong => Value::ULongLong(label as u64),
-        TCKind::Boolean => Value::Boolean(label != 0),
-        TCKind::Char => Value::Char(char::from(label as u8)),
-        TCKind::WChar => Value::WChar(char::from_u32(label as u32).unwrap_or('\0')),
-        _ => Value::Null,
+        TCKind::Short => DynValue::Short(label as i16),
+        TCKind::UShort => DynValue::UShort(label as u16),
+        TCKind::Long => DynValue::Long(label as i32),
+        TCKind::ULong => DynValue::ULong(label as u32),
+        TCKind::Enum => DynValue::Enum(label as u32),
+        TCKind::LongLong => DynValue::LongLong(label as i64),
+        TCKind::ULongLong => DynValue::ULongLong(label as u64),
+        TCKind::Boolean => DynValue::Boolean(label != 0),
+        TCKind::Char => DynValue::Char(char::from(label as u8)),
+        TCKind::WChar => DynValue::WChar(char::from_u32(label as u32).unwrap_or('\0')),
+        _ => DynValue::Null,
     }
 }
 
-fn value_label(v: &Value) -> Option<i128> {
+fn value_label(v: &DynValue) -> Option<i128> {
     Some(match v {
-        Value::Short(x) => (*x).into(),
-        Value::UShort(x) => (*x).into(),
-        Value::Long(x) => (*x).into(),
-        Value::ULong(x) | Value::Enum(x) => (*x).into(),
-        Value::LongLong(x) => (*x).into(),
-        Value::ULongLong(x) => (*x).into(),
-        Value::Boolean(b) => i128::from(*b),
-        Value::Char(c) | Value::WChar(c) => u32::from(*c).into(),
+        DynValue::Short(x) => (*x).into(),
+        DynValue::UShort(x) => (*x).into(),
+        DynValue::Long(x) => (*x).into(),
+        DynValue::ULong(x) | DynValue::Enum(x) => (*x).into(),
+        DynValue::LongLong(x) => (*x).into(),
+        DynValue::ULongLong(x) => (*x).into(),
+        DynValue::Boolean(b) => i128::from(*b),
+        DynValue::Char(c) | DynValue::WChar(c) => u32::from(*c).into(),
         _ => return None,
     })
 }
 
 fn encode_value<'t>(
     tc: &'t TypeCode,
-    v: &Value,
+    v: &DynValue,
     w: &mut CdrWriter,
     stack: &mut Vec<&'t TypeCode>,
 ) -> Result<(), CdrError> {
@@ -432,41 +432,41 @@ fn encode_value<'t>(
     let mismatch = || invalid(at, "value does not match its TypeCode");
     use TCKind as K;
     match (tc.kind(), v) {
-        (K::Null | K::Void, Value::Null) => {}
-        (K::Short, Value::Short(x)) => w.write_short(*x),
-        (K::Long, Value::Long(x)) => w.write_long(*x),
-        (K::UShort, Value::UShort(x)) => w.write_ushort(*x),
-        (K::ULong, Value::ULong(x)) => w.write_ulong(*x),
-        (K::LongLong, Value::LongLong(x)) => w.write_longlong(*x),
-        (K::ULongLong, Value::ULongLong(x)) => w.write_ulonglong(*x),
-        (K::Float, Value::Float(x)) => w.write_float(*x),
-        (K::Double, Value::Double(x)) => w.write_double(*x),
-        (K::LongDouble, Value::LongDouble(x)) => w.write_long_double(*x),
-        (K::Boolean, Value::Boolean(x)) => w.write_bool(*x),
-        (K::Char, Value::Char(x)) => w.write_char(*x)?,
-        (K::WChar, Value::WChar(x)) => w.write_wchar(*x)?,
-        (K::Octet, Value::Octet(x)) => w.write_octet(*x),
-        (K::String, Value::String(s)) => match tc.length().unwrap_or(0) {
+        (K::Null | K::Void, DynValue::Null) => {}
+        (K::Short, DynValue::Short(x)) => w.write_short(*x),
+        (K::Long, DynValue::Long(x)) => w.write_long(*x),
+        (K::UShort, DynValue::UShort(x)) => w.write_ushort(*x),
+        (K::ULong, DynValue::ULong(x)) => w.write_ulong(*x),
+        (K::LongLong, DynValue::LongLong(x)) => w.write_longlong(*x),
+        (K::ULongLong, DynValue::ULongLong(x)) => w.write_ulonglong(*x),
+        (K::Float, DynValue::Float(x)) => w.write_float(*x),
+        (K::Double, DynValue::Double(x)) => w.write_double(*x),
+        (K::LongDouble, DynValue::LongDouble(x)) => w.write_long_double(*x),
+        (K::Boolean, DynValue::Boolean(x)) => w.write_bool(*x),
+        (K::Char, DynValue::Char(x)) => w.write_char(*x)?,
+        (K::WChar, DynValue::WChar(x)) => w.write_wchar(*x)?,
+        (K::Octet, DynValue::Octet(x)) => w.write_octet(*x),
+        (K::String, DynValue::String(s)) => match tc.length().unwrap_or(0) {
             0 => w.write_string(s)?,
             bound => w.write_bounded_string(s, bound)?,
         },
-        (K::WString, Value::WString(s)) => match tc.length().unwrap_or(0) {
+        (K::WString, DynValue::WString(s)) => match tc.length().unwrap_or(0) {
             0 => w.write_wstring(s)?,
             bound => w.write_bounded_wstring(s, bound)?,
         },
-        (K::Fixed, Value::Fixed(f)) => {
+        (K::Fixed, DynValue::Fixed(f)) => {
             let scale = u16::try_from(tc.fixed_scale().unwrap_or(0)).map_err(|_| mismatch())?;
             w.write_fixed(f, tc.fixed_digits().unwrap_or(0), scale)?
         }
-        (K::Any, Value::Any(a)) => a.encode(w)?,
-        (K::TypeCode, Value::TypeCode(t)) => t.encode(w)?,
-        (K::Principal, Value::Principal(p)) => w.write_octet_seq(p)?,
-        (K::ObjRef, Value::ObjRef(ior)) => ior.encode(w)?,
-        (K::AbstractInterface, Value::ObjRef(ior)) => {
+        (K::Any, DynValue::Any(a)) => a.encode(w)?,
+        (K::TypeCode, DynValue::TypeCode(t)) => t.encode(w)?,
+        (K::Principal, DynValue::Principal(p)) => w.write_octet_seq(p)?,
+        (K::ObjRef, DynValue::ObjRef(ior)) => ior.encode(w)?,
+        (K::AbstractInterface, DynValue::ObjRef(ior)) => {
             w.write_bool(true);
             ior.encode(w)?
         }
-        (K::Struct | K::Except, Value::Struct(members)) => {
+        (K::Struct | K::Except, DynValue::Struct(members)) => {
             if members.len() != tc.member_count().unwrap_or(0) {
                 return Err(mismatch());
             }
@@ -483,7 +483,7 @@ fn encode_value<'t>(
         }
         (
             K::Union,
-            Value::Union {
+            DynValue::Union {
                 discriminator,
                 member,
             },
@@ -499,17 +499,17 @@ fn encode_value<'t>(
                 result?
             }
         }
-        (K::Enum, Value::Enum(x)) => {
+        (K::Enum, DynValue::Enum(x)) => {
             if *x as usize >= tc.member_count().unwrap_or(0) {
                 return Err(mismatch());
             }
             w.write_ulong(*x)
         }
-        (K::Sequence | K::Array, items @ (Value::Octets(_) | Value::Sequence(_))) => {
+        (K::Sequence | K::Array, items @ (DynValue::Octets(_) | DynValue::Sequence(_))) => {
             let elem = tc.content_type().map_err(|_| mismatch())?;
             let len = match items {
-                Value::Octets(b) => b.len(),
-                Value::Sequence(s) => s.len(),
+                DynValue::Octets(b) => b.len(),
+                DynValue::Sequence(s) => s.len(),
                 _ => 0,
             };
             let bound = tc.length().unwrap_or(0);
@@ -528,13 +528,15 @@ fn encode_value<'t>(
                 return Err(mismatch());
             }
             match items {
-                Value::Octets(b) => {
+                DynValue::Octets(b) => {
                     if resolve(elem, stack)?.unalias().kind() != K::Octet {
                         return Err(mismatch());
                     }
                     w.write_octets(b)
                 }
-                Value::Sequence(s) => s.iter().try_for_each(|i| encode_value(elem, i, w, stack))?,
+                DynValue::Sequence(s) => {
+                    s.iter().try_for_each(|i| encode_value(elem, i, w, stack))?
+                }
                 _ => {}
             }
         }
@@ -545,7 +547,7 @@ fn encode_value<'t>(
             stack.pop();
             result?
         }
-        (K::Value | K::ValueBox | K::Event, Value::Null) => w.write_ulong(0),
+        (K::Value | K::ValueBox | K::Event, DynValue::Null) => w.write_ulong(0),
         _ => return Err(mismatch()),
     }
     Ok(())
@@ -571,14 +573,14 @@ macro_rules! any_primitive {
                     TypeCode::$tc()
                 }
                 fn into_any(self) -> Any {
-                    Any { type_code: TypeCode::$tc(), value: Value::$variant(self) }
+                    Any { type_code: TypeCode::$tc(), value: DynValue::$variant(self) }
                 }
                 fn from_any(any: &Any) -> Option<Self> {
                     if any.type_code.unalias().kind() != TypeCode::$tc().kind() {
                         return None;
                     }
                     match &any.value {
-                        Value::$variant(v) => Some(v.clone()),
+                        DynValue::$variant(v) => Some(v.clone()),
                         _ => None,
                     }
                 }
@@ -615,12 +617,12 @@ impl AnyValue for String {
     fn into_any(self) -> Any {
         Any {
             type_code: TypeCode::string(0),
-            value: Value::String(self),
+            value: DynValue::String(self),
         }
     }
     fn from_any(any: &Any) -> Option<Self> {
         match (&any.value, any.type_code.unalias().kind()) {
-            (Value::String(s), TCKind::String) => Some(s.clone()),
+            (DynValue::String(s), TCKind::String) => Some(s.clone()),
             _ => None,
         }
     }
@@ -645,12 +647,12 @@ impl AnyValue for Vec<u8> {
     fn into_any(self) -> Any {
         Any {
             type_code: Self::type_code(),
-            value: Value::Octets(self),
+            value: DynValue::Octets(self),
         }
     }
     fn from_any(any: &Any) -> Option<Self> {
         match (&any.value, any.type_code.unalias().kind()) {
-            (Value::Octets(b), TCKind::Sequence) => Some(b.clone()),
+            (DynValue::Octets(b), TCKind::Sequence) => Some(b.clone()),
             _ => None,
         }
     }

@@ -2,7 +2,7 @@
 //! decode with the right TypeCodes and values and re-encode to the same
 //! bytes; TypeCodes and values round-trip in both byte orders.
 
-use armillary_giop::any::{Any, AnyValue, Value};
+use armillary_giop::any::{Any, AnyValue, DynValue};
 use armillary_giop::giop::Message;
 use armillary_giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
 use armillary_giop::{
@@ -79,55 +79,60 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
     assert!(seen.iter().any(|a| a.get::<String>().is_some()));
 }
 
-fn leaf() -> impl Strategy<Value = (TypeCode, BoxedStrategy<Value>)> {
+fn leaf() -> impl Strategy<Value = (TypeCode, BoxedStrategy<DynValue>)> {
     prop_oneof![
-        Just((TypeCode::long(), any::<i32>().prop_map(Value::Long).boxed())),
+        Just((
+            TypeCode::long(),
+            any::<i32>().prop_map(DynValue::Long).boxed()
+        )),
         Just((
             TypeCode::ushort(),
-            any::<u16>().prop_map(Value::UShort).boxed()
+            any::<u16>().prop_map(DynValue::UShort).boxed()
         )),
         Just((
             TypeCode::ulonglong(),
-            any::<u64>().prop_map(Value::ULongLong).boxed()
+            any::<u64>().prop_map(DynValue::ULongLong).boxed()
         )),
         Just((
             TypeCode::double(),
-            (-1e9f64..1e9).prop_map(Value::Double).boxed()
+            (-1e9f64..1e9).prop_map(DynValue::Double).boxed()
         )),
         Just((
             TypeCode::boolean(),
-            any::<bool>().prop_map(Value::Boolean).boxed()
+            any::<bool>().prop_map(DynValue::Boolean).boxed()
         )),
         Just((
             TypeCode::octet(),
-            any::<u8>().prop_map(Value::Octet).boxed()
+            any::<u8>().prop_map(DynValue::Octet).boxed()
         )),
         Just((
             TypeCode::char(),
-            (0u8..128).prop_map(|c| Value::Char(char::from(c))).boxed()
+            (0u8..128)
+                .prop_map(|c| DynValue::Char(char::from(c)))
+                .boxed()
         )),
         Just((
             TypeCode::wchar(),
             proptest::char::range('a', '\u{d7ff}')
-                .prop_map(Value::WChar)
+                .prop_map(DynValue::WChar)
                 .boxed()
         )),
         Just((
             TypeCode::string(0),
-            ".{0,8}".prop_map(Value::String).boxed()
+            ".{0,8}".prop_map(DynValue::String).boxed()
         )),
         Just((
             TypeCode::wstring(0),
-            ".{0,8}".prop_map(Value::WString).boxed()
+            ".{0,8}".prop_map(DynValue::WString).boxed()
         )),
         Just((
             TypeCode::enum_tc("IDL:T/E:1.0", "E", &["a", "b", "c"]),
-            (0u32..3).prop_map(Value::Enum).boxed()
+            (0u32..3).prop_map(DynValue::Enum).boxed()
         )),
     ]
 }
 
-fn typed() -> impl Strategy<Value = (TypeCode, Value)> {
+fn typed() -> impl Strategy<Value = (TypeCode, DynValue)> {
     let leaf = leaf().prop_flat_map(|(tc, v)| (Just(tc), v));
     leaf.prop_recursive(4, 24, 4, |inner| {
         prop_oneof![
@@ -146,19 +151,19 @@ fn typed() -> impl Strategy<Value = (TypeCode, Value)> {
                 );
                 (
                     tc,
-                    Value::Struct(members.into_iter().map(|(_, v)| v).collect()),
+                    DynValue::Struct(members.into_iter().map(|(_, v)| v).collect()),
                 )
             }),
             (inner.clone(), 0usize..4).prop_map(|((tc, v), n)| {
                 (
                     TypeCode::sequence(tc, 0),
-                    Value::Sequence(std::iter::repeat_n(v, n).collect()),
+                    DynValue::Sequence(std::iter::repeat_n(v, n).collect()),
                 )
             }),
             (inner.clone(), 1u32..3).prop_map(|((tc, v), n)| {
                 (
                     TypeCode::alias("IDL:T/A:1.0", "A", TypeCode::array(tc, n)),
-                    Value::Sequence(std::iter::repeat_n(v, n as usize).collect()),
+                    DynValue::Sequence(std::iter::repeat_n(v, n as usize).collect()),
                 )
             }),
             (inner.clone(), any::<bool>()).prop_map(|((tc, v), first)| {
@@ -181,21 +186,21 @@ fn typed() -> impl Strategy<Value = (TypeCode, Value)> {
                     ],
                 );
                 let value = if first {
-                    Value::Union {
-                        discriminator: Box::new(Value::Long(7)),
+                    DynValue::Union {
+                        discriminator: Box::new(DynValue::Long(7)),
                         member: Some((0, Box::new(v))),
                     }
                 } else {
-                    Value::Union {
-                        discriminator: Box::new(Value::Long(-3)),
-                        member: Some((1, Box::new(Value::Short(5)))),
+                    DynValue::Union {
+                        discriminator: Box::new(DynValue::Long(-3)),
+                        member: Some((1, Box::new(DynValue::Short(5)))),
                     }
                 };
                 (u, value)
             }),
             inner.prop_map(|(tc, v)| (
                 TypeCode::any(),
-                Value::Any(Box::new(Any::new(tc, v).unwrap()))
+                DynValue::Any(Box::new(Any::new(tc, v).unwrap()))
             )),
         ]
     })
@@ -229,12 +234,12 @@ fn typed_extraction_checks_the_type() {
     assert_eq!(a.get::<i16>(), None);
     assert_eq!(Any::from("x").get::<String>(), Some("x".into()));
     assert_eq!(<Vec<u8>>::type_code().kind(), TCKind::Sequence);
-    assert!(Any::new(TypeCode::long(), Value::Short(1)).is_err());
+    assert!(Any::new(TypeCode::long(), DynValue::Short(1)).is_err());
     let typed: Any =
         Any::from_cdr_value(TypeCode::sequence(TypeCode::long(), 0), &vec![1i32, 2]).unwrap();
     assert_eq!(
         typed.value,
-        Value::Sequence(vec![Value::Long(1), Value::Long(2)])
+        DynValue::Sequence(vec![DynValue::Long(1), DynValue::Long(2)])
     );
     assert_eq!(
         typed.to_cdr_value::<Vec<i32>>(&TypeCode::sequence(TypeCode::long(), 0)),

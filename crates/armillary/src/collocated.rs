@@ -111,6 +111,7 @@ impl Invoker for CollocatedInvoker {
             version: self.version,
             codesets: self.codesets,
             outcome,
+            fragment_starts: Vec::new(),
         }))
     }
 }

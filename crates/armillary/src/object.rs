@@ -55,6 +55,10 @@ pub struct ReplyMessage {
     pub codesets: CodeSets,
     /// Normal result or user exception.
     pub outcome: ReplyOutcome,
+    /// GIOP 1.1 only: where each fragment's data starts in `bytes`, as in
+    /// [`Frame::fragment_starts`](armillary_giop::giop::Frame::fragment_starts);
+    /// alignment restarts at each. Empty otherwise.
+    pub fragment_starts: Vec<usize>,
 }
 
 impl ReplyMessage {
@@ -63,6 +67,7 @@ impl ReplyMessage {
         CdrReader::new(&self.bytes, self.byte_order, self.version)
             .with_codesets(self.codesets)
             .with_position(self.body_offset)
+            .with_fragment_starts(&self.fragment_starts)
     }
 }
 

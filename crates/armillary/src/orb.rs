@@ -381,7 +381,10 @@ impl Orb {
                     if self.core.shut_down.load(Ordering::SeqCst) {
                         return;
                     }
-                    match self.core.server.lock().clone() {
+                    // Not in the `match`: its guard would live to the end
+                    // of it, and block every reference made while we wait.
+                    let current = self.core.server.lock().clone();
+                    match current {
                         Some(server) if drives => break server,
                         // Nothing to drive (yet): `shutdown` and the server's
                         // start both signal.
@@ -694,6 +697,7 @@ impl OrbCore {
             codesets,
             outcome,
             bytes: frame.bytes,
+            fragment_starts: frame.fragment_starts,
         })))
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use armillary::config::OrbConfig;
-use armillary::giop::any::{read_value, write_value, Value};
+use armillary::giop::any::{read_value, write_value, DynValue};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
 use armillary::poa::PoaCurrent;
@@ -258,13 +258,13 @@ impl Servant for Everything {
             }
             "out_shape" => {
                 let points = (0..3)
-                    .map(|i| Value::Struct(vec![Value::Long(i), Value::Long(i * i)]))
+                    .map(|i| DynValue::Struct(vec![DynValue::Long(i), DynValue::Long(i * i)]))
                     .collect();
-                let shape = Value::Struct(vec![
-                    Value::String("triangle".into()),
-                    Value::Enum(2),
-                    Value::Sequence(points),
-                    Value::Struct(vec![Value::Long(-1), Value::Long(-2)]),
+                let shape = DynValue::Struct(vec![
+                    DynValue::String("triangle".into()),
+                    DynValue::Enum(2),
+                    DynValue::Sequence(points),
+                    DynValue::Struct(vec![DynValue::Long(-1), DynValue::Long(-2)]),
                 ]);
                 let w = req.results();
                 write_value(&self.types.shape, &shape, w).map_err(marshal)?;

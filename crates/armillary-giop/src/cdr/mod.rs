@@ -191,6 +191,11 @@ macro_rules! primitive {
             }
 
             fn encode_slice(items: &[Self], w: &mut CdrWriter) -> Result<(), CdrError> {
+                // CDR aligns a value only when one is written: an empty
+                // sequence is its length and nothing more.
+                if items.is_empty() {
+                    return Ok(());
+                }
                 w.align($size);
                 w.reserve(items.len() * $size);
                 for item in items {
@@ -208,19 +213,32 @@ macro_rules! primitive {
             }
 
             fn decode_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
-                r.align($size)?;
-                let bytes = r.read_octets(n.checked_mul($size).ok_or(CdrError::TooLong(n))?)?;
                 let order = r.byte_order();
-                Ok(bytes
-                    .chunks_exact($size)
-                    .map(|c| {
+                let mut items = Vec::with_capacity(r.capacity_hint(n, $size));
+                // Copy in runs: a GIOP 1.1 fragment boundary restarts
+                // alignment, so a run never crosses one (and an empty
+                // sequence reads no padding at all).
+                while items.len() < n {
+                    r.align($size)?;
+                    let left = (n - items.len())
+                        .checked_mul($size)
+                        .ok_or(CdrError::TooLong(n))?;
+                    let run = r.contiguous(left) / $size * $size;
+                    if run == 0 {
+                        // A value split by a fragment boundary: read it whole.
+                        items.push(r.$read()?);
+                        continue;
+                    }
+                    let bytes = r.read_octets(run)?;
+                    items.extend(bytes.chunks_exact($size).map(|c| {
                         let a = c.try_into().unwrap_or([0; $size]);
                         match order {
                             crate::ByteOrder::Big => <$ty>::from_be_bytes(a),
                             crate::ByteOrder::Little => <$ty>::from_le_bytes(a),
                         }
-                    })
-                    .collect())
+                    }));
+                }
+                Ok(items)
             }
         }
     };

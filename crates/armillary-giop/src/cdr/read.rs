@@ -139,6 +139,18 @@ impl<'a> CdrReader<'a> {
         n.min(self.remaining() / min_size.max(1)).min(1 << 16)
     }
 
+    /// How many of the next `n` bytes can be read as one run: all of them,
+    /// unless a GIOP 1.1 fragment's data starts in between (alignment
+    /// restarts there), or the input ends first.
+    pub fn contiguous(&self, n: usize) -> usize {
+        let end = self.pos.saturating_add(n).min(self.buf.len());
+        let boundary = match self.rebase.partition_point(|&r| r <= self.pos) {
+            k if k < self.rebase.len() => self.rebase[k].min(end),
+            _ => end,
+        };
+        boundary - self.pos
+    }
+
     /// Skips padding up to the next multiple of `n` (a power of two).
     pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
         let pad = (n - self.align_offset() % n) % n;

@@ -312,3 +312,113 @@ proptest! {
         let _ = Everything::decode(&mut r);
     }
 }
+
+/// Regression (issue 9, defect 1): an empty sequence of a 2-, 4- or 8-byte
+/// primitive is its length and nothing else; CDR aligns only values that
+/// are written. `struct { sequence<long long> a; long b; }`, `a = []`,
+/// `b = 7`, as omniORB writes it.
+#[test]
+fn empty_primitive_sequences_are_not_padded() {
+    let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);
+    Vec::<i64>::new().encode(&mut w).unwrap();
+    7i32.encode(&mut w).unwrap();
+    assert_eq!(w.as_bytes(), &[0, 0, 0, 0, 7, 0, 0, 0]);
+    let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Little, GiopVersion::V1_2);
+    assert_eq!(Vec::<i64>::decode(&mut r).unwrap(), Vec::<i64>::new());
+    assert_eq!(i32::decode(&mut r).unwrap(), 7);
+    assert!(r.is_empty());
+
+    macro_rules! empty_then_long {
+        ($($ty:ty),*) => {$(
+            let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_1);
+            w.write_octet(1); // misalign, so padding would show
+            Vec::<$ty>::new().encode(&mut w).unwrap();
+            w.write_octet(9);
+            assert_eq!(w.as_bytes(), &[1, 0, 0, 0, 0, 0, 0, 0, 9], stringify!($ty));
+            let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Big, GiopVersion::V1_1);
+            r.read_octet().unwrap();
+            assert!(Vec::<$ty>::decode(&mut r).unwrap().is_empty(), stringify!($ty));
+            assert_eq!(r.read_octet().unwrap(), 9, stringify!($ty));
+        )*};
+    }
+    empty_then_long!(i16, u16, i32, u32, i64, u64, f32, f64, u8, LongDouble);
+}
+
+/// Regression (issue 9, defect 2): a sequence of long longs in a
+/// reassembled GIOP 1.1 message whose second fragment's data starts with
+/// 4 bytes of padding (alignment restarts at the fragment's header, as
+/// omniORB writes it) is read in bulk without taking the padding as data.
+#[test]
+fn bulk_reads_restart_alignment_at_giop_1_1_fragments() {
+    // Stream offsets: a 12-byte message header, then the body: a length
+    // (at 12) and the first value (at 16); the first fragment ends at 24.
+    // The second fragment's data starts at index 24, which counts as
+    // offset 12 of its own message: 4 bytes of padding, then 2 values.
+    let mut bytes = vec![0u8; 12];
+    bytes.extend_from_slice(&3u32.to_be_bytes());
+    bytes.extend_from_slice(&1i64.to_be_bytes());
+    bytes.extend_from_slice(&[0xee; 4]);
+    bytes.extend_from_slice(&2i64.to_be_bytes());
+    bytes.extend_from_slice(&3i64.to_be_bytes());
+    let starts = [24];
+    let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
+        .with_position(12)
+        .with_fragment_starts(&starts);
+    assert_eq!(Vec::<i64>::decode(&mut r).unwrap(), vec![1, 2, 3]);
+    assert!(r.is_empty());
+
+    // A value split by the boundary is read whole, as per-value reads do.
+    let mut bytes = vec![0u8; 12];
+    bytes.extend_from_slice(&2u32.to_be_bytes());
+    bytes.extend_from_slice(&0x0102_0304_0506_0708i64.to_be_bytes());
+    bytes.extend_from_slice(&9i64.to_be_bytes());
+    let starts = [28];
+    let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
+        .with_position(12)
+        .with_fragment_starts(&starts);
+    assert_eq!(
+        Vec::<i64>::decode(&mut r).unwrap(),
+        vec![0x0102_0304_0506_0708, 9]
+    );
+}
+
+proptest! {
+    /// Bulk and per-value reads agree on any layout of GIOP 1.1 fragment
+    /// boundaries (each boundary followed by the padding its alignment
+    /// needs), for every multi-byte primitive.
+    #[test]
+    fn bulk_reads_match_per_value_reads_across_fragments(
+        values in proptest::collection::vec(any::<i64>(), 0..40),
+        cuts in proptest::collection::btree_set(0usize..40, 0..5),
+    ) {
+        // Write the sequence as omniORB would: a fragment boundary before
+        // value k restarts alignment at offset 12 of the new fragment.
+        let mut bytes = vec![0u8; 12];
+        bytes.extend_from_slice(&(values.len() as u32).to_be_bytes());
+        let mut starts = Vec::new();
+        for (k, v) in values.iter().enumerate() {
+            if cuts.contains(&k) {
+                starts.push(bytes.len());
+                bytes.extend_from_slice(&[0xee; 4]);
+            } else if starts.is_empty() && bytes.len() % 8 != 0 {
+                bytes.extend_from_slice(&[0xee; 4]);
+            }
+            bytes.extend_from_slice(&v.to_be_bytes());
+        }
+        let bulk = {
+            let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
+                .with_position(12)
+                .with_fragment_starts(&starts);
+            let got = Vec::<i64>::decode(&mut r).unwrap();
+            prop_assert!(r.is_empty());
+            got
+        };
+        let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
+            .with_position(12)
+            .with_fragment_starts(&starts);
+        let n = r.read_ulong().unwrap() as usize;
+        let single: Vec<i64> = (0..n).map(|_| r.read_longlong().unwrap()).collect();
+        prop_assert_eq!(&bulk, &single);
+        prop_assert_eq!(bulk, values);
+    }
+}
