@@ -14,12 +14,43 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The omniORB 4.2 captures (`../shared/vectors/omniorb-4.2`, or
-/// `$ARMILLARY_VECTORS`).
+/// The omniORB 4.2 captures the repository ships
+/// (`tests/vectors/omniorb-4.2`, see `tests/vectors/README.md`), or
+/// `$ARMILLARY_VECTORS` when it is set (to run the tests on a fresh
+/// capture from `scripts/capture-vectors.sh`).
 pub fn vectors_dir() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS")
+    std::env::var_os("ARMILLARY_VECTORS")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("../shared/vectors/omniorb-4.2"))
+        .unwrap_or_else(|| workspace().join("tests/vectors/omniorb-4.2"))
+}
+
+/// Every captured IOR file (`<session>/*.ior` under [`vectors_dir`]), in
+/// path order, with its trimmed text.
+pub fn captured_iors() -> Vec<(PathBuf, String)> {
+    let root = vectors_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("cannot read the vectors at {}: {e}", root.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .flat_map(|dir| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+        })
+        .map(|e| e.path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("ior"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+            (p, text.trim().to_owned())
+        })
+        .collect()
 }
 
 /// Whether the omniORB tests should run: false (with a message) when
