@@ -458,39 +458,49 @@ fn relay(server_port: u16) -> Relay {
     }
 }
 
-/// The idle-close test of `iiop.rs`, for thread per connection, with a
+/// The idle-close test of `iiop.rs`, for every threaded model, with a
 /// relay that shows the close really happened on the client's connection
 /// before the next call went out.
 #[test]
-fn thread_per_connection_closes_idle_connections_and_calls_still_succeed() {
-    let (server_orb, _, obj) = server(OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPerConnection,
-        idle_timeout: Some(Duration::from_secs(1)),
-        ..OrbConfig::default()
-    });
-    let server_port = server_orb.endpoints().unwrap()[0].1;
-    let relay = relay(server_port);
-    let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
-    let orb = client();
-    let remote = orb
-        .string_to_object(&format!("corbaloc:iiop:1.2@127.0.0.1:{}/{key}", relay.port))
-        .unwrap();
-    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
-    // The server closes the idle connection with CloseConnection...
-    assert_eq!(relay.closes.recv_timeout(DEADLINE), Ok(0));
-    // ...and the client, which has not read it yet, sends its next call on
-    // the closed connection, reads the CloseConnection instead of a reply
-    // and sends the call again on a new connection, transparently.
-    for i in 0..5 {
-        assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+fn threaded_models_close_idle_connections_and_calls_still_succeed() {
+    for concurrency in [
+        ConcurrencyModel::SingleThreadedReactive,
+        ConcurrencyModel::ThreadPool(2),
+        ConcurrencyModel::ThreadPerConnection,
+    ] {
+        let (server_orb, _, obj) = server(OrbConfig {
+            concurrency,
+            idle_timeout: Some(Duration::from_secs(1)),
+            ..OrbConfig::default()
+        });
+        let server_port = server_orb.endpoints().unwrap()[0].1;
+        let relay = relay(server_port);
+        let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
+        let orb = client();
+        let remote = orb
+            .string_to_object(&format!("corbaloc:iiop:1.2@127.0.0.1:{}/{key}", relay.port))
+            .unwrap();
+        assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
+        // The server closes the idle connection with CloseConnection...
+        assert_eq!(
+            relay.closes.recv_timeout(DEADLINE),
+            Ok(0),
+            "{concurrency:?}"
+        );
+        // ...and the client, which has not read it yet, sends its next call on
+        // the closed connection, reads the CloseConnection instead of a reply
+        // and sends the call again on a new connection, transparently.
+        for i in 0..5 {
+            assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+        }
+        assert!(relay.connections.load(Ordering::SeqCst) >= 2);
+        // Closed again, and again survived.
+        let second = relay.closes.recv_timeout(DEADLINE).unwrap();
+        assert!(second >= 1);
+        assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
+        orb.shutdown(true);
+        server_orb.shutdown(true);
     }
-    assert!(relay.connections.load(Ordering::SeqCst) >= 2);
-    // Closed again, and again survived.
-    let second = relay.closes.recv_timeout(DEADLINE).unwrap();
-    assert!(second >= 1);
-    assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
-    orb.shutdown(true);
-    server_orb.shutdown(true);
 }
 
 /// With `ApplicationThreads` the idle checks are ORB work too.
