@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use armillary_testkit::{build_peers, omniorb_available, start_interop_server, vectors_dir};
+use armillary_testkit::{build_peers, captured_iors, omniorb_available, start_interop_server};
 use serde_json::Value;
 
 fn armillary(args: &[&str]) -> std::process::Output {
@@ -187,25 +187,11 @@ fn catior_and_armillary_agree_on_captured_omniorb_iors() {
     if !omniorb_available() {
         return;
     }
-    let mut n = 0;
-    for session in std::fs::read_dir(vectors_dir())
-        .unwrap()
-        .filter_map(Result::ok)
-    {
-        if !session.path().is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(session.path())
-            .unwrap()
-            .filter_map(Result::ok)
-        {
-            if file.path().extension().and_then(|e| e.to_str()) == Some("ior") {
-                let ior = std::fs::read_to_string(file.path()).unwrap();
-                agree(ior.trim(), &file.path().display().to_string());
-                n += 1;
-            }
-        }
+    let iors = captured_iors();
+    for (path, ior) in &iors {
+        agree(ior, &path.display().to_string());
     }
+    let n = iors.len();
     assert!(n >= 30, "only {n} IORs found");
 }
 

@@ -36,11 +36,10 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 fn frame_decoder_regressions() {
     replay("frame_decoder", fuzzing::frame_decoder);
     // The captures, as fuzz inputs (4 bytes of split sizes, then a stream).
-    let vectors =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/omniorb-4.2/giop-1.2");
+    let vectors = armillary_testkit::vectors_dir().join("giop-1.2");
     let mut stream = vec![7, 64, 1, 200];
-    let mut files: Vec<_> = std::fs::read_dir(vectors)
-        .unwrap()
+    let mut files: Vec<_> = std::fs::read_dir(&vectors)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", vectors.display()))
         .filter_map(Result::ok)
         .map(|e| e.path())
         .collect();

@@ -8,53 +8,37 @@ use armillary_giop::ior::{
     TaggedProfile, ORB_TYPE_OMNIORB, TAG_CODE_SETS, TAG_ORB_TYPE,
 };
 use armillary_giop::{ByteOrder, GiopVersion};
-use armillary_testkit::vectors_dir;
+use armillary_testkit::captured_iors;
 use proptest::prelude::*;
 
 #[test]
 fn omniorb_iors_decode_and_print_back_exactly() {
-    let mut n = 0;
-    for session in std::fs::read_dir(vectors_dir())
-        .unwrap()
-        .filter_map(Result::ok)
-    {
-        if !session.path().is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(session.path())
-            .unwrap()
-            .filter_map(Result::ok)
-        {
-            let path = file.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("ior") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let ior: Ior = text.parse().unwrap();
-            assert_eq!(ior.to_string(), text.trim(), "{}", path.display());
-            let body = &ior.iiop_profiles()[0];
-            assert_eq!(body.iiop_version, GiopVersion::V1_2);
-            assert_eq!(body.host, "127.0.0.1");
-            let key = String::from_utf8(body.object_key.clone()).unwrap();
-            assert!(["Echo", "Quoter", "Types"].contains(&key.as_str()), "{key}");
+    let iors = captured_iors();
+    for (path, text) in &iors {
+        let ior: Ior = text.parse().unwrap();
+        assert_eq!(&ior.to_string(), text, "{}", path.display());
+        let body = &ior.iiop_profiles()[0];
+        assert_eq!(body.iiop_version, GiopVersion::V1_2);
+        assert_eq!(body.host, "127.0.0.1");
+        let key = String::from_utf8(body.object_key.clone()).unwrap();
+        assert!(["Echo", "Quoter", "Types"].contains(&key.as_str()), "{key}");
+        assert_eq!(
+            body.component(TAG_ORB_TYPE),
+            Some(KnownComponent::OrbType(ORB_TYPE_OMNIORB))
+        );
+        let cs = body.code_sets().unwrap();
+        assert_eq!(cs.for_char_data.native_code_set, ISO_8859_1);
+        assert_eq!(cs.for_char_data.conversion_code_sets, vec![UTF_8]);
+        assert_eq!(cs.for_wchar_data.native_code_set, UTF_16);
+        // Every profile body re-encodes to its exact bytes.
+        for p in &ior.profiles {
             assert_eq!(
-                body.component(TAG_ORB_TYPE),
-                Some(KnownComponent::OrbType(ORB_TYPE_OMNIORB))
+                ProfileBody::decode(&p.data).unwrap().encode().unwrap(),
+                p.data
             );
-            let cs = body.code_sets().unwrap();
-            assert_eq!(cs.for_char_data.native_code_set, ISO_8859_1);
-            assert_eq!(cs.for_char_data.conversion_code_sets, vec![UTF_8]);
-            assert_eq!(cs.for_wchar_data.native_code_set, UTF_16);
-            // Every profile body re-encodes to its exact bytes.
-            for p in &ior.profiles {
-                assert_eq!(
-                    ProfileBody::decode(&p.data).unwrap().encode().unwrap(),
-                    p.data
-                );
-            }
-            n += 1;
         }
     }
+    let n = iors.len();
     assert!(n >= 30);
 }
 

@@ -1,4 +1,4 @@
-//! The omniORB 4.2 captures in `shared/vectors`: every message decodes with
+//! The omniORB 4.2 captures in `tests/vectors/omniorb-4.2`: every message decodes with
 //! the fields its `index.json` names, re-encodes to the same bytes, and the
 //! frame decoder cuts each session's streams into the same messages however
 //! they are split.

@@ -182,9 +182,9 @@ fn nameclt_drives_armillary_naming() {
     orb.shutdown(true);
 }
 
-/// omniNames on a free loopback port, with its data in a fresh directory.
+/// omniNames on a loopback port, with its data in a fresh directory.
 struct OmniNames {
-    _peer: Peer,
+    peer: Peer,
     dir: std::path::PathBuf,
     port: u16,
 }
@@ -195,32 +195,48 @@ impl Drop for OmniNames {
     }
 }
 
-fn omninames() -> OmniNames {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!(
-        "armillary-naming-omninames-{}-{port}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let peer = Peer(
-        Command::new("omniNames")
-            .args(["-start", &port.to_string(), "-always", "-datadir"])
-            .arg(&dir)
-            .args(["-ORBendPoint", &format!("giop:tcp:127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    OmniNames {
-        _peer: peer,
-        dir,
-        port,
+/// Starts omniNames and waits until its root context answers `orb`. The
+/// port is found free first, but something else may take it before
+/// omniNames binds it; omniNames then exits, and another port is tried.
+fn omninames(orb: &Orb) -> (OmniNames, armillary::ObjectRef) {
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!(
+            "armillary-naming-omninames-{}-{port}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let peer = Peer(
+            Command::new("omniNames")
+                .args(["-start", &port.to_string(), "-always", "-datadir"])
+                .arg(&dir)
+                .args(["-ORBendPoint", &format!("giop:tcp:127.0.0.1:{port}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let mut names = OmniNames { peer, dir, port };
+        let object = orb
+            .string_to_object(&format!("corbaloc:iiop:127.0.0.1:{port}/NameService"))
+            .unwrap();
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            if object.non_existent() == Ok(false) {
+                return (names, object);
+            }
+            if names.peer.0.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "omniNames did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
+    panic!("omniNames could not listen on any of five free ports");
 }
 
 #[test]
@@ -228,19 +244,8 @@ fn generated_stubs_drive_omninames() {
     if !armillary_testkit::omniorb_available() {
         return;
     }
-    let names = omninames();
     let orb = orb();
-    let object = orb
-        .string_to_object(&format!(
-            "corbaloc:iiop:127.0.0.1:{}/NameService",
-            names.port
-        ))
-        .unwrap();
-    let deadline = Instant::now() + LIMIT;
-    while object.non_existent().is_err() {
-        assert!(Instant::now() < deadline, "omniNames did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (names, object) = omninames(&orb);
     let root = NamingContextExt::narrow(&object)
         .unwrap()
         .expect("omniNames serves a NamingContextExt");

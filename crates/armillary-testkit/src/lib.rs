@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The workspace root.
@@ -14,12 +15,43 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The omniORB 4.2 captures (`../shared/vectors/omniorb-4.2`, or
-/// `$ARMILLARY_VECTORS`).
+/// The omniORB 4.2 captures the repository ships
+/// (`tests/vectors/omniorb-4.2`, see `tests/vectors/README.md`), or
+/// `$ARMILLARY_VECTORS` when it is set (to run the tests on a fresh
+/// capture from `scripts/capture-vectors.sh`).
 pub fn vectors_dir() -> PathBuf {
-    std::env::var("ARMILLARY_VECTORS")
+    std::env::var_os("ARMILLARY_VECTORS")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace().join("../shared/vectors/omniorb-4.2"))
+        .unwrap_or_else(|| workspace().join("tests/vectors/omniorb-4.2"))
+}
+
+/// Every captured IOR file (`<session>/*.ior` under [`vectors_dir`]), in
+/// path order, with its trimmed text.
+pub fn captured_iors() -> Vec<(PathBuf, String)> {
+    let root = vectors_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("cannot read the vectors at {}: {e}", root.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .flat_map(|dir| {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+        })
+        .map(|e| e.path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("ior"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+            (p, text.trim().to_owned())
+        })
+        .collect()
 }
 
 /// Whether the omniORB tests should run: false (with a message) when
@@ -47,17 +79,25 @@ pub fn peers_dir() -> PathBuf {
 }
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
-/// `bench_client`) if needed and returns their directory.
+/// `bench_client`) if needed and returns their directory. Runs `make` once
+/// per test process: the tests of one file run in parallel, and two
+/// `make`s writing the same programs would let a test start one that is
+/// half written.
 pub fn build_peers() -> PathBuf {
-    let out = peers_dir();
-    let status = Command::new("make")
-        .arg("-s")
-        .arg(format!("OUT={}", out.display()))
-        .current_dir(workspace().join("tests/interop/cpp"))
-        .status()
-        .expect("make is needed to build the omniORB peers");
-    assert!(status.success(), "building the omniORB peers failed");
-    out
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = peers_dir();
+            let status = Command::new("make")
+                .arg("-s")
+                .arg(format!("OUT={}", out.display()))
+                .current_dir(workspace().join("tests/interop/cpp"))
+                .status()
+                .expect("make is needed to build the omniORB peers");
+            assert!(status.success(), "building the omniORB peers failed");
+            out
+        })
+        .clone()
 }
 
 /// A child process, killed when dropped.
@@ -70,23 +110,37 @@ impl Drop for Peer {
     }
 }
 
-/// Waits (up to 20 s) for a peer to write `path`, and returns its trimmed
-/// content.
-pub fn wait_for_file(path: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if !text.trim().is_empty() {
-                return text.trim().to_owned();
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
+/// How long [`wait_until`] waits: far beyond anything a working program
+/// needs, so that it is reached only when something is broken.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(30);
+
+/// Polls `done` until it is true: how a test observes work done on another
+/// thread or in another process without depending on timing. Panics,
+/// naming `what` it waited for, after [`WAIT_LIMIT`].
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting until {what}");
+        std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// Waits (up to [`WAIT_LIMIT`]) for a peer to write a line to `path`, and
+/// returns it trimmed.
+pub fn wait_for_file(path: &Path) -> String {
+    let mut text = String::new();
+    wait_until(&format!("{} is written", path.display()), || {
+        match std::fs::read_to_string(path) {
+            // A whole line: a peer that writes the file in place (not
+            // through a rename) may have written only part of it.
+            Ok(t) if t.ends_with('\n') && !t.trim().is_empty() => {
+                text = t.trim().to_owned();
+                true
+            }
+            _ => false,
+        }
+    });
+    text
 }
 
 /// Starts omniORB's `interop_server` on a loopback port with `args` and

@@ -10,7 +10,7 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 
@@ -21,22 +21,59 @@ use armillary_giop::cdr::codeset::{self, CodeSetComponent, CodeSetComponentInfo}
 use armillary_giop::GiopVersion;
 
 /// How the server side runs requests.
+///
+/// # Order of a connection's requests
+///
+/// What a client may rely on when it sends several requests on one
+/// connection (as an Armillary or omniORB client does for calls to one
+/// server from any number of its threads), model by model:
+///
+/// | model | a connection's requests run |
+/// |---|---|
+/// | [`SingleThreadedReactive`](Self::SingleThreadedReactive) | one at a time, in the order they arrived |
+/// | [`ThreadPerConnection`](Self::ThreadPerConnection) | one at a time, in the order they arrived |
+/// | [`ApplicationThreads`](Self::ApplicationThreads) | in order while one thread drives the ORB; as in a pool when several do |
+/// | [`ThreadPool`](Self::ThreadPool) | in no guaranteed order, possibly at the same time |
+///
+/// In the ordered models a oneway request has run before any request
+/// the client sends after it on the same connection: a oneway `ping`
+/// followed by a two-way `count` sees the ping counted. A thread pool
+/// keeps no such order: the thread that read some requests lets go of the
+/// connection before it runs them, so another thread may read, run and
+/// answer the next request first (that is what lets a servant call back
+/// into its own server on the same connection without waiting for
+/// itself). A client that needs a oneway to have run before its next
+/// request under a pool sends it with `SyncScope::WithTarget`
+/// ([`ObjectRef::invoke_oneway_with`](crate::ObjectRef::invoke_oneway_with)),
+/// which returns once the upcall is over, or makes the operation two-way.
+/// Two-way calls a client makes one after another (each waiting for its
+/// reply) are ordered in every model; calls made at the same time from
+/// several client threads are ordered in none, and a POA with the
+/// `SINGLE_THREAD_MODEL` policy serializes its upcalls without ordering
+/// them. Requests a holding POA manager queued are released in arrival
+/// order when it is activated, as work posted to the server's event
+/// loop: they are not ordered with the requests the connection brings
+/// after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConcurrencyModel {
     /// One reactor thread reads every connection and runs every upcall.
+    /// A connection's requests run in the order they arrived.
     SingleThreadedReactive,
     /// N threads share the reactor; one leads (waits for events) while the
-    /// others follow (Leader/Followers).
+    /// others follow (Leader/Followers). Requests of one connection may
+    /// run concurrently and in any order, oneways included (see above).
     ThreadPool(usize),
     /// Every connection gets a thread that blocks reading it and runs its
-    /// requests (the reactor only accepts).
+    /// requests (the reactor only accepts), in the order they arrived.
     ThreadPerConnection,
     /// The ORB starts no server threads: the application's own threads run
     /// the reactor in [`Orb::run`](crate::Orb::run) or, one unit of work at
     /// a time, in [`Orb::perform_work`](crate::Orb::perform_work). Requests
     /// are served only while some thread does so; a thread waiting for a
     /// reply serves nothing meanwhile, so a call this ORB makes to one of
-    /// its own objects needs another thread driving the ORB.
+    /// its own objects needs another thread driving the ORB. With one
+    /// driving thread a connection's requests run in arrival order; with
+    /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
 }
 

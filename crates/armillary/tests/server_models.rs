@@ -4,14 +4,18 @@
 //! (`work_pending` tells when there is something to do); the threaded
 //! models need no help. And idle connections: every model closes them with
 //! CloseConnection once nothing is in progress on them, and an Armillary
-//! client re-sends transparently on a new connection.
+//! client re-sends transparently on a new connection. And the order each
+//! model keeps between the requests of one connection (documented on
+//! `ConcurrencyModel`): a oneway has run before the next request in the
+//! reactive, thread-per-connection and single-driver application models;
+//! a thread pool may answer a later request while a oneway still runs.
 //!
 //! No assertion depends on timing: waits for the server are bounded by
 //! generous deadlines that only a broken server reaches.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::ThreadId;
@@ -24,9 +28,10 @@ use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
 use armillary_giop::cdr::CdrError;
 use armillary_giop::giop::TargetAddress;
 use armillary_giop::{ByteOrder, GiopVersion};
+use armillary_testkit::wait_until;
 
 /// Far beyond anything a working server needs; reached only on failure.
-const DEADLINE: Duration = Duration::from_secs(30);
+const DEADLINE: Duration = armillary_testkit::WAIT_LIMIT;
 
 /// Echoes longs, records which threads ran its upcalls, and parks requests
 /// on `park` until the test releases them.
@@ -36,6 +41,7 @@ struct Echo {
     parked: Mutex<bool>,
     released: Condvar,
     parking: AtomicUsize,
+    pings: AtomicI32,
 }
 
 impl Echo {
@@ -81,6 +87,10 @@ impl Servant for Echo {
                     .unwrap();
                 req.results().write_long(v);
             }
+            "ping" => {
+                self.pings.fetch_add(1, Ordering::SeqCst);
+            }
+            "pings" => req.results().write_long(self.pings.load(Ordering::SeqCst)),
             _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
         }
         Ok(())
@@ -138,15 +148,6 @@ fn drive_until(orb: &Orb, done: impl Fn() -> bool) {
     }
 }
 
-/// Waits (without driving anything) until `done`, bounded by [`DEADLINE`].
-fn wait_until(done: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < DEADLINE, "the condition never came true");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn application_threads_serve_requests_only_in_perform_work() {
     let (server_orb, echo, obj) = server(model(ConcurrencyModel::ApplicationThreads));
@@ -167,7 +168,7 @@ fn application_threads_serve_requests_only_in_perform_work() {
     });
     // The connection (then the request) waits for the application: the ORB
     // has no thread of its own that could have run anything.
-    wait_until(|| server_orb.work_pending().unwrap());
+    wait_until("the server has work", || server_orb.work_pending().unwrap());
     assert!(echo.upcall_threads().is_empty());
 
     drive_until(&server_orb, || caller.is_finished());
@@ -296,9 +297,18 @@ fn message_type(bytes: &[u8]) -> MessageType {
 
 /// A GIOP 1.2 request for `operation` with one long argument.
 fn raw_request(id: u32, key: &[u8], operation: &str, arg: i32) -> Vec<u8> {
+    raw_message(id, key, operation, arg, 3)
+}
+
+/// A GIOP 1.2 oneway request (no response expected) for `operation`.
+fn raw_oneway(id: u32, key: &[u8], operation: &str, arg: i32) -> Vec<u8> {
+    raw_message(id, key, operation, arg, 0)
+}
+
+fn raw_message(id: u32, key: &[u8], operation: &str, arg: i32, response_flags: u8) -> Vec<u8> {
     let request = MessageBody::Request(RequestHeader {
         request_id: id,
-        response_flags: 3,
+        response_flags,
         reserved: [0; 3],
         target: TargetAddress::Key(key.to_vec()),
         operation: operation.into(),
@@ -308,6 +318,17 @@ fn raw_request(id: u32, key: &[u8], operation: &str, arg: i32) -> Vec<u8> {
     let mut b = MessageBuilder::new(GiopVersion::V1_2, ByteOrder::Little, &request).unwrap();
     b.body().write_long(arg);
     b.finish(false)
+}
+
+/// Reads the next message, which must be the reply to `id` carrying a long.
+fn read_long_reply(raw: &mut TcpStream, id: u32) -> i32 {
+    let bytes = read_message(raw).unwrap().expect("a reply");
+    let reply = Message::decode(&bytes).unwrap();
+    let MessageBody::Reply(h) = &reply.body else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(h.request_id, id);
+    reply.body_reader(&bytes).read_long().unwrap()
 }
 
 fn raw_connection(orb: &Orb) -> TcpStream {
@@ -324,13 +345,7 @@ fn key_of(obj: &ObjectRef) -> Vec<u8> {
 /// Reads the reply to `id`, then (the connection idling) CloseConnection,
 /// then EOF.
 fn expect_reply_then_orderly_close(raw: &mut TcpStream, id: u32, value: i32) {
-    let bytes = read_message(raw).unwrap().expect("a reply");
-    let reply = Message::decode(&bytes).unwrap();
-    let MessageBody::Reply(h) = &reply.body else {
-        panic!("{reply:?}")
-    };
-    assert_eq!(h.request_id, id);
-    assert_eq!(reply.body_reader(&bytes).read_long().unwrap(), value);
+    assert_eq!(read_long_reply(raw, id), value);
     let close = read_message(raw).unwrap().expect("CloseConnection");
     assert_eq!(message_type(&close), MessageType::CloseConnection);
     assert_eq!(read_message(raw).unwrap(), None, "then the server closes");
@@ -359,11 +374,15 @@ fn idle_close_waits_for_requests_in_progress() {
         let mut a = raw_connection(&server_orb);
         a.write_all(&raw_request(1, &key_of(&obj), "park", 10))
             .unwrap();
-        wait_until(|| echo.parking.load(Ordering::SeqCst) == 1);
+        wait_until("the request is parked", || {
+            echo.parking.load(Ordering::SeqCst) == 1
+        });
         let mut b = raw_connection(&server_orb);
         b.write_all(&raw_request(2, &key_of(&held_obj), "echo_long", 20))
             .unwrap();
-        wait_until(|| held_poa.the_poa_manager().held_count() == 1);
+        wait_until("the request is held", || {
+            held_poa.the_poa_manager().held_count() == 1
+        });
 
         // Well past the idle timeout (and a few idle checks), neither
         // connection has heard anything: a correct server passes however
@@ -439,39 +458,49 @@ fn relay(server_port: u16) -> Relay {
     }
 }
 
-/// The idle-close test of `iiop.rs`, for thread per connection, with a
+/// The idle-close test of `iiop.rs`, for every threaded model, with a
 /// relay that shows the close really happened on the client's connection
 /// before the next call went out.
 #[test]
-fn thread_per_connection_closes_idle_connections_and_calls_still_succeed() {
-    let (server_orb, _, obj) = server(OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPerConnection,
-        idle_timeout: Some(Duration::from_secs(1)),
-        ..OrbConfig::default()
-    });
-    let server_port = server_orb.endpoints().unwrap()[0].1;
-    let relay = relay(server_port);
-    let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
-    let orb = client();
-    let remote = orb
-        .string_to_object(&format!("corbaloc:iiop:1.2@127.0.0.1:{}/{key}", relay.port))
-        .unwrap();
-    assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
-    // The server closes the idle connection with CloseConnection...
-    assert_eq!(relay.closes.recv_timeout(DEADLINE), Ok(0));
-    // ...and the client, which has not read it yet, sends its next call on
-    // the closed connection, reads the CloseConnection instead of a reply
-    // and sends the call again on a new connection, transparently.
-    for i in 0..5 {
-        assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+fn threaded_models_close_idle_connections_and_calls_still_succeed() {
+    for concurrency in [
+        ConcurrencyModel::SingleThreadedReactive,
+        ConcurrencyModel::ThreadPool(2),
+        ConcurrencyModel::ThreadPerConnection,
+    ] {
+        let (server_orb, _, obj) = server(OrbConfig {
+            concurrency,
+            idle_timeout: Some(Duration::from_secs(1)),
+            ..OrbConfig::default()
+        });
+        let server_port = server_orb.endpoints().unwrap()[0].1;
+        let relay = relay(server_port);
+        let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
+        let orb = client();
+        let remote = orb
+            .string_to_object(&format!("corbaloc:iiop:1.2@127.0.0.1:{}/{key}", relay.port))
+            .unwrap();
+        assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
+        // The server closes the idle connection with CloseConnection...
+        assert_eq!(
+            relay.closes.recv_timeout(DEADLINE),
+            Ok(0),
+            "{concurrency:?}"
+        );
+        // ...and the client, which has not read it yet, sends its next call on
+        // the closed connection, reads the CloseConnection instead of a reply
+        // and sends the call again on a new connection, transparently.
+        for i in 0..5 {
+            assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
+        }
+        assert!(relay.connections.load(Ordering::SeqCst) >= 2);
+        // Closed again, and again survived.
+        let second = relay.closes.recv_timeout(DEADLINE).unwrap();
+        assert!(second >= 1);
+        assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
+        orb.shutdown(true);
+        server_orb.shutdown(true);
     }
-    assert!(relay.connections.load(Ordering::SeqCst) >= 2);
-    // Closed again, and again survived.
-    let second = relay.closes.recv_timeout(DEADLINE).unwrap();
-    assert!(second >= 1);
-    assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
-    orb.shutdown(true);
-    server_orb.shutdown(true);
 }
 
 /// With `ApplicationThreads` the idle checks are ORB work too.
@@ -488,5 +517,111 @@ fn application_threads_close_idle_connections_in_perform_work() {
     let reader = std::thread::spawn(move || expect_reply_then_orderly_close(&mut raw, 5, 50));
     drive_until(&server_orb, || reader.is_finished());
     reader.join().unwrap();
+    server_orb.shutdown(true);
+}
+
+/// Starts driving `orb` (an `ApplicationThreads` server) from one thread
+/// of its own, which `Orb::run` keeps until the ORB shuts down.
+fn one_driver(orb: &Orb) -> std::thread::JoinHandle<()> {
+    let orb = orb.clone();
+    std::thread::spawn(move || orb.run())
+}
+
+/// The models that keep a connection's order run a oneway before anything
+/// the client sends after it on that connection: the two-way that counts
+/// the pings sees every ping sent before it, whether they came in the same
+/// read as the count or in earlier ones.
+#[test]
+fn ordered_models_run_a_oneway_before_the_next_request() {
+    for concurrency in [
+        ConcurrencyModel::SingleThreadedReactive,
+        ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ApplicationThreads,
+    ] {
+        let (server_orb, _, obj) = server(model(concurrency));
+        let driver =
+            (concurrency == ConcurrencyModel::ApplicationThreads).then(|| one_driver(&server_orb));
+        // Through an Armillary client: one connection for every call.
+        let orb = client();
+        let remote = orb
+            .string_to_object(&server_orb.object_to_string(&obj))
+            .unwrap();
+        for i in 1..=50 {
+            for _ in 0..3 {
+                remote
+                    .invoke_oneway("ping", &|w| {
+                        w.write_long(i);
+                        Ok(())
+                    })
+                    .unwrap();
+            }
+            assert_eq!(
+                long_call(&remote, "pings", 0).unwrap(),
+                3 * i,
+                "{concurrency:?}"
+            );
+        }
+        // On a raw connection, the oneways and the count in one write.
+        let mut raw = raw_connection(&server_orb);
+        let key = key_of(&obj);
+        for i in 1..=20u32 {
+            let mut burst = Vec::new();
+            for n in 0..4 {
+                burst.extend(raw_oneway(i * 10 + n, &key, "ping", 0));
+            }
+            burst.extend(raw_request(i * 10 + 9, &key, "pings", 0));
+            raw.write_all(&burst).unwrap();
+            let want = 150 + 4 * i as i32;
+            assert_eq!(
+                read_long_reply(&mut raw, i * 10 + 9),
+                want,
+                "{concurrency:?}"
+            );
+        }
+        orb.shutdown(true);
+        server_orb.shutdown(true);
+        if let Some(driver) = driver {
+            driver.join().unwrap();
+        }
+    }
+}
+
+/// A thread pool keeps no order between a connection's requests: while a
+/// oneway still runs, the next request on the same connection is read and
+/// answered by another thread of the pool. A oneway sent with
+/// `SyncScope::WithTarget` has run when the call returns, in a pool too.
+#[test]
+fn a_thread_pool_answers_a_later_request_while_a_oneway_runs() {
+    use armillary::giop::giop::SyncScope;
+    let (server_orb, echo, obj) = server(model(ConcurrencyModel::ThreadPool(2)));
+    let key = key_of(&obj);
+    let mut raw = raw_connection(&server_orb);
+    raw.write_all(&raw_oneway(1, &key, "park", 0)).unwrap();
+    wait_until("the oneway runs", || {
+        echo.parking.load(Ordering::SeqCst) == 1
+    });
+    raw.write_all(&raw_request(2, &key, "echo_long", 7))
+        .unwrap();
+    assert_eq!(read_long_reply(&mut raw, 2), 7);
+    assert!(
+        *echo.parked.lock().unwrap(),
+        "the oneway is still running: the later request overtook it"
+    );
+    echo.release();
+
+    let orb = client();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&obj))
+        .unwrap();
+    for i in 1..=50 {
+        remote
+            .invoke_oneway_with(SyncScope::WithTarget, "ping", &|w| {
+                w.write_long(i);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(long_call(&remote, "pings", 0).unwrap(), i);
+    }
+    orb.shutdown(true);
     server_orb.shutdown(true);
 }
