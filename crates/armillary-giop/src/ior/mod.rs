@@ -12,6 +12,7 @@ use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use crate::version::{ByteOrder, GiopVersion};
 
 mod profile;
+pub mod security;
 mod url;
 
 pub use profile::{
