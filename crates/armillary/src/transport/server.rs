@@ -855,7 +855,9 @@ impl ServerConnection {
         }
         let mut written = 0;
         while written < bytes.len() {
-            match self.stream.lock().write(&bytes[written..]) {
+            // The stream's guard must end before `close` takes it again.
+            let r = self.stream.lock().write(&bytes[written..]);
+            match r {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
