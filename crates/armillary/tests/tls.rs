@@ -7,13 +7,13 @@
 //! the server. (omniORB's SSL client against an Armillary TLS server is in
 //! `omniorb_client.rs`, which has the servant it needs.)
 //!
-//! The certificates are made by rcgen when the tests run; nothing secret
-//! is stored. No assertion depends on timing: waits are bounded by
+//! The certificates are made when the tests run
+//! (`armillary_testkit::tls`); nothing secret is stored. No assertion depends on timing: waits are bounded by
 //! deadlines that only a broken ORB reaches.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,67 +29,10 @@ use armillary::{ObjectRef, Orb, OrbError, ReplyBody, Servant, ServerRequest};
 use armillary_giop::cdr::CdrError;
 use armillary_giop::giop::{MessageBody, MessageBuilder, RequestHeader, TargetAddress};
 use armillary_giop::{ByteOrder, GiopVersion};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair,
-};
+use armillary_testkit::tls::{pem_dir, write_pem as write, Identity, Pki};
 
 /// Far beyond anything a working ORB needs; reached only on failure.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A certificate and its key, in PEM.
-#[derive(Clone)]
-struct Identity {
-    cert: String,
-    key: String,
-}
-
-/// A test PKI: a CA, a server and a client it signs, and a second
-/// ("rogue") CA nobody trusts, with its own server and client.
-struct Pki {
-    ca: String,
-    server: Identity,
-    client: Identity,
-    rogue_ca: String,
-    rogue_server: Identity,
-    rogue_client: Identity,
-}
-
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, name);
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, name: &str) -> Identity {
-    let mut params =
-        CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.extended_key_usages = vec![
-        ExtendedKeyUsagePurpose::ServerAuth,
-        ExtendedKeyUsagePurpose::ClientAuth,
-    ];
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, issuer).unwrap();
-    Identity {
-        cert: cert.pem(),
-        key: key.serialize_pem(),
-    }
-}
-
-fn pki() -> Pki {
-    let ca_issuer = ca("Armillary test CA");
-    let rogue = ca("Rogue test CA");
-    Pki {
-        ca: ca_issuer.pem(),
-        server: leaf(&ca_issuer, "armillary test server"),
-        client: leaf(&ca_issuer, "armillary test client"),
-        rogue_ca: rogue.pem(),
-        rogue_server: leaf(&rogue, "rogue server"),
-        rogue_client: leaf(&rogue, "rogue client"),
-    }
-}
 
 /// Echoes longs and octet sequences.
 struct Echo;
@@ -205,7 +148,7 @@ fn assert_refused(e: &SystemException, minor_code: u32) {
 
 #[test]
 fn every_concurrency_model_serves_tls() {
-    let pki = pki();
+    let pki = Pki::generate();
     for concurrency in [
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPool(3),
@@ -255,7 +198,7 @@ fn every_concurrency_model_serves_tls() {
 
 #[test]
 fn the_ior_announces_the_tls_endpoint() {
-    let pki = pki();
+    let pki = Pki::generate();
     for (auth, supports, requires) in [
         (ClientAuth::None, 0x26, 0x06),
         (ClientAuth::Optional, 0x66, 0x06),
@@ -325,7 +268,7 @@ fn the_ior_announces_the_tls_endpoint() {
 
 #[test]
 fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
-    let pki = pki();
+    let pki = Pki::generate();
     let (orb, ior) = server(OrbConfig {
         endpoints: vec![loopback()],
         tls: server_tls(&pki.server, &pki.ca, ClientAuth::None),
@@ -361,7 +304,7 @@ fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
 
 #[test]
 fn client_authentication_required() {
-    let pki = pki();
+    let pki = Pki::generate();
     let (orb, ior) = server(OrbConfig {
         tls: server_tls(&pki.server, &pki.ca, ClientAuth::Required),
         ..OrbConfig::default()
@@ -387,7 +330,7 @@ fn client_authentication_required() {
 
 #[test]
 fn client_authentication_optional() {
-    let pki = pki();
+    let pki = Pki::generate();
     let (orb, ior) = server(OrbConfig {
         tls: server_tls(&pki.server, &pki.ca, ClientAuth::Optional),
         ..OrbConfig::default()
@@ -407,7 +350,7 @@ fn client_authentication_optional() {
 
 #[test]
 fn an_untrusted_server_certificate_is_refused() {
-    let pki = pki();
+    let pki = Pki::generate();
     // The server's certificate comes from a CA the client does not trust.
     let (orb, ior) = server(OrbConfig {
         tls: server_tls(&pki.rogue_server, &pki.ca, ClientAuth::None),
@@ -445,7 +388,7 @@ fn plain_request(key: &[u8]) -> Vec<u8> {
 
 #[test]
 fn plain_text_to_a_tls_endpoint_is_refused() {
-    let pki = pki();
+    let pki = Pki::generate();
     for concurrency in [
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPerConnection,
@@ -507,7 +450,7 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
 
 #[test]
 fn clients_refuse_what_their_tls_settings_forbid() {
-    let pki = pki();
+    let pki = Pki::generate();
     let (tls_orb, tls_ior) = server(OrbConfig {
         tls: server_tls(&pki.server, &pki.ca, ClientAuth::None),
         ..OrbConfig::default()
@@ -543,32 +486,15 @@ fn clients_refuse_what_their_tls_settings_forbid() {
     }
 }
 
-/// A directory for this test's PEM files.
-fn pem_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("armillary-tls-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
-
 #[test]
 fn orb_options_configure_tls() {
-    let pki = pki();
+    let pki = Pki::generate();
     let dir = pem_dir("options");
     let ca = write(&dir, "ca.pem", &pki.ca);
     let cert = write(&dir, "server.pem", &pki.server.cert);
     let key = write(&dir, "server.key", &pki.server.key);
     // The client's certificate and key in one file, as omniORB keeps them.
-    let both = write(
-        &dir,
-        "client-and-key.pem",
-        &format!("{}{}", pki.client.cert, pki.client.key),
-    );
+    let both = write(&dir, "client-and-key.pem", &pki.client.combined());
     let (server_orb, rest) = Orb::init([
         "server",
         "-ORBListenEndpoints",
@@ -652,11 +578,7 @@ fn omniorb_ssl_server(
     verify: &str,
 ) -> (armillary_testkit::Peer, String) {
     let ca = write(dir, "ca.pem", &pki.ca);
-    let key = write(
-        dir,
-        "omniorb-server.pem",
-        &format!("{}{}", pki.server.cert, pki.server.key),
-    );
+    let key = write(dir, "omniorb-server.pem", &pki.server.combined());
     let ior_file = dir.join(format!("omniorb-ssl-{verify}.ior"));
     let _ = std::fs::remove_file(&ior_file);
     let peer = armillary_testkit::Peer(
@@ -688,7 +610,7 @@ fn armillary_client_against_omniorb_ssl_server() {
         return;
     }
     let peers = armillary_testkit::build_peers();
-    let pki = pki();
+    let pki = Pki::generate();
     let dir = pem_dir("omniorb-server");
     // omniORB's default: a client certificate is required.
     let (_server, ior) = omniorb_ssl_server(&peers, &dir, &pki, "require");
