@@ -405,4 +405,70 @@ mod tests {
             Err(OrbOptionError::Unknown(_))
         ));
     }
+
+    #[test]
+    fn tls_options_are_parsed() {
+        use crate::tls::{ClientAuth, PemSource};
+        let mut c = OrbConfig::default();
+        let rest = c
+            .apply_args([
+                "-ORBListenEndpoints",
+                "iiops://0.0.0.0:4433;iiop://127.0.0.1:2809",
+                "-ORBEndpoint",
+                "giop:ssl:[::1]:0",
+                "-ORBListenEndpoints=ssliop://host.example:1",
+                "-ORBTlsCert",
+                "cert.pem",
+                "-ORBTlsKey=key.pem",
+                "-ORBTlsCa",
+                "a.pem",
+                "-ORBTlsCa",
+                "b.pem",
+                "-ORBTlsClientAuth",
+                "optional",
+                "-ORBTlsRequire",
+                "yes",
+                "app",
+            ])
+            .unwrap();
+        assert_eq!(rest, ["app"]);
+        let ep = |host: &str, port| ListenEndpoint {
+            host: host.into(),
+            port,
+        };
+        assert_eq!(c.endpoints, [ep("127.0.0.1", 2809)]);
+        assert_eq!(
+            c.tls.endpoints,
+            [ep("0.0.0.0", 4433), ep("::1", 0), ep("host.example", 1)]
+        );
+        assert_eq!(
+            c.tls.certificate_chain,
+            Some(PemSource::File("cert.pem".into()))
+        );
+        assert_eq!(c.tls.private_key, Some(PemSource::File("key.pem".into())));
+        assert_eq!(c.tls.trusted_roots.len(), 2);
+        assert_eq!(c.tls.client_auth, ClientAuth::Optional);
+        assert!(c.tls.require && c.tls.is_server() && c.tls.is_client());
+        for (option, value) in [
+            ("-ORBTlsClientAuth", "sometimes"),
+            ("-ORBTlsRequire", "maybe"),
+            ("-ORBListenEndpoints", "iiops://[::1"),
+        ] {
+            assert!(
+                matches!(
+                    OrbConfig::default().apply_args([option, value]),
+                    Err(OrbOptionError::BadValue { .. })
+                ),
+                "{option} {value}"
+            );
+        }
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBTlsBogus", "1"]),
+            Err(OrbOptionError::Unknown(_))
+        ));
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBTlsCa"]),
+            Err(OrbOptionError::MissingValue(_))
+        ));
+    }
 }

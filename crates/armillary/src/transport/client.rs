@@ -74,12 +74,12 @@ impl ClientConnection {
         let stream = net::connect(host, port, timeout)
             .map_err(|_| SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No))?;
         let stream = match tls {
-            Some(config) => ClientStream::Tls(TlsClientStream::handshake(
+            Some(config) => ClientStream::Tls(Box::new(TlsClientStream::handshake(
                 stream,
                 config.clone(),
                 host,
                 timeout,
-            )?),
+            )?)),
             None => ClientStream::Plain(stream),
         };
         Ok(Arc::new(ClientConnection {

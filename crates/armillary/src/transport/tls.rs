@@ -46,7 +46,7 @@ pub(crate) fn refused() -> SystemException {
 /// The socket of a client connection: plain TCP or TLS over it.
 pub(crate) enum ClientStream {
     Plain(TcpStream),
-    Tls(TlsClientStream),
+    Tls(Box<TlsClientStream>),
 }
 
 impl ClientStream {
