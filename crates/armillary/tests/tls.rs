@@ -16,7 +16,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use armillary::config::{ConcurrencyModel, ListenEndpoint, OrbConfig};
 use armillary::giop::ior::security::{association, TAG_CSI_SEC_MECH_LIST, TAG_SSL_SEC_TRANS};
@@ -408,9 +408,8 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
         raw.set_read_timeout(Some(DEADLINE)).unwrap();
         raw.write_all(&plain_request(&key)).unwrap();
         let mut answer = Vec::new();
-        let started = Instant::now();
+        // A server that never closed makes this a WouldBlock error.
         let end = raw.read_to_end(&mut answer);
-        assert!(started.elapsed() < DEADLINE, "the server never closed");
         assert!(
             end.is_ok()
                 || matches!(
@@ -642,6 +641,13 @@ fn armillary_client_against_omniorb_ssl_server() {
     let plain = client(TlsConfig::default());
     let e = echo_long(&plain.string_to_object(&ior).unwrap(), 1).unwrap_err();
     assert_refused(&e, minor::TLS_NOT_CONFIGURED);
+    // An omniORB server that asks for no certificate serves the anonymous
+    // client.
+    let (_open_server, open_ior) = omniorb_ssl_server(&peers, &dir, &pki, "none");
+    assert_eq!(
+        echo_long(&anonymous.string_to_object(&open_ior).unwrap(), 11).unwrap(),
+        11
+    );
     for o in [orb, anonymous, wary, plain] {
         o.shutdown(true);
     }
