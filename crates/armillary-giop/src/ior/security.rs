@@ -416,4 +416,39 @@ mod tests {
             assert!(cut.decode_known().is_err(), "{n}");
         }
     }
+
+    #[test]
+    fn garbage_never_panics() {
+        // A small deterministic generator (xorshift): many shapes of
+        // garbage, the same every run.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 96) as usize;
+            let mut data: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if let Some(first) = data.first_mut() {
+                *first &= 1;
+            }
+            for tag in [TAG_SSL_SEC_TRANS, TAG_CSI_SEC_MECH_LIST, TAG_TLS_SEC_TRANS] {
+                let c = TaggedComponent {
+                    tag,
+                    data: data.clone(),
+                };
+                if let Ok(Some(KnownComponent::CsiSecMechList(list))) = c.decode_known() {
+                    let _ = list.tls_addresses();
+                    let again = TaggedComponent::csi_sec_mech_list(&list).unwrap();
+                    let Ok(Some(KnownComponent::CsiSecMechList(back))) = again.decode_known()
+                    else {
+                        panic!("a re-encoded list does not decode");
+                    };
+                    assert_eq!(back, list);
+                }
+            }
+        }
+    }
 }
