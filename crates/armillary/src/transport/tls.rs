@@ -67,11 +67,15 @@ impl ClientStream {
         }
     }
 
-    /// Shuts the socket down both ways.
+    /// Shuts the socket down both ways (a TLS stream says close_notify
+    /// first, if the socket takes it at once).
     pub(crate) fn shutdown(&self) {
         let _ = match self {
             ClientStream::Plain(s) => s.shutdown(Shutdown::Both),
-            ClientStream::Tls(s) => s.socket.shutdown(Shutdown::Both),
+            ClientStream::Tls(s) => {
+                s.close_notify();
+                s.socket.shutdown(Shutdown::Both)
+            }
         };
     }
 }
@@ -185,6 +189,25 @@ impl TlsClientStream {
             }
             cipher.start = 0;
             cipher.end = n;
+        }
+    }
+
+    /// Sends close_notify without ever blocking: the connection is being
+    /// shut down, and a peer that reads nothing must not hold it up.
+    fn close_notify(&self) {
+        let Some(_writing) = self.write_lock.try_lock() else {
+            return;
+        };
+        let mut sealed = Vec::new();
+        {
+            let mut session = self.session.lock();
+            session.send_close_notify();
+            if seal(&mut *session, &[], &mut sealed).is_err() {
+                return;
+            }
+        }
+        if self.socket.set_nonblocking(true).is_ok() {
+            let _ = (&self.socket).write(&sealed);
         }
     }
 
