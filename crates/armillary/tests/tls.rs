@@ -19,8 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use armillary::config::{ConcurrencyModel, ListenEndpoint, OrbConfig};
-use armillary::giop::ior::security::{association, TAG_CSI_SEC_MECH_LIST, TAG_SSL_SEC_TRANS};
-use armillary::giop::ior::KnownComponent;
+use armillary::giop::ior::security::{
+    association, SslSecTrans, TAG_CSI_SEC_MECH_LIST, TAG_SSL_SEC_TRANS,
+};
+use armillary::giop::ior::{Ior, KnownComponent, TaggedComponent};
 use armillary::giop::system_exception::{
     minor, CompletionStatus, SystemException, SystemExceptionKind,
 };
@@ -480,6 +482,27 @@ fn clients_refuse_what_their_tls_settings_forbid() {
         echo_long(&relaxed.string_to_object(&plain_ior).unwrap(), 3).unwrap(),
         3
     );
+    // A reference that announces TLS on a plain endpoint: the handshake
+    // meets GIOP, and the call fails cleanly.
+    let mut profile = relaxed
+        .string_to_object(&plain_ior)
+        .unwrap()
+        .ior()
+        .iiop_profiles()[0]
+        .clone();
+    profile.components.push(
+        TaggedComponent::ssl_sec_trans(&SslSecTrans {
+            target_supports: 0x26,
+            target_requires: 0x06,
+            port: profile.port,
+        })
+        .unwrap(),
+    );
+    let lying = Ior::iiop("IDL:Test/Echo:1.0", &profile)
+        .unwrap()
+        .to_string();
+    let e = echo_long(&relaxed.string_to_object(&lying).unwrap(), 4).unwrap_err();
+    assert_refused(&e, minor::TLS_REFUSED);
     for orb in [plain, strict, relaxed, tls_orb, plain_orb] {
         orb.shutdown(true);
     }
