@@ -201,6 +201,7 @@ impl Orb {
     /// 127.0.0.1 the first time a reference is made.
     pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
         let hold_limit = config.hold_limit;
+        config.tls.check_version(config.max_giop_version)?;
         let client_tls = config.tls.client_config()?;
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =

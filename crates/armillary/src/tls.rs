@@ -280,6 +280,18 @@ impl TlsConfig {
         Ok(Some((chain.certificates()?, key)))
     }
 
+    /// Checks that references can announce the TLS endpoints in profiles
+    /// of `version`.
+    pub(crate) fn check_version(
+        &self,
+        version: armillary_giop::GiopVersion,
+    ) -> Result<(), TlsError> {
+        if self.is_server() && version < armillary_giop::GiopVersion::V1_1 {
+            return Err(TlsError::NeedsIiop11);
+        }
+        Ok(())
+    }
+
     /// The rustls configuration of the TLS endpoints.
     pub(crate) fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {
         let (chain, key) = self.identity()?.ok_or(TlsError::ServerWithoutCertificate)?;
@@ -378,6 +390,10 @@ pub enum TlsError {
     /// with (`-ORBTlsCa`).
     #[error("client authentication needs trusted roots (-ORBTlsCa)")]
     ClientAuthWithoutRoots,
+    /// TLS endpoints with GIOP 1.0 as the highest version: an IIOP 1.0
+    /// profile has no components to announce them in.
+    #[error("TLS endpoints need GIOP 1.1 or later (IIOP 1.0 profiles cannot announce them)")]
+    NeedsIiop11,
     /// `-ORBTlsRequire` without roots to verify servers with.
     #[error("requiring TLS needs trusted roots (-ORBTlsCa)")]
     RequireWithoutRoots,

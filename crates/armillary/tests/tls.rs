@@ -572,6 +572,19 @@ fn orb_options_configure_tls() {
             "needs trusted roots",
         ),
         (vec!["-ORBTlsRequire", "yes"], "needs trusted roots"),
+        (
+            vec![
+                "-ORBListenEndpoints",
+                "iiops://127.0.0.1:0",
+                "-ORBTlsCert",
+                &cert,
+                "-ORBTlsKey",
+                &key,
+                "-ORBGIOPVersion",
+                "1.0",
+            ],
+            "need GIOP 1.1",
+        ),
         (vec!["-ORBTlsCa", "/nonexistent/ca.pem"], "cannot read"),
         (vec!["-ORBTlsCa", &key], "no certificate"),
         (
