@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use armillary_giop::cdr::codeset::{self, CodeSetComponent, CodeSetComponentInfo};
 use armillary_giop::ior::{
-    decode_multiple_components, escape, orb_type_name, profile_tag_name, Ior, KnownComponent,
-    ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY, TAG_INTERNET_IOP,
-    TAG_MULTIPLE_COMPONENTS,
+    decode_multiple_components, escape, orb_type_name, profile_tag_name, security::association,
+    Ior, KnownComponent, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY,
+    TAG_INTERNET_IOP, TAG_MULTIPLE_COMPONENTS,
 };
 use armillary_giop::GiopVersion;
 use clap::{Args, Subcommand};
@@ -138,6 +138,25 @@ fn component_json(c: &TaggedComponent) -> Value {
         Ok(Some(KnownComponent::AlternateIiopAddress { host, port })) => json!({
             "tag": c.tag, "name": name, "host": host, "port": port,
         }),
+        Ok(Some(KnownComponent::SslSecTrans(ssl))) => json!({
+            "tag": c.tag, "name": name, "port": ssl.port,
+            "target_supports": ssl.target_supports, "target_requires": ssl.target_requires,
+            "supports": association::names(ssl.target_supports),
+            "requires": association::names(ssl.target_requires),
+        }),
+        Ok(Some(KnownComponent::CsiSecMechList(list))) => json!({
+            "tag": c.tag, "name": name, "stateful": list.stateful,
+            "mechanisms": list.mechanisms.iter().map(|m| json!({
+                "target_requires": m.target_requires,
+                "transport": TaggedComponent::name_of(m.transport_mech.tag),
+            })).collect::<Vec<_>>(),
+            "tls_addresses": list.tls_addresses().iter().map(|(h, p)| format!("{h}:{p}")).collect::<Vec<_>>(),
+        }),
+        Ok(Some(KnownComponent::TlsSecTrans(tls))) => json!({
+            "tag": c.tag, "name": name,
+            "target_supports": tls.target_supports, "target_requires": tls.target_requires,
+            "tls_addresses": tls.addresses.iter().map(|(h, p)| format!("{h}:{p}")).collect::<Vec<_>>(),
+        }),
         Ok(None) => json!({ "tag": c.tag, "name": name, "data": hex(&c.data) }),
         Err(e) => {
             json!({ "tag": c.tag, "name": name, "data": hex(&c.data), "error": e.to_string() })
@@ -207,6 +226,15 @@ fn text_component(out: &mut String, c: &Value) {
             wchars["native"].as_str().unwrap_or(""),
             list(wchars)
         ));
+    } else if let Some(port) = c.get("target_supports").and(c.get("port")) {
+        // As catior prints it.
+        out.push_str(&format!(
+            "      {name} port = {port} supports {} requires {}\n",
+            c["target_supports"], c["target_requires"]
+        ));
+    } else if let Some(addresses) = c.get("tls_addresses").and_then(Value::as_array) {
+        let list: Vec<&str> = addresses.iter().filter_map(Value::as_str).collect();
+        out.push_str(&format!("      {name} TLS endpoints {}\n", list.join(" ")));
     } else if let Some(host) = c.get("host") {
         out.push_str(&format!(
             "      {name} {}:{}\n",

@@ -60,6 +60,18 @@ pub mod minor {
     pub const FORWARD_LIMIT: u32 = armillary_minor(4);
     /// NO_RESPONSE / INTERNAL: a servant dropped its reply (Armillary's own).
     pub const NO_REPLY: u32 = armillary_minor(5);
+    /// NO_PERMISSION: the client requires TLS (`-ORBTlsRequire`) and the
+    /// reference announces no TLS endpoint (Armillary's own).
+    pub const TLS_REQUIRED: u32 = armillary_minor(20);
+    /// NO_PERMISSION: the reference announces only TLS endpoints and the
+    /// client has no TLS configuration (no trusted roots, `-ORBTlsCa`)
+    /// (Armillary's own).
+    pub const TLS_NOT_CONFIGURED: u32 = armillary_minor(21);
+    /// NO_PERMISSION: the TLS handshake failed: the server's certificate
+    /// is not trusted or does not name the host, the server refused the
+    /// client's certificate (or its lack of one), or the peer does not
+    /// speak TLS (Armillary's own). The server received no request.
+    pub const TLS_REFUSED: u32 = armillary_minor(22);
 }
 
 /// Whether the operation ran before the exception was raised.

@@ -1,9 +1,12 @@
 //! Test support shared by the workspace's test suites: where the omniORB
 //! captures are, the omniORB peer programs (built from
-//! `tests/interop/cpp`), and child processes that end with the test.
+//! `tests/interop/cpp`), child processes that end with the test, and test
+//! certificates for TLS (`tls`).
 //!
 //! Not for production code: it panics with a message saying what to
 //! install whenever the test environment is incomplete.
+
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

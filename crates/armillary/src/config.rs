@@ -13,6 +13,12 @@
 //! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
+//! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
+//! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
+//! | `-ORBTlsKey FILE` | this ORB's private key (PEM) |
+//! | `-ORBTlsCa FILE` | trusted roots (PEM) for servers' and clients' certificates; repeatable; with it, references that announce TLS are called over TLS only |
+//! | `-ORBTlsClientAuth none\|optional\|required` | whether TLS endpoints ask clients for a certificate (default none) |
+//! | `-ORBTlsRequire yes\|no` | call only over TLS: a reference without a TLS endpoint raises NO_PERMISSION (`minor::TLS_REQUIRED`) |
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -110,6 +116,9 @@ pub struct OrbConfig {
     pub hold_limit: usize,
     /// Most LOCATION_FORWARD hops one invocation follows.
     pub max_forwards: u32,
+    /// IIOP over TLS: TLS endpoints, certificates, trusted roots, client
+    /// authentication (see [`crate::tls`]).
+    pub tls: crate::tls::TlsConfig,
 }
 
 impl Default for OrbConfig {
@@ -125,6 +134,7 @@ impl Default for OrbConfig {
             idle_timeout: None,
             hold_limit: 1024,
             max_forwards: 16,
+            tls: crate::tls::TlsConfig::default(),
         }
     }
 }
@@ -178,17 +188,21 @@ fn split_host_port(s: &str) -> Option<(String, u16)> {
     Some((host.to_owned(), port))
 }
 
-fn parse_endpoint(option: &str, value: &str) -> Result<ListenEndpoint, OrbOptionError> {
+/// A TLS endpoint (`iiops://`, `ssliop://`, `giop:ssl:`), or `None` for
+/// another form.
+fn parse_tls_endpoint(option: &str, value: &str) -> Option<Result<ListenEndpoint, OrbOptionError>> {
     let rest = value
-        .strip_prefix("iiop://")
-        .or_else(|| value.strip_prefix("giop:tcp:"))
-        .ok_or_else(|| {
-            bad(
-                option,
-                value,
-                "expected iiop://host:port or giop:tcp:host:port",
-            )
-        })?;
+        .strip_prefix("iiops://")
+        .or_else(|| value.strip_prefix("ssliop://"))
+        .or_else(|| value.strip_prefix("giop:ssl:"))?;
+    Some(host_port_endpoint(option, value, rest))
+}
+
+fn host_port_endpoint(
+    option: &str,
+    value: &str,
+    rest: &str,
+) -> Result<ListenEndpoint, OrbOptionError> {
     let rest = rest.trim_end_matches('/');
     let (host, port) = split_host_port(rest).ok_or_else(|| bad(option, value, "bad host:port"))?;
     Ok(ListenEndpoint {
@@ -199,6 +213,20 @@ fn parse_endpoint(option: &str, value: &str) -> Result<ListenEndpoint, OrbOption
         },
         port,
     })
+}
+
+fn parse_endpoint(option: &str, value: &str) -> Result<ListenEndpoint, OrbOptionError> {
+    let rest = value
+        .strip_prefix("iiop://")
+        .or_else(|| value.strip_prefix("giop:tcp:"))
+        .ok_or_else(|| {
+            bad(
+                option,
+                value,
+                "expected iiop://host:port, giop:tcp:host:port or iiops://host:port",
+            )
+        })?;
+    host_port_endpoint(option, value, rest)
 }
 
 fn code_set_named(option: &str, value: &str) -> Result<u32, OrbOptionError> {
@@ -243,7 +271,10 @@ impl OrbConfig {
                 "-ORBListenEndpoints" | "-ORBEndpoint" | "-ORBendPoint" => {
                     let v = value()?;
                     for one in v.split([';', ' ']).filter(|s| !s.is_empty()) {
-                        self.endpoints.push(parse_endpoint(&option, one)?);
+                        match parse_tls_endpoint(&option, one) {
+                            Some(tls) => self.tls.endpoints.push(tls?),
+                            None => self.endpoints.push(parse_endpoint(&option, one)?),
+                        }
                     }
                 }
                 "-ORBEndpointPublish" | "-ORBendPointPublish" => {
@@ -326,6 +357,10 @@ impl OrbConfig {
                         .parse()
                         .map_err(|_| bad(&option, &v, "expected a count"))?;
                 }
+                o if o.starts_with("-ORBTls") => {
+                    let v = value()?;
+                    self.tls.apply_option(&option, v)?;
+                }
                 _ => return Err(OrbOptionError::Unknown(option)),
             }
         }
@@ -405,6 +440,72 @@ mod tests {
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBBogus", "1"]),
             Err(OrbOptionError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn tls_options_are_parsed() {
+        use crate::tls::{ClientAuth, PemSource};
+        let mut c = OrbConfig::default();
+        let rest = c
+            .apply_args([
+                "-ORBListenEndpoints",
+                "iiops://0.0.0.0:4433;iiop://127.0.0.1:2809",
+                "-ORBEndpoint",
+                "giop:ssl:[::1]:0",
+                "-ORBListenEndpoints=ssliop://host.example:1",
+                "-ORBTlsCert",
+                "cert.pem",
+                "-ORBTlsKey=key.pem",
+                "-ORBTlsCa",
+                "a.pem",
+                "-ORBTlsCa",
+                "b.pem",
+                "-ORBTlsClientAuth",
+                "optional",
+                "-ORBTlsRequire",
+                "yes",
+                "app",
+            ])
+            .unwrap();
+        assert_eq!(rest, ["app"]);
+        let ep = |host: &str, port| ListenEndpoint {
+            host: host.into(),
+            port,
+        };
+        assert_eq!(c.endpoints, [ep("127.0.0.1", 2809)]);
+        assert_eq!(
+            c.tls.endpoints,
+            [ep("0.0.0.0", 4433), ep("::1", 0), ep("host.example", 1)]
+        );
+        assert_eq!(
+            c.tls.certificate_chain,
+            Some(PemSource::File("cert.pem".into()))
+        );
+        assert_eq!(c.tls.private_key, Some(PemSource::File("key.pem".into())));
+        assert_eq!(c.tls.trusted_roots.len(), 2);
+        assert_eq!(c.tls.client_auth, ClientAuth::Optional);
+        assert!(c.tls.require && c.tls.is_server() && c.tls.is_client());
+        for (option, value) in [
+            ("-ORBTlsClientAuth", "sometimes"),
+            ("-ORBTlsRequire", "maybe"),
+            ("-ORBListenEndpoints", "iiops://[::1"),
+        ] {
+            assert!(
+                matches!(
+                    OrbConfig::default().apply_args([option, value]),
+                    Err(OrbOptionError::BadValue { .. })
+                ),
+                "{option} {value}"
+            );
+        }
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBTlsBogus", "1"]),
+            Err(OrbOptionError::Unknown(_))
+        ));
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBTlsCa"]),
+            Err(OrbOptionError::MissingValue(_))
         ));
     }
 }

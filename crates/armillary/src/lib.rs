@@ -21,6 +21,7 @@ pub mod poa;
 mod reactor;
 mod servant;
 pub mod slots;
+pub mod tls;
 mod transport;
 
 pub use armillary_giop as giop;

@@ -45,6 +45,9 @@ pub enum OrbError {
         /// The system's reason.
         source: std::io::Error,
     },
+    /// The TLS configuration cannot be used (files, certificates, keys).
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// A CORBA ORB. Cheap to clone; clones are the same ORB.
@@ -198,6 +201,8 @@ impl Orb {
     /// 127.0.0.1 the first time a reference is made.
     pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
         let hold_limit = config.hold_limit;
+        config.tls.check_version(config.max_giop_version)?;
+        let client_tls = config.tls.client_config()?;
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
@@ -205,7 +210,7 @@ impl Orb {
                 config,
                 registry,
                 root,
-                connections: ConnectionCache::default(),
+                connections: ConnectionCache::new(client_tls),
                 server: Mutex::new(None),
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
@@ -215,7 +220,7 @@ impl Orb {
                 me: me.clone(),
             }
         });
-        if !core.config.endpoints.is_empty() {
+        if !core.config.endpoints.is_empty() || core.config.tls.is_server() {
             core.server()?;
         }
         crate::object::set_default_invoker(Some(core.clone()));
@@ -489,6 +494,12 @@ impl Orb {
     pub fn endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
         Ok(self.core.server()?.published())
     }
+
+    /// The TLS endpoints the server listens on, as (host published,
+    /// port); starts the server if it was not running.
+    pub fn tls_endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
+        Ok(self.core.server()?.published_tls())
+    }
 }
 
 impl OrbCore {
@@ -511,16 +522,31 @@ impl OrbCore {
     }
 
     fn make_reference(self: &Arc<Self>, type_id: &str, key: Vec<u8>) -> ObjectRef {
-        let published = self.server().map(|s| s.published()).unwrap_or_default();
+        let server = self.server().ok();
+        let published = server.as_ref().map(|s| s.published()).unwrap_or_default();
+        let published_tls = server.map(|s| s.published_tls()).unwrap_or_default();
         let version = self.config.max_giop_version;
         let mut profiles = Vec::new();
-        for (host, port) in published.iter().take(1) {
+        // A server with only TLS endpoints publishes port 0 in the profile
+        // itself, as omniORB does: the TLS components say where to go.
+        let first = match (published.first(), published_tls.first()) {
+            (Some(plain), _) => Some(plain.clone()),
+            (None, Some((host, _))) => Some((host.clone(), 0)),
+            (None, None) => None,
+        };
+        for (host, port) in first.iter() {
             let mut body = ProfileBody::new(version, host, *port, key.clone());
             if version >= GiopVersion::V1_1 {
                 body.components
                     .push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
                 body.components
                     .push(TaggedComponent::code_sets(&self.config.codesets));
+                body.components
+                    .extend(crate::transport::tls::ior_components(
+                        &self.config.tls,
+                        &published_tls,
+                        !published.is_empty(),
+                    ));
                 for (h, p) in published.iter().skip(1) {
                     if let Ok(alt) = TaggedComponent::alternate_address(h, *p) {
                         body.components.push(alt);
@@ -567,8 +593,13 @@ impl OrbCore {
         };
         let version = profile.iiop_version.min(self.config.max_giop_version);
         let mut last_error = None;
-        for (host, port) in profile.addresses() {
-            let conn = match self.connections.get(&host, port) {
+        let routes = crate::transport::tls::routes(
+            &profile,
+            self.connections.has_tls(),
+            self.config.tls.require,
+        )?;
+        for route in routes {
+            let conn = match self.connections.get(&route.host, route.port, route.tls) {
                 Ok(c) => c,
                 Err(e) => {
                     last_error = Some(e);
@@ -644,6 +675,10 @@ impl OrbCore {
                         CompletionStatus::Maybe,
                     ))
                 }
+                Awaited::Closed(Closed::Refused) => {
+                    self.connections.evict(&conn);
+                    Err(crate::transport::tls::refused())
+                }
                 Awaited::Reply(frame) => match self.reply(frame, codesets)? {
                     // A synchronised oneway only needed to know it arrived.
                     Attempt::Done(_) if !request.response_expected => Ok(Attempt::Done(None)),
@@ -708,7 +743,15 @@ impl OrbCore {
             SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
         })?;
         let version = profile.iiop_version.min(self.config.max_giop_version);
-        let conn = self.connections.get(&profile.host, profile.port)?;
+        let route = crate::transport::tls::routes(
+            &profile,
+            self.connections.has_tls(),
+            self.config.tls.require,
+        )?
+        .into_iter()
+        .next()
+        .ok_or_else(|| SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No))?;
+        let conn = self.connections.get(&route.host, route.port, route.tls)?;
         let id = conn.next_request_id();
         let fields = MessageBody::LocateRequest {
             request_id: id,
@@ -735,6 +778,10 @@ impl OrbCore {
                     minor::CONNECTION_LOST,
                     CompletionStatus::No,
                 ));
+            }
+            Awaited::Closed(Closed::Refused) => {
+                self.connections.evict(&conn);
+                return Err(crate::transport::tls::refused());
             }
         };
         let malformed = || SystemException::marshal(minor::MALFORMED, CompletionStatus::No);

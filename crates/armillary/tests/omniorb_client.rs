@@ -373,3 +373,74 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
     let _ = std::fs::remove_file(&ior_file);
     orb.shutdown(true);
 }
+
+/// omniORB's SSL transport against an Armillary TLS server:
+/// `interop_ssl_client` (the same suite, over omniORB's `giop:ssl`) reads
+/// the TLS endpoint from the `TAG_SSL_SEC_TRANS` / CSIv2 components of a
+/// TLS-only reference and presents its certificate, as the server
+/// requires. A client certificate from a CA the server does not trust is
+/// refused.
+#[test]
+fn omniorb_ssl_client_against_armillary_tls_server() {
+    use armillary::config::ListenEndpoint;
+    use armillary::tls::{ClientAuth, TlsConfig};
+    use armillary_testkit::tls::{pem_dir, write_pem, Pki};
+
+    if !armillary_testkit::omniorb_available() {
+        return;
+    }
+    let peers = armillary_testkit::build_peers();
+    let pki = Pki::generate();
+    let dir = pem_dir("omniorb-client");
+    let ca = write_pem(&dir, "ca.pem", &pki.ca);
+    let client_key = write_pem(&dir, "client.pem", &pki.client.combined());
+    let rogue_key = write_pem(&dir, "rogue.pem", &pki.rogue_client.combined());
+    let orb = Orb::with_config(OrbConfig {
+        tls: TlsConfig::default()
+            .listen(ListenEndpoint {
+                host: "127.0.0.1".into(),
+                port: 0,
+            })
+            .certificate_pem(pki.server.cert.as_bytes())
+            .private_key_pem(pki.server.key.as_bytes())
+            .trusted_roots_pem(pki.ca.as_bytes())
+            .client_auth(ClientAuth::Required),
+        ..OrbConfig::default()
+    })
+    .unwrap();
+    let poa = orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let servant: Arc<dyn Servant> = Arc::new(Everything {
+        types: Types { shape: shape() },
+        counter: AtomicI32::new(0),
+        oneways: AtomicI32::new(0),
+    });
+    let obj = poa.servant_to_reference(&servant).unwrap();
+    assert_eq!(obj.ior().iiop_profiles()[0].port, 0, "TLS only");
+    let ior_file = dir.join("armillary-tls-server.ior");
+    std::fs::write(&ior_file, orb.object_to_string(&obj)).unwrap();
+    let run = |key: &str| {
+        Command::new(peers.join("interop_ssl_client"))
+            .args(["--ssl-ca", &ca, "--ssl-key", key])
+            .arg(&ior_file)
+            .output()
+            .unwrap()
+    };
+    let out = run(&client_key);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(
+        out.status.success() && last.ends_with(" 0 failed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("over SSL: {last}");
+    let refused = run(&rogue_key);
+    assert!(
+        !refused.status.success(),
+        "{}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+    orb.shutdown(true);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,6 +12,7 @@ use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use crate::version::{ByteOrder, GiopVersion};
 
 mod profile;
+pub mod security;
 mod url;
 
 pub use profile::{
@@ -207,6 +208,7 @@ pub(crate) fn fuzz_one(data: &[u8]) {
                 for c in &body.components {
                     let _ = c.decode_known();
                 }
+                let _ = body.tls_addresses();
             }
             let _ = decode_multiple_components(&p.data);
         }

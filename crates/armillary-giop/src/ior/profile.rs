@@ -5,6 +5,10 @@ use crate::cdr::codeset::CodeSetComponentInfo;
 use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use crate::version::{ByteOrder, GiopVersion};
 
+use super::security::{
+    CompoundSecMechList, SslSecTrans, TlsSecTrans, TAG_CSI_SEC_MECH_LIST, TAG_NULL_TAG,
+    TAG_SECIOP_SEC_TRANS, TAG_SSL_SEC_TRANS, TAG_TLS_SEC_TRANS,
+};
 use super::{IorError, TaggedProfile, TAG_INTERNET_IOP, TAG_MULTIPLE_COMPONENTS};
 
 /// `TAG_ORB_TYPE`: which ORB made the reference.
@@ -58,10 +62,16 @@ pub enum KnownComponent {
         /// Port.
         port: u16,
     },
+    /// `TAG_SSL_SEC_TRANS`: a TLS (SSL) port on the profile's host.
+    SslSecTrans(SslSecTrans),
+    /// `TAG_CSI_SEC_MECH_LIST`: CSIv2 mechanisms (TLS addresses among them).
+    CsiSecMechList(CompoundSecMechList),
+    /// `TAG_TLS_SEC_TRANS` (normally inside a CSIv2 mechanism).
+    TlsSecTrans(TlsSecTrans),
 }
 
 impl TaggedComponent {
-    fn encapsulated(
+    pub(super) fn encapsulated(
         tag: u32,
         body: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
     ) -> Result<Self, CdrError> {
@@ -105,6 +115,16 @@ impl TaggedComponent {
         })
     }
 
+    /// A `TAG_SSL_SEC_TRANS` component.
+    pub fn ssl_sec_trans(ssl: &SslSecTrans) -> Result<Self, CdrError> {
+        Self::encapsulated(TAG_SSL_SEC_TRANS, |w| ssl.encode(w))
+    }
+
+    /// A `TAG_CSI_SEC_MECH_LIST` component.
+    pub fn csi_sec_mech_list(list: &CompoundSecMechList) -> Result<Self, CdrError> {
+        Self::encapsulated(TAG_CSI_SEC_MECH_LIST, |w| list.encode(w))
+    }
+
     /// Decodes the component if its tag is one Armillary understands.
     pub fn decode_known(&self) -> Result<Option<KnownComponent>, CdrError> {
         let reader = || CdrReader::encapsulation(&self.data, GiopVersion::V1_2, 0);
@@ -120,6 +140,13 @@ impl TaggedComponent {
                     port: r.read_ushort()?,
                 }
             }
+            TAG_SSL_SEC_TRANS => KnownComponent::SslSecTrans(SslSecTrans::decode(&mut reader()?)?),
+            TAG_CSI_SEC_MECH_LIST => {
+                KnownComponent::CsiSecMechList(CompoundSecMechList::decode(&mut reader()?)?)
+            }
+            TAG_TLS_SEC_TRANS => {
+                KnownComponent::TlsSecTrans(TlsSecTrans::decode_component(&self.data)?)
+            }
             _ => return Ok(None),
         }))
     }
@@ -132,9 +159,11 @@ impl TaggedComponent {
             2 => "TAG_POLICIES",
             TAG_ALTERNATE_IIOP_ADDRESS => "TAG_ALTERNATE_IIOP_ADDRESS",
             5 => "TAG_ASSOCIATION_OPTIONS",
-            20 => "TAG_SSL_SEC_TRANS",
-            33 => "TAG_CSI_SEC_MECH_LIST",
-            35 => "TAG_TLS_SEC_TRANS",
+            TAG_SSL_SEC_TRANS => "TAG_SSL_SEC_TRANS",
+            TAG_CSI_SEC_MECH_LIST => "TAG_CSI_SEC_MECH_LIST",
+            TAG_NULL_TAG => "TAG_NULL_TAG",
+            TAG_SECIOP_SEC_TRANS => "TAG_SECIOP_SEC_TRANS",
+            TAG_TLS_SEC_TRANS => "TAG_TLS_SEC_TRANS",
             38 => "TAG_RMI_CUSTOM_MAX_STREAM_FORMAT",
             0x4154_5400 => "TAG_OMNIORB_BIDIR",
             0x4154_5401 => "TAG_OMNIORB_UNIX_TRANS",
@@ -261,6 +290,30 @@ impl ProfileBody {
             Some(KnownComponent::CodeSets(info)) => Some(info),
             _ => None,
         }
+    }
+
+    /// The TLS addresses the profile announces: those of the TLS
+    /// mechanisms of a `TAG_CSI_SEC_MECH_LIST`, then the port of each
+    /// `TAG_SSL_SEC_TRANS` on the profile's host (duplicates removed).
+    /// Components that do not decode are skipped.
+    pub fn tls_addresses(&self) -> Vec<(String, u16)> {
+        let mut out: Vec<(String, u16)> = Vec::new();
+        let mut add = |a: (String, u16)| {
+            if a.1 != 0 && !out.contains(&a) {
+                out.push(a);
+            }
+        };
+        for c in &self.components {
+            if let Ok(Some(KnownComponent::CsiSecMechList(list))) = c.decode_known() {
+                list.tls_addresses().into_iter().for_each(&mut add);
+            }
+        }
+        for c in &self.components {
+            if let Ok(Some(KnownComponent::SslSecTrans(ssl))) = c.decode_known() {
+                add((self.host.clone(), ssl.port));
+            }
+        }
+        out
     }
 
     /// Every address of the profile: its own, then alternates.

@@ -8,8 +8,6 @@
 //! **Invariant:** a connection is read by at most one thread at a time.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +17,7 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex};
 
+use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
 use crate::net;
 
 /// Why a connection stopped.
@@ -29,6 +28,9 @@ pub(crate) enum Closed {
     Orderly,
     /// EOF, a reset, garbage, or a MessageError.
     Broken,
+    /// The TLS session failed (the server refused this client's
+    /// certificate, or the lack of one): the server received nothing.
+    Refused,
 }
 
 struct ReadState {
@@ -42,9 +44,9 @@ struct ReadState {
     closed: Option<Closed>,
 }
 
-/// One TCP connection to a server endpoint.
+/// One TCP (or TLS) connection to a server endpoint.
 pub(crate) struct ClientConnection {
-    stream: TcpStream,
+    stream: ClientStream,
     write_lock: Mutex<()>,
     state: Mutex<ReadState>,
     wake: Condvar,
@@ -63,9 +65,23 @@ pub(crate) enum Awaited {
 }
 
 impl ClientConnection {
-    fn open(host: &str, port: u16) -> Result<Arc<Self>, SystemException> {
-        let stream = net::connect(host, port, Duration::from_secs(10))
+    fn open(
+        host: &str,
+        port: u16,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> Result<Arc<Self>, SystemException> {
+        let timeout = Duration::from_secs(10);
+        let stream = net::connect(host, port, timeout)
             .map_err(|_| SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No))?;
+        let stream = match tls {
+            Some(config) => ClientStream::Tls(Box::new(TlsClientStream::handshake(
+                stream,
+                config.clone(),
+                host,
+                timeout,
+            )?)),
+            None => ClientStream::Plain(stream),
+        };
         Ok(Arc::new(ClientConnection {
             stream,
             write_lock: Mutex::new(()),
@@ -106,7 +122,7 @@ impl ClientConnection {
     /// the server whole (so it was not processed).
     pub(crate) fn send(&self, bytes: &[u8]) -> std::io::Result<()> {
         let _guard = self.write_lock.lock();
-        (&self.stream).write_all(bytes)
+        self.stream.write_all(bytes)
     }
 
     /// Waits for the reply to `id`, reading the socket when no one else
@@ -132,10 +148,13 @@ impl ClientConnection {
             state.leader = true;
             let mut buf = std::mem::take(&mut state.buf);
             drop(state);
-            let read = (&self.stream).read(&mut buf);
+            let read = self.stream.read(&mut buf);
             state = self.state.lock();
             state.leader = false;
             match read {
+                Err(e) if is_tls_refusal(&e) => {
+                    state.closed.get_or_insert(Closed::Refused);
+                }
                 Ok(0) | Err(_) => {
                     state.closed.get_or_insert(Closed::Broken);
                 }
@@ -150,7 +169,7 @@ impl ClientConnection {
             }
             state.buf = buf;
             if state.closed.is_some() {
-                let _ = self.stream.shutdown(Shutdown::Both);
+                self.stream.shutdown();
             }
             // Wake the followers: one may have its reply, one must lead.
             self.wake.notify_all();
@@ -191,32 +210,59 @@ impl ClientConnection {
         ) {
             let _ = self.send(&b.finish(false));
         }
-        let _ = self.stream.shutdown(Shutdown::Both);
+        self.stream.shutdown();
         self.state.lock().closed.get_or_insert(Closed::Orderly);
         self.wake.notify_all();
     }
 }
 
-/// Open connections, by endpoint.
+/// Open connections, by endpoint (and whether they are TLS).
 #[derive(Default)]
 pub(crate) struct ConnectionCache {
-    connections: Mutex<HashMap<(String, u16), Arc<ClientConnection>>>,
+    connections: Mutex<HashMap<(String, u16, bool), Arc<ClientConnection>>>,
+    /// How TLS connections are made; `None` without trusted roots.
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl ConnectionCache {
-    /// The live connection to `host:port`, opening one if needed.
+    /// A cache whose TLS connections use `tls`.
+    pub(crate) fn new(tls: Option<Arc<rustls::ClientConfig>>) -> Self {
+        ConnectionCache {
+            connections: Mutex::default(),
+            tls,
+        }
+    }
+
+    /// Whether TLS connections can be made.
+    pub(crate) fn has_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The live connection to `host:port` (over TLS with `tls`), opening
+    /// one if needed.
     pub(crate) fn get(
         &self,
         host: &str,
         port: u16,
+        tls: bool,
     ) -> Result<Arc<ClientConnection>, SystemException> {
-        let key = (host.to_owned(), port);
+        let key = (host.to_owned(), port, tls);
         if let Some(c) = self.connections.lock().get(&key) {
             if !c.is_closed() {
                 return Ok(c.clone());
             }
         }
-        let fresh = ClientConnection::open(host, port)?;
+        let config = match (tls, &self.tls) {
+            (false, _) => None,
+            (true, Some(config)) => Some(config),
+            (true, None) => {
+                return Err(SystemException::no_permission(
+                    minor::TLS_NOT_CONFIGURED,
+                    CompletionStatus::No,
+                ))
+            }
+        };
+        let fresh = ClientConnection::open(host, port, config)?;
         self.connections.lock().insert(key, fresh.clone());
         Ok(fresh)
     }

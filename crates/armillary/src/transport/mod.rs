@@ -1,10 +1,11 @@
-//! IIOP: GIOP over TCP. The client side keeps a cache of connections
+//! IIOP: GIOP over TCP, or over TLS (`tls.rs`). The client side keeps a cache of connections
 //! (one per endpoint) whose callers wait for their replies
 //! Leader/Followers-style; the server side accepts connections and reads
 //! requests through the reactor.
 
 pub(crate) mod client;
 pub(crate) mod server;
+pub(crate) mod tls;
 
 use armillary_giop::giop::FrameLimits;
 

@@ -50,12 +50,16 @@ const EVENT_LOOP_WAIT: Duration = Duration::from_millis(500);
 pub(crate) struct Server {
     reactor: Arc<Reactor>,
     published: Vec<(String, u16)>,
+    /// The (host, port) pairs of the TLS endpoints.
+    published_tls: Vec<(String, u16)>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     connections: Mutex<Vec<std::sync::Weak<ServerConnection>>>,
 }
 
 struct Acceptor {
     listener: Mutex<TcpListener>,
+    /// For a TLS endpoint, the configuration of its sessions.
+    tls: Option<Arc<rustls::ServerConfig>>,
     core: std::sync::Weak<OrbCore>,
     server: std::sync::Weak<Server>,
 }
@@ -116,6 +120,9 @@ pub(crate) struct ServerConnection {
     /// reading, so that writers never wait behind a read.
     blocking_reader: Option<std::net::TcpStream>,
     token: Mutex<Option<Token>>,
+    /// The TLS session of a connection accepted on a TLS endpoint: what
+    /// is read is opened by it, what is sent is sealed by it.
+    tls: Option<super::tls::ServerSession>,
     core: std::sync::Weak<OrbCore>,
     gate: Mutex<ReadGate>,
     decoder: Mutex<FrameDecoder>,
@@ -148,7 +155,13 @@ impl Server {
             }
         })?;
         let mut endpoints = core.config.endpoints.clone();
-        if endpoints.is_empty() {
+        let tls_endpoints = &core.config.tls.endpoints;
+        let tls_config = if tls_endpoints.is_empty() {
+            None
+        } else {
+            Some(core.config.tls.server_config()?)
+        };
+        if endpoints.is_empty() && tls_endpoints.is_empty() {
             endpoints.push(crate::config::ListenEndpoint {
                 host: "127.0.0.1".into(),
                 port: 0,
@@ -156,7 +169,10 @@ impl Server {
         }
         let mut listeners = Vec::new();
         let mut published = Vec::new();
-        for ep in &endpoints {
+        let mut published_tls = Vec::new();
+        let all = endpoints.iter().map(|ep| (ep, None));
+        let all = all.chain(tls_endpoints.iter().map(|ep| (ep, tls_config.clone())));
+        for (ep, tls) in all {
             let describe = format!("{}:{}", ep.host, ep.port);
             let addr: SocketAddr = net::bind_address(ep).map_err(|source| OrbError::Listen {
                 endpoint: describe.clone(),
@@ -174,20 +190,27 @@ impl Server {
                 Some(h) => vec![h.clone()],
                 None => net::published_hosts(bound),
             };
+            let list = if tls.is_some() {
+                &mut published_tls
+            } else {
+                &mut published
+            };
             for h in hosts {
-                published.push((h, bound.port()));
+                list.push((h, bound.port()));
             }
-            listeners.push(listener);
+            listeners.push((listener, tls));
         }
         let server = Arc::new(Server {
             reactor: reactor.clone(),
             published,
+            published_tls,
             threads: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
         });
-        for listener in listeners {
+        for (listener, tls) in listeners {
             let acceptor = Arc::new(Acceptor {
                 listener: Mutex::new(listener),
+                tls,
                 core: Arc::downgrade(&core),
                 server: Arc::downgrade(&server),
             });
@@ -250,6 +273,11 @@ impl Server {
     /// The (host, port) pairs IORs publish.
     pub(crate) fn published(&self) -> Vec<(String, u16)> {
         self.published.clone()
+    }
+
+    /// The (host, port) pairs of the TLS endpoints IORs announce.
+    pub(crate) fn published_tls(&self) -> Vec<(String, u16)> {
+        self.published_tls.clone()
     }
 
     /// Closes every connection with CloseConnection and stops the threads.
@@ -336,11 +364,19 @@ impl EventHandler for Acceptor {
                     } else {
                         (ConnStream::Reactive(stream), None)
                     };
+                    let tls = match &self.tls {
+                        Some(config) => match super::tls::ServerSession::new(config.clone()) {
+                            Some(session) => Some(session),
+                            None => continue,
+                        },
+                        None => None,
+                    };
                     let conn = Arc::new_cyclic(|me| ServerConnection {
                         me: me.clone(),
                         stream: Mutex::new(stream),
                         blocking_reader,
                         token: Mutex::new(None),
+                        tls,
                         core: self.core.clone(),
                         gate: Mutex::new(ReadGate {
                             busy: false,
@@ -533,8 +569,31 @@ impl ServerConnection {
                 }
                 Ok(n) => {
                     *self.last_activity.lock() = Instant::now();
+                    let mut plain = Vec::new();
+                    let data = match &self.tls {
+                        None => &buf[..n],
+                        Some(tls) => match tls.open(&buf[..n], &mut plain) {
+                            Ok(opened) => {
+                                if opened.wants_write {
+                                    // Handshake messages.
+                                    self.send(reactor, &[]);
+                                }
+                                if opened.closed {
+                                    self.close(reactor);
+                                }
+                                &plain[..]
+                            }
+                            Err(_) => {
+                                // Not TLS, or a client refused: send the
+                                // alert and close.
+                                self.send(reactor, &[]);
+                                self.close(reactor);
+                                return frames;
+                            }
+                        },
+                    };
                     let mut decoder = self.decoder.lock();
-                    if decoder.handle_bytes(&buf[..n]).is_err() {
+                    if decoder.handle_bytes(data).is_err() {
                         drop(decoder);
                         self.message_error(reactor);
                         return frames;
@@ -849,13 +908,28 @@ impl ServerConnection {
             return;
         }
         let mut out = self.outgoing.lock();
+        // TLS: seal under the send lock, so records leave in order.
+        let mut sealed = Vec::new();
+        let bytes = match &self.tls {
+            Some(tls) => {
+                if tls.seal(bytes, &mut sealed).is_err() {
+                    drop(out);
+                    self.close(reactor);
+                    return;
+                }
+                &sealed[..]
+            }
+            None => bytes,
+        };
         if !out.is_empty() {
             out.extend(bytes);
             return;
         }
         let mut written = 0;
         while written < bytes.len() {
-            match self.stream.lock().write(&bytes[written..]) {
+            // The stream's guard must end before `close` takes it again.
+            let r = self.stream.lock().write(&bytes[written..]);
+            match r {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -917,6 +991,10 @@ impl ServerConnection {
             MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection)
         {
             self.send(reactor, &b.finish(false));
+        }
+        if let Some(tls) = &self.tls {
+            tls.send_close_notify();
+            self.send(reactor, &[]);
         }
         self.close(reactor);
     }
