@@ -32,6 +32,7 @@ pub use object::{
 };
 pub use orb::{Orb, OrbError};
 pub use servant::{Servant, ServerRequest};
+pub use transport::server::ServerStats;
 
 pub use armillary_giop::system_exception::{CompletionStatus, SystemException};
 

@@ -28,7 +28,7 @@ use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage,
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
 use crate::transport::client::{Awaited, Closed, ConnectionCache};
-use crate::transport::server::Server;
+use crate::transport::server::{Server, ServerStats};
 
 /// Why an ORB could not start.
 #[derive(Debug, thiserror::Error)]
@@ -488,6 +488,13 @@ impl Orb {
     /// starts the server if it was not running.
     pub fn endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
         Ok(self.core.server()?.published())
+    }
+
+    /// What the server side has done and holds now (connections, accept
+    /// calls, memory held by partly received messages); `None` before the
+    /// server has started.
+    pub fn server_stats(&self) -> Option<ServerStats> {
+        self.core.server.lock().as_ref().map(|s| s.stats())
     }
 }
 
