@@ -710,3 +710,34 @@ fn out_of_descriptors_the_server_waits_without_spinning_and_recovers() {
         assert_eq!(reply_long(&mut fresh, 5), 5, "{model}");
     }
 }
+
+/// A malformed reference string is refused with an error that says what
+/// is wrong and where (and, through `string_to_object`, BAD_PARAM).
+#[test]
+fn a_malformed_reference_says_what_is_wrong() {
+    use armillary::giop::ior::IorError;
+    use armillary::ReferenceError;
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    // An encapsulation whose type id claims 4 GiB.
+    let e = orb
+        .try_string_to_object("IOR:01000000ffffffff0000000000000000")
+        .unwrap_err();
+    assert!(
+        matches!(e, ReferenceError::Malformed(IorError::Cdr(_))),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("4294967295") && text.contains("offset"), "{text}");
+    for (input, says) in [
+        ("IOR:0é", "bad hex digit 'é' at character 5"),
+        ("abcé", "expected IOR:, corbaloc: or corbaname:"),
+        ("corbaloc:iiop:/key", "missing host at character 14"),
+    ] {
+        let e = orb.try_string_to_object(input).unwrap_err();
+        assert!(e.to_string().contains(says), "{input}: {e}");
+        let ex = orb.string_to_object(input).unwrap_err();
+        assert_eq!(ex, SystemException::from(e));
+        assert_eq!(ex.kind, armillary::giop::system_exception::SystemExceptionKind::BadParam);
+    }
+    orb.shutdown(true);
+}
