@@ -559,9 +559,13 @@ impl Acceptor {
                 .flatten()
                 .min()
                 .map(|d| d.max(Duration::from_millis(1)));
+            // A reply the client does not take within the message timeout
+            // ends the connection (see `send`), so that its thread, and a
+            // shutdown, never wait forever on a client that does not read.
             let blocking = std_stream
                 .set_nonblocking(false)
-                .and_then(|()| std_stream.set_read_timeout(wake));
+                .and_then(|()| std_stream.set_read_timeout(wake))
+                .and_then(|()| std_stream.set_write_timeout(limits.message_timeout));
             if blocking.is_err() {
                 return;
             }
@@ -1234,7 +1238,12 @@ impl ServerConnection {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // The rest waits in `outgoing` for a writable event. (On a
+                // blocking socket this is the write timeout: the client
+                // does not take its replies, and is closed below.)
+                Err(e) if e.kind() == ErrorKind::WouldBlock && self.blocking_reader.is_none() => {
+                    break
+                }
                 Err(_) => {
                     drop(out);
                     self.close(reactor);
