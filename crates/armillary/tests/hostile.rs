@@ -19,7 +19,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
@@ -46,6 +46,10 @@ const MODELS: [ConcurrencyModel; 4] = [
 struct Echo {
     orb: Mutex<Option<Orb>>,
     calls: AtomicU64,
+    /// `park` blocks while this is true.
+    parked: Mutex<bool>,
+    released: Condvar,
+    parking: AtomicU64,
 }
 
 impl Servant for Echo {
@@ -75,6 +79,18 @@ impl Servant for Echo {
             "size" => {
                 let n = req.args().read_octet_seq().map_err(bad)?.len();
                 req.results().write_long(n as i32);
+            }
+            // Blocks until the test releases it (bounded by the deadline).
+            "park" => {
+                let v = req.args().read_long().map_err(bad)?;
+                let mut parked = self.parked.lock().unwrap();
+                *parked = true;
+                self.parking.fetch_add(1, Ordering::SeqCst);
+                let _ = self
+                    .released
+                    .wait_timeout_while(parked, DEADLINE, |p| *p)
+                    .unwrap();
+                req.results().write_long(v);
             }
             "stats" => {
                 let orb = self.orb.lock().unwrap().clone();
@@ -389,6 +405,65 @@ fn replies_nobody_reads_stop_the_reading_not_the_server() {
         }
         assert_eq!(replies.join().unwrap(), sent as usize, "{model:?}");
     }
+}
+
+/// With thread per connection a reply blocks its thread's write; a client
+/// that does not take it within the message timeout is closed, so the
+/// thread (and a shutdown) never wait on it forever.
+#[test]
+fn thread_per_connection_closes_a_client_that_never_takes_its_reply() {
+    let server = Server::start(OrbConfig {
+        message_timeout: Some(Duration::from_millis(300)),
+        ..config(ConcurrencyModel::ThreadPerConnection)
+    });
+    let mut c = server.connect();
+    c.write_all(&request(1, &server.key, "blob", &(64i32 << 20).to_le_bytes()))
+        .unwrap();
+    wait_until("the request runs", || {
+        server.echo.calls.load(Ordering::SeqCst) == 1
+    });
+    wait_until("the connection is closed", || {
+        server.stats().connections_open == 0
+    });
+    // Some of the reply came, then the close.
+    c.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut got = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    while let Ok(n) = c.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    assert!(got < 64 << 20, "{got}");
+    server.serves();
+}
+
+/// With a thread pool, a connection whose requests in progress reach
+/// `max_outstanding_requests` is not read until one is answered: with a
+/// limit of one, a request sent while another is parked runs only after
+/// it (without the limit another thread of the pool would read and answer
+/// it first).
+#[test]
+fn a_connection_at_its_request_limit_is_not_read() {
+    let server = Server::start(OrbConfig {
+        max_outstanding_requests: 1,
+        ..config(ConcurrencyModel::ThreadPool(4))
+    });
+    let mut c = server.connect();
+    c.write_all(&request(1, &server.key, "park", &1i32.to_le_bytes()))
+        .unwrap();
+    wait_until("the first request is parked", || {
+        server.echo.parking.load(Ordering::SeqCst) == 1
+    });
+    c.write_all(&request(2, &server.key, "echo_long", &2i32.to_le_bytes()))
+        .unwrap();
+    // Other connections are served meanwhile.
+    server.serves();
+    *server.echo.parked.lock().unwrap() = false;
+    server.echo.released.notify_all();
+    assert_eq!(reply_long(&mut c, 1), 1, "the parked request answers first");
+    assert_eq!(reply_long(&mut c, 2), 2);
 }
 
 /// Beyond `max_connections`, a new connection is closed at once (not left

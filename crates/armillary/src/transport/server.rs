@@ -1234,7 +1234,9 @@ impl ServerConnection {
         }
         let mut written = 0;
         while written < bytes.len() {
-            match self.stream.lock().write(&bytes[written..]) {
+            // (The stream's lock is let go before `close` takes it.)
+            let result = self.stream.lock().write(&bytes[written..]);
+            match result {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
