@@ -253,7 +253,8 @@ fn parse_timeout(option: &str, value: &str) -> Result<Option<Duration>, OrbOptio
     let secs: f64 = value
         .parse()
         .map_err(|_| bad(option, value, "expected seconds"))?;
-    let d = Duration::try_from_secs_f64(secs).map_err(|_| bad(option, value, "expected seconds"))?;
+    let d =
+        Duration::try_from_secs_f64(secs).map_err(|_| bad(option, value, "expected seconds"))?;
     Ok((!d.is_zero()).then_some(d))
 }
 

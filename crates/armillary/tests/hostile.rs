@@ -212,7 +212,12 @@ fn read_message(stream: &mut TcpStream) -> Option<Vec<u8>> {
     let mut header = [0u8; 12];
     match stream.read_exact(&mut header) {
         Ok(()) => {}
-        Err(e) if matches!(e.kind(), ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+            ) =>
+        {
             return None
         }
         Err(e) => panic!("no message and no close within the deadline: {e}"),
@@ -368,7 +373,10 @@ fn replies_nobody_reads_stop_the_reading_not_the_server() {
         let mut rest = None;
         let start = Instant::now();
         loop {
-            assert!(start.elapsed() < DEADLINE, "{model:?}: the server kept reading");
+            assert!(
+                start.elapsed() < DEADLINE,
+                "{model:?}: the server kept reading"
+            );
             let one = request(sent, &server.key, "blob", &args);
             match client.write(&one) {
                 Ok(n) if n == one.len() => sent += 1,
@@ -417,8 +425,13 @@ fn thread_per_connection_closes_a_client_that_never_takes_its_reply() {
         ..config(ConcurrencyModel::ThreadPerConnection)
     });
     let mut c = server.connect();
-    c.write_all(&request(1, &server.key, "blob", &(64i32 << 20).to_le_bytes()))
-        .unwrap();
+    c.write_all(&request(
+        1,
+        &server.key,
+        "blob",
+        &(64i32 << 20).to_le_bytes(),
+    ))
+    .unwrap();
     wait_until("the request runs", || {
         server.echo.calls.load(Ordering::SeqCst) == 1
     });
@@ -523,8 +536,13 @@ fn messages_beyond_the_size_fragment_and_memory_limits_get_message_error() {
         assert_eq!(until_closed(&mut big), [MessageType::MessageError]);
         // Within the limit, it is served.
         let mut ok = server.connect();
-        ok.write_all(&request(2, &server.key, "size", &octet_seq(&vec![1; 900 << 10])))
-            .unwrap();
+        ok.write_all(&request(
+            2,
+            &server.key,
+            "size",
+            &octet_seq(&vec![1; 900 << 10]),
+        ))
+        .unwrap();
         assert_eq!(reply_long(&mut ok, 2), 900 << 10);
 
         // Too many fragments: a request in five pieces.
@@ -684,7 +702,8 @@ impl ChildServer {
     /// (accept calls, accept failures, connections open, upcalls), asked
     /// on `conn`.
     fn stats(&self, conn: &mut TcpStream) -> (u64, u64, u64, u64) {
-        conn.write_all(&request(77, &self.key, "stats", &[])).unwrap();
+        conn.write_all(&request(77, &self.key, "stats", &[]))
+            .unwrap();
         let bytes = read_message(conn).expect("stats");
         let msg = Message::decode(&bytes).unwrap();
         let mut r = msg.body_reader(&bytes);
@@ -735,8 +754,13 @@ fn out_of_descriptors_the_server_waits_without_spinning_and_recovers() {
         let flood: Vec<TcpStream> = (0..2 * limit)
             .map(|i| {
                 let mut c = server.connect();
-                c.write_all(&request(i, &server.key, "echo_long", &(i as i32).to_le_bytes()))
-                    .unwrap();
+                c.write_all(&request(
+                    i,
+                    &server.key,
+                    "echo_long",
+                    &(i as i32).to_le_bytes(),
+                ))
+                .unwrap();
                 c
             })
             .collect();
@@ -749,7 +773,10 @@ fn out_of_descriptors_the_server_waits_without_spinning_and_recovers() {
         // descriptor per connection, thread per connection serves as many
         // as the others (with two it served half).
         let served_count = exhausted.2 as usize - 1;
-        assert!(served_count >= limit as usize / 2 + 8, "{model}: {exhausted:?}");
+        assert!(
+            served_count >= limit as usize / 2 + 8,
+            "{model}: {exhausted:?}"
+        );
         wait_until("the accepted connections are answered", || {
             flood.iter().filter(|c| has_reply(c)).count() == served_count
         });
@@ -802,7 +829,10 @@ fn a_malformed_reference_says_what_is_wrong() {
         "{e:?}"
     );
     let text = e.to_string();
-    assert!(text.contains("4294967295") && text.contains("offset"), "{text}");
+    assert!(
+        text.contains("4294967295") && text.contains("offset"),
+        "{text}"
+    );
     for (input, says) in [
         ("IOR:0é", "bad hex digit 'é' at character 5"),
         ("abcé", "expected IOR:, corbaloc: or corbaname:"),
@@ -812,7 +842,10 @@ fn a_malformed_reference_says_what_is_wrong() {
         assert!(e.to_string().contains(says), "{input}: {e}");
         let ex = orb.string_to_object(input).unwrap_err();
         assert_eq!(ex, SystemException::from(e));
-        assert_eq!(ex.kind, armillary::giop::system_exception::SystemExceptionKind::BadParam);
+        assert_eq!(
+            ex.kind,
+            armillary::giop::system_exception::SystemExceptionKind::BadParam
+        );
     }
     orb.shutdown(true);
 }

@@ -151,7 +151,11 @@ impl FromStr for Ior {
         };
         // The first character that is not a hex digit, named as the
         // character it is (not one byte of it) at its character position.
-        if let Some((at, ch)) = hex.chars().enumerate().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        if let Some((at, ch)) = hex
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !c.is_ascii_hexdigit())
+        {
             return Err(IorError::BadHex { ch, at: at + 4 });
         }
         if hex.len() % 2 != 0 {

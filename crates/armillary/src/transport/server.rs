@@ -36,8 +36,9 @@ use std::time::{Duration, Instant};
 use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
 use armillary_giop::cdr::CdrWriter;
 use armillary_giop::giop::{
-    Frame, FrameDecoder, FrameError, FrameLimits, GiopError, KnownServiceContext, LocateReplyHeader, LocateStatus, Message,
-    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, SyncScope, TargetAddress,
+    Frame, FrameDecoder, FrameError, FrameLimits, GiopError, KnownServiceContext,
+    LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader,
+    ReplyStatus, RequestHeader, SyncScope, TargetAddress,
 };
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
@@ -788,7 +789,10 @@ impl ServerConnection {
     /// Whether a message begun on this connection has not been finished
     /// within the message timeout.
     fn message_overdue(&self) -> bool {
-        match (self.shared.limits.message_timeout, *self.partial_since.lock()) {
+        match (
+            self.shared.limits.message_timeout,
+            *self.partial_since.lock(),
+        ) {
             (Some(limit), Some(since)) => since.elapsed() >= limit,
             _ => false,
         }
