@@ -14,7 +14,7 @@
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBMessageTimeout SECS` | time a client has to finish sending a message it has begun; then MessageError and close (default 5; 0: no limit) |
-//! | `-ORBMaxMessageSize BYTES` | largest message (reassembled) the server accepts; larger: MessageError (default 64M) |
+//! | `-ORBMaxMessageSize BYTES` (also `-ORBgiopMaxMsgSize`) | largest message (reassembled) the server accepts; larger: MessageError (default 64M) |
 //! | `-ORBMaxPartialBytes BYTES` | memory all partly received messages of the server may hold together; the connection that goes beyond gets MessageError (default 256M) |
 //! | `-ORBMaxFragments N` | most fragments one message may come in (default 16384) |
 //! | `-ORBMaxOutstandingRequests N` | requests of one connection read and not answered yet; beyond, the server stops reading it (default 256) |
