@@ -84,9 +84,11 @@ pub fn run(args: IorArgs) -> ExitCode {
 }
 
 fn read_reference(reference: &str) -> Result<String, String> {
-    let looks_like_url = ["IOR:", "corbaloc:", "corbaname:"]
-        .iter()
-        .any(|p| reference.len() >= p.len() && reference[..p.len()].eq_ignore_ascii_case(p));
+    let looks_like_url = ["IOR:", "corbaloc:", "corbaname:"].iter().any(|p| {
+        reference
+            .get(..p.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(p))
+    });
     if !looks_like_url && Path::new(reference).is_file() {
         return std::fs::read_to_string(reference)
             .map(|s| s.trim().to_owned())
@@ -368,14 +370,22 @@ fn decode(reference: &str, as_json: bool) -> Result<String, String> {
 }
 
 fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    if let Some((at, ch)) = s.chars().enumerate().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "bad hex digit {ch:?} in --key-hex at character {at}"
+        ));
+    }
     if s.len() % 2 != 0 {
         return Err("--key-hex needs an even number of hex digits".into());
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&s[i..i + 2], 16)
-                .map_err(|_| format!("bad hex digit in --key-hex at character {i}"))
+    // Only ASCII hex digits are left, so every pair is two bytes.
+    s.as_bytes()
+        .chunks_exact(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| "bad hex digit in --key-hex".to_owned())
         })
         .collect()
 }

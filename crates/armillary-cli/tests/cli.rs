@@ -75,6 +75,11 @@ fn errors_say_what_and_where() {
         ("corbaloc:iiop:host:99999/key", "bad port"),
         ("corbaloc:http://x/y", "unsupported protocol"),
         ("nonsense", "expected IOR:, corbaloc: or corbaname:"),
+        // Non-ASCII text: no panic, and the character named as it is.
+        ("abcé", "expected IOR:, corbaloc: or corbaname:"),
+        ("IOR:0é", "bad hex digit 'é' at character 5"),
+        ("IOR:é", "bad hex digit 'é' at character 4"),
+        ("corbaloc:iiop:hé:1/k", "invalid host"),
     ];
     for (input, message) in cases {
         let (code, out, err) = run(&["ior", "decode", input]);
@@ -95,6 +100,23 @@ fn errors_say_what_and_where() {
         "k",
     ]);
     assert_eq!(code, 1);
+    let (code, _, bad_key) = run(&[
+        "ior",
+        "encode",
+        "--type-id",
+        "IDL:X:1.0",
+        "--host",
+        "h",
+        "--port",
+        "1",
+        "--key-hex",
+        "aéb",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        bad_key.contains("bad hex digit 'é' in --key-hex at character 1"),
+        "{bad_key}"
+    );
     assert!(
         err.contains("not an address a client can connect to"),
         "{err}"

@@ -11,7 +11,7 @@
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
 //! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
-//! | `-ORBIdleTimeout SECS` | close connections idle this long (0: never) |
+//! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
@@ -19,6 +19,17 @@
 //! | `-ORBTlsCa FILE` | trusted roots (PEM) for servers' and clients' certificates; repeatable; with it, references that announce TLS are called over TLS only |
 //! | `-ORBTlsClientAuth none\|optional\|required` | whether TLS endpoints ask clients for a certificate (default none) |
 //! | `-ORBTlsRequire yes\|no` | call only over TLS: a reference without a TLS endpoint raises NO_PERMISSION (`minor::TLS_REQUIRED`) |
+//! | `-ORBMessageTimeout SECS` | time a client has to finish sending a message it has begun; then MessageError and close (default 5; 0: no limit) |
+//! | `-ORBMaxMessageSize BYTES` (also `-ORBgiopMaxMsgSize`) | largest message (reassembled) the server accepts; larger: MessageError (default 64M) |
+//! | `-ORBMaxPartialBytes BYTES` | memory all partly received messages of the server may hold together; the connection that goes beyond gets MessageError (default 256M) |
+//! | `-ORBMaxFragments N` | most fragments one message may come in (default 16384) |
+//! | `-ORBMaxOutstandingRequests N` | requests of one connection read and not answered yet; beyond, the server stops reading it (default 256) |
+//! | `-ORBMaxQueuedReplyBytes BYTES` | reply bytes queued for a client that does not read them; beyond, the server stops reading it (default 16M) |
+//! | `-ORBMaxConnections N` | connections open at once; beyond, a new connection is closed at once (default 4096) |
+//! | `-ORBMaxConnectionThreads N` | thread per connection: most connection threads; beyond, a new connection is closed at once (default 1024) |
+//!
+//! Sizes take a `K`, `M` or `G` suffix (powers of 1,024); times may be
+//! fractional (`0.5`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -110,8 +121,38 @@ pub struct OrbConfig {
     pub codesets: CodeSetComponentInfo,
     /// Server concurrency model.
     pub concurrency: ConcurrencyModel,
-    /// Idle connections are closed (with CloseConnection) after this long.
+    /// Idle connections are closed (with CloseConnection) after this long
+    /// (default 180 s; `None`: never).
     pub idle_timeout: Option<Duration>,
+    // The server's limits on what one client can make it hold; see
+    // `docs/reliability.md`.
+    /// Time a client has to finish a message once its first byte arrived;
+    /// after it the connection gets MessageError and is closed (default
+    /// 5 s; `None`: no limit).
+    pub message_timeout: Option<Duration>,
+    /// Largest message the server accepts, header included, and largest
+    /// message reassembled from fragments (default 64 MiB).
+    pub max_message_size: usize,
+    /// Most bytes all partly received messages of the server may hold
+    /// together; a connection that needs more gets MessageError (default
+    /// 256 MiB).
+    pub max_partial_bytes: usize,
+    /// Most fragments one message may come in (default 16,384).
+    pub max_fragments: usize,
+    /// Most requests of one connection read and not answered yet
+    /// (running or held); beyond, the server stops reading the
+    /// connection until some are answered (default 256).
+    pub max_outstanding_requests: usize,
+    /// Most reply bytes queued for a client that does not read them;
+    /// beyond, the server stops reading the connection until the client
+    /// takes its replies (default 16 MiB).
+    pub max_queued_reply_bytes: usize,
+    /// Most connections open at once; a connection beyond it is accepted
+    /// and closed at once (default 4,096).
+    pub max_connections: usize,
+    /// Thread per connection: most connection threads; a connection
+    /// beyond it is accepted and closed at once (default 1,024).
+    pub max_connection_threads: usize,
     /// Most requests a holding POA manager queues.
     pub hold_limit: usize,
     /// Most LOCATION_FORWARD hops one invocation follows.
@@ -131,7 +172,15 @@ impl Default for OrbConfig {
             max_giop_version: GiopVersion::V1_2,
             codesets: CodeSetComponentInfo::armillary(),
             concurrency: ConcurrencyModel::SingleThreadedReactive,
-            idle_timeout: None,
+            idle_timeout: Some(Duration::from_secs(180)),
+            message_timeout: Some(Duration::from_secs(5)),
+            max_message_size: 64 << 20,
+            max_partial_bytes: 256 << 20,
+            max_fragments: 16 << 10,
+            max_outstanding_requests: 256,
+            max_queued_reply_bytes: 16 << 20,
+            max_connections: 4096,
+            max_connection_threads: 1024,
             hold_limit: 1024,
             max_forwards: 16,
             tls: crate::tls::TlsConfig::default(),
@@ -239,6 +288,41 @@ fn code_set_named(option: &str, value: &str) -> Result<u32, OrbOptionError> {
     }
 }
 
+/// A byte count with an optional `K`, `M` or `G` suffix (powers of 1,024).
+fn parse_size(option: &str, value: &str) -> Result<usize, OrbOptionError> {
+    let (digits, shift) = match value.as_bytes().last() {
+        Some(b'k' | b'K') => (&value[..value.len() - 1], 10),
+        Some(b'm' | b'M') => (&value[..value.len() - 1], 20),
+        Some(b'g' | b'G') => (&value[..value.len() - 1], 30),
+        _ => (value, 0),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1usize << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| bad(option, value, "expected a byte count such as 65536 or 64M"))
+}
+
+/// A positive count.
+fn parse_count(option: &str, value: &str) -> Result<usize, OrbOptionError> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| bad(option, value, "expected a count of 1 or more"))
+}
+
+/// Seconds (fractions allowed); 0 means no limit.
+fn parse_timeout(option: &str, value: &str) -> Result<Option<Duration>, OrbOptionError> {
+    let secs: f64 = value
+        .parse()
+        .map_err(|_| bad(option, value, "expected seconds"))?;
+    let d =
+        Duration::try_from_secs_f64(secs).map_err(|_| bad(option, value, "expected seconds"))?;
+    Ok((!d.is_zero()).then_some(d))
+}
+
 impl OrbConfig {
     /// Applies the `-ORB…` options in `args` and returns the other
     /// arguments, in order, for the application.
@@ -344,12 +428,22 @@ impl OrbConfig {
                         }
                     };
                 }
-                "-ORBIdleTimeout" => {
-                    let v = value()?;
-                    let secs: u64 = v
-                        .parse()
-                        .map_err(|_| bad(&option, &v, "expected seconds"))?;
-                    self.idle_timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                "-ORBIdleTimeout" => self.idle_timeout = parse_timeout(&option, &value()?)?,
+                "-ORBMessageTimeout" => self.message_timeout = parse_timeout(&option, &value()?)?,
+                "-ORBMaxMessageSize" | "-ORBgiopMaxMsgSize" => {
+                    self.max_message_size = parse_size(&option, &value()?)?
+                }
+                "-ORBMaxPartialBytes" => self.max_partial_bytes = parse_size(&option, &value()?)?,
+                "-ORBMaxFragments" => self.max_fragments = parse_count(&option, &value()?)?,
+                "-ORBMaxOutstandingRequests" => {
+                    self.max_outstanding_requests = parse_count(&option, &value()?)?
+                }
+                "-ORBMaxQueuedReplyBytes" => {
+                    self.max_queued_reply_bytes = parse_size(&option, &value()?)?
+                }
+                "-ORBMaxConnections" => self.max_connections = parse_count(&option, &value()?)?,
+                "-ORBMaxConnectionThreads" => {
+                    self.max_connection_threads = parse_count(&option, &value()?)?
                 }
                 "-ORBHoldLimit" => {
                     let v = value()?;
@@ -506,6 +600,63 @@ mod tests {
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBTlsCa"]),
             Err(OrbOptionError::MissingValue(_))
+        ));
+    }
+
+    #[test]
+    fn limits_have_safe_defaults_and_options() {
+        let d = OrbConfig::default();
+        assert_eq!(d.idle_timeout, Some(Duration::from_secs(180)));
+        assert_eq!(d.message_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(d.max_message_size, 64 << 20);
+        let mut c = OrbConfig::default();
+        c.apply_args([
+            "-ORBMaxMessageSize",
+            "2M",
+            "-ORBMaxPartialBytes=1G",
+            "-ORBMaxFragments",
+            "8",
+            "-ORBMaxOutstandingRequests",
+            "4",
+            "-ORBMaxQueuedReplyBytes",
+            "64K",
+            "-ORBMaxConnections",
+            "10",
+            "-ORBMaxConnectionThreads",
+            "3",
+            "-ORBIdleTimeout",
+            "0",
+            "-ORBMessageTimeout",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(c.max_message_size, 2 << 20);
+        assert_eq!(c.max_partial_bytes, 1 << 30);
+        assert_eq!(c.max_fragments, 8);
+        assert_eq!(c.max_outstanding_requests, 4);
+        assert_eq!(c.max_queued_reply_bytes, 64 << 10);
+        assert_eq!(c.max_connections, 10);
+        assert_eq!(c.max_connection_threads, 3);
+        assert_eq!(c.idle_timeout, None);
+        assert_eq!(c.message_timeout, Some(Duration::from_millis(500)));
+        for (option, value) in [
+            ("-ORBMaxMessageSize", "0"),
+            ("-ORBMaxMessageSize", "12Q"),
+            ("-ORBMaxConnections", "-1"),
+            ("-ORBMessageTimeout", "soon"),
+            ("-ORBMaxPartialBytes", "99999999999999999999G"),
+        ] {
+            assert!(
+                matches!(
+                    OrbConfig::default().apply_args([option, value]),
+                    Err(OrbOptionError::BadValue { .. })
+                ),
+                "{option} {value}"
+            );
+        }
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBBogus", "1"]),
+            Err(OrbOptionError::Unknown(_))
         ));
     }
 }

@@ -31,8 +31,9 @@ pub use object::{
     set_default_invoker, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage,
     ReplyOutcome,
 };
-pub use orb::{Orb, OrbError};
+pub use orb::{Orb, OrbError, ReferenceError};
 pub use servant::{Servant, ServerRequest};
+pub use transport::server::ServerStats;
 
 pub use armillary_giop::system_exception::{CompletionStatus, SystemException};
 

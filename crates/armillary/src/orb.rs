@@ -28,7 +28,7 @@ use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage,
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
 use crate::transport::client::{Awaited, Closed, ConnectionCache};
-use crate::transport::server::Server;
+use crate::transport::server::{Server, ServerStats};
 
 /// Why an ORB could not start.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +48,36 @@ pub enum OrbError {
     /// The TLS configuration cannot be used (files, certificates, keys).
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
+}
+
+/// Why a string could not be turned into a reference
+/// ([`Orb::try_string_to_object`]). [`Orb::string_to_object`] reports the
+/// same failures as a [`SystemException`] (`From` below).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReferenceError {
+    /// The text is not a valid `IOR:`, `corbaloc:` or `corbaname:` string;
+    /// the [`IorError`](armillary_giop::ior::IorError) says what is wrong
+    /// and where (a bad hex digit and its position, a CDR length that
+    /// exceeds what is left and its offset, ...). BAD_PARAM
+    /// (`minor::MALFORMED`) as a system exception.
+    #[error("malformed object reference: {0}")]
+    Malformed(#[from] armillary_giop::ior::IorError),
+    /// The string names an initial reference or a name in a naming
+    /// context, and resolving it failed with this exception.
+    #[error("cannot resolve the reference: {0}")]
+    Resolve(SystemException),
+}
+
+impl From<ReferenceError> for SystemException {
+    fn from(e: ReferenceError) -> SystemException {
+        match e {
+            ReferenceError::Malformed(_) => {
+                SystemException::bad_param(minor::MALFORMED, CompletionStatus::No)
+            }
+            ReferenceError::Resolve(ex) => ex,
+        }
+    }
 }
 
 /// A CORBA ORB. Cheap to clone; clones are the same ORB.
@@ -312,23 +342,47 @@ impl Orb {
 
     /// Turns an `IOR:`, `corbaloc:` or `corbaname:` string into a
     /// reference. `corbaloc:rir:` resolves an initial reference.
+    ///
+    /// A malformed string is BAD_PARAM (`minor::MALFORMED`);
+    /// [`try_string_to_object`](Self::try_string_to_object) says what is
+    /// wrong with it.
     pub fn string_to_object(&self, s: &str) -> Result<ObjectRef, SystemException> {
-        let url: ObjectUrl = s
-            .parse()
-            .map_err(|_| SystemException::bad_param(minor::MALFORMED, CompletionStatus::No))?;
+        self.try_string_to_object(s).map_err(SystemException::from)
+    }
+
+    /// [`string_to_object`](Self::string_to_object) with an error that
+    /// names what is wrong.
+    ///
+    /// ```
+    /// use armillary::ReferenceError;
+    /// use armillary::giop::ior::IorError;
+    /// let orb = armillary::Orb::with_config(Default::default()).unwrap();
+    /// let e = orb.try_string_to_object("IOR:01zz").unwrap_err();
+    /// assert!(matches!(e, ReferenceError::Malformed(IorError::BadHex { ch: 'z', at: 6 })));
+    /// assert_eq!(e.to_string(), "malformed object reference: bad hex digit 'z' at character 6");
+    /// orb.shutdown(true);
+    /// ```
+    pub fn try_string_to_object(&self, s: &str) -> Result<ObjectRef, ReferenceError> {
+        let url: ObjectUrl = s.parse()?;
         match url {
-            ObjectUrl::CorbalocRir { key } => self.resolve_initial_references(&key),
+            ObjectUrl::CorbalocRir { key } => self
+                .resolve_initial_references(&key)
+                .map_err(ReferenceError::Resolve),
             ObjectUrl::Corbaname {
                 addresses,
                 key,
                 name,
-            } => self.resolve_corbaname(addresses, key, &name),
-            other => {
-                let ior = other.to_ior().ok_or_else(|| {
-                    SystemException::bad_param(minor::MALFORMED, CompletionStatus::No)
-                })?;
-                Ok(ObjectRef::new(ior, self.core.clone()))
-            }
+            } => self
+                .resolve_corbaname(addresses, key, &name)
+                .map_err(ReferenceError::Resolve),
+            other => match other.to_ior() {
+                Some(ior) => Ok(ObjectRef::new(ior, self.core.clone())),
+                // Unreachable: only rir: and corbaname: URLs have no IOR.
+                None => Err(ReferenceError::Resolve(SystemException::bad_param(
+                    minor::MALFORMED,
+                    CompletionStatus::No,
+                ))),
+            },
         }
     }
 
@@ -499,6 +553,13 @@ impl Orb {
     /// port); starts the server if it was not running.
     pub fn tls_endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
         Ok(self.core.server()?.published_tls())
+    }
+
+    /// What the server side has done and holds now (connections, accept
+    /// calls, memory held by partly received messages); `None` before the
+    /// server has started.
+    pub fn server_stats(&self) -> Option<ServerStats> {
+        self.core.server.lock().as_ref().map(|s| s.stats())
     }
 }
 

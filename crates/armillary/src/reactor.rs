@@ -32,7 +32,7 @@ use crate::slots::{SlotRef, SlotTable};
 pub(crate) trait EventHandler: Send + Sync + 'static {
     /// The socket is ready. Called on whichever thread leads at the time;
     /// the handler serialises its own reads.
-    fn ready(&self, reactor: &Arc<Reactor>, readable: bool, writable: bool);
+    fn ready(&self, reactor: &Arc<Reactor>, readiness: Readiness);
 
     /// Called about once a second (for idle checks); the default does
     /// nothing.
@@ -47,12 +47,24 @@ pub(crate) type Task = Box<dyn FnOnce() + Send>;
 /// How often handlers' `tick` runs (idle checks).
 pub(crate) const TICK_INTERVAL: Duration = Duration::from_millis(500);
 
+/// What one event says about a socket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Readiness {
+    /// There is something to read (data, the peer's close or an error).
+    pub readable: bool,
+    /// The socket takes writes again (or failed).
+    pub writable: bool,
+    /// The peer has closed its sending side (`EPOLLRDHUP`) or the socket
+    /// failed: the reader must read until end of stream, because with
+    /// edge-triggered events no later event will announce the close.
+    pub read_closed: bool,
+}
+
 /// One readiness event polled but not handled yet.
 #[derive(Debug, Clone, Copy)]
 struct Ready {
     token: Token,
-    readable: bool,
-    writable: bool,
+    readiness: Readiness,
 }
 
 pub(crate) struct Reactor {
@@ -238,8 +250,11 @@ impl Reactor {
         let mut queue = self.ready.lock();
         queue.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ready {
             token: e.token(),
-            readable: e.is_readable() || e.is_read_closed() || e.is_error(),
-            writable: e.is_writable() || e.is_write_closed(),
+            readiness: Readiness {
+                readable: e.is_readable() || e.is_read_closed() || e.is_error(),
+                writable: e.is_writable() || e.is_write_closed(),
+                read_closed: e.is_read_closed() || e.is_error(),
+            },
         }));
         Ok(())
     }
@@ -247,7 +262,7 @@ impl Reactor {
     fn dispatch(self: &Arc<Self>, ready: Ready) -> bool {
         match self.handler(ready.token) {
             Some(handler) => {
-                handler.ready(self, ready.readable, ready.writable);
+                handler.ready(self, ready.readiness);
                 true
             }
             // Deregistered since it was polled.

@@ -118,6 +118,10 @@ impl Frame {
     }
 }
 
+/// Buffer capacity the decoder keeps between messages; a buffer grown
+/// beyond it for a large message is given back once the message is out.
+const SPARE_CAPACITY: usize = 64 * 1024;
+
 struct Reassembly {
     bytes: Vec<u8>,
     fragment_starts: Vec<usize>,
@@ -176,8 +180,10 @@ impl FrameDecoder {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        self.grow_for(data.len());
         self.buf.extend_from_slice(data);
         let result = self.drain();
+        self.shrink();
         if let Err(e) = &result {
             self.failed = Some(e.clone());
             self.buf = Vec::new();
@@ -195,6 +201,54 @@ impl FrameDecoder {
     /// Bytes held: the unparsed tail plus unfinished reassemblies.
     pub fn pending_bytes(&self) -> usize {
         self.buf.len() + self.pending_bytes
+    }
+
+    /// Bytes of memory the decoder has reserved for what it holds (its
+    /// buffers' capacities); back to a small amount once no large message
+    /// is in progress.
+    pub fn held_capacity(&self) -> usize {
+        let partials = self
+            .partial_11
+            .iter()
+            .chain(self.partial_12.values())
+            .map(|p| p.bytes.capacity())
+            .sum::<usize>();
+        self.buf.capacity() + partials
+    }
+
+    /// Makes room in the buffer for `more` bytes. Once a header has told
+    /// the message's size the buffer grows by doubling, but never beyond
+    /// that size, so that a large message is held in one allocation of its
+    /// own size (which [`drain`](Self::drain) then hands out without a
+    /// copy). Nothing is reserved on the header's word alone: a peer that
+    /// announces a large message and sends little costs little.
+    fn grow_for(&mut self, more: usize) {
+        let need = self.buf.len() + more;
+        if need <= self.buf.capacity() {
+            return;
+        }
+        let mut target = need.max(self.buf.capacity().saturating_mul(2));
+        if let Some(len) = self.next_message_len() {
+            if need <= len {
+                target = target.min(len);
+            }
+        }
+        self.buf.reserve_exact(target - self.buf.len());
+    }
+
+    /// The size of the message at the start of the buffer, when its header
+    /// has arrived and is valid and within the limit.
+    fn next_message_len(&self) -> Option<usize> {
+        let header = MessageHeader::decode(self.buf.get(..HEADER_SIZE)?).ok()?;
+        let len = HEADER_SIZE.saturating_add(header.size as usize);
+        (len <= self.limits.max_message_size).then_some(len)
+    }
+
+    /// Gives back buffer memory a large message left behind.
+    fn shrink(&mut self) {
+        if self.buf.capacity() > SPARE_CAPACITY && self.buf.len() <= SPARE_CAPACITY / 2 {
+            self.buf.shrink_to(SPARE_CAPACITY / 2);
+        }
     }
 
     /// True when no partial message is held (a clean point to close).
@@ -228,7 +282,18 @@ impl FrameDecoder {
             if avail.len() < len {
                 break Ok(());
             }
-            let message = avail[..len].to_vec();
+            let message = if start == 0 && avail.len() == len && len > SPARE_CAPACITY {
+                // The buffer holds exactly this (large) message: hand it
+                // out as it is rather than copying it.
+                let message = std::mem::take(&mut self.buf);
+                self.consumed += len as u64;
+                if let Err(e) = self.accept(header, message) {
+                    break Err(e);
+                }
+                break Ok(());
+            } else {
+                avail[..len].to_vec()
+            };
             start += len;
             if let Err(e) = self.accept(header, message) {
                 break Err(e);
@@ -366,5 +431,57 @@ impl FrameDecoder {
             fragments: partial.fragments,
             fragment_starts: partial.fragment_starts,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GIOP 1.2 little-endian Request header announcing `body` bytes.
+    fn request_of(body: usize) -> Vec<u8> {
+        let mut m = b"GIOP\x01\x02\x01\x00".to_vec();
+        m.extend_from_slice(&(body as u32).to_le_bytes());
+        m.resize(HEADER_SIZE + body, 0);
+        m
+    }
+
+    #[test]
+    fn a_large_message_leaves_no_large_buffer_behind() {
+        let message = request_of(8 << 20);
+        let mut d = FrameDecoder::default();
+        for chunk in message.chunks(64 * 1024) {
+            d.handle_bytes(chunk).unwrap();
+            // Never much more than the message itself is reserved.
+            assert!(d.held_capacity() <= message.len() + SPARE_CAPACITY);
+        }
+        let frame = d.poll_frame().unwrap();
+        assert_eq!(frame.bytes, message);
+        assert!(d.is_idle());
+        assert!(d.held_capacity() <= SPARE_CAPACITY, "{}", d.held_capacity());
+    }
+
+    #[test]
+    fn an_announced_size_alone_reserves_nothing() {
+        let message = request_of(60 << 20);
+        let mut d = FrameDecoder::default();
+        d.handle_bytes(&message[..100]).unwrap();
+        assert!(d.held_capacity() < 4096, "{}", d.held_capacity());
+    }
+
+    #[test]
+    fn small_messages_after_a_large_one_reuse_a_small_buffer() {
+        let mut d = FrameDecoder::default();
+        let large = request_of(1 << 20);
+        let small = request_of(100);
+        let mut stream = large.clone();
+        stream.extend_from_slice(&small);
+        stream.extend_from_slice(&small[..50]);
+        d.handle_bytes(&stream).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, large);
+        assert_eq!(d.poll_frame().unwrap().bytes, small);
+        assert!(d.held_capacity() <= SPARE_CAPACITY / 2);
+        d.handle_bytes(&small[50..]).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, small);
     }
 }

@@ -150,23 +150,25 @@ impl FromStr for Ior {
             Some(p) if p.eq_ignore_ascii_case("IOR:") => &s[4..],
             _ => return Err(IorError::NotAnIor),
         };
+        // The first character that is not a hex digit, named as the
+        // character it is (not one byte of it) at its character position.
+        if let Some((at, ch)) = hex
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !c.is_ascii_hexdigit())
+        {
+            return Err(IorError::BadHex { ch, at: at + 4 });
+        }
         if hex.len() % 2 != 0 {
             return Err(IorError::OddHex(hex.len()));
         }
-        let digit = |i: usize, c: u8| {
-            char::from(c)
-                .to_digit(16)
-                .map(|d| d as u8)
-                .ok_or(IorError::BadHex {
-                    ch: char::from(c),
-                    at: i + 4,
-                })
-        };
-        let bytes = hex.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len() / 2);
-        for i in (0..bytes.len()).step_by(2) {
-            out.push(digit(i, bytes[i])? << 4 | digit(i + 1, bytes[i + 1])?);
-        }
+        // Only ASCII hex digits are left.
+        let digit = |c: u8| char::from(c).to_digit(16).unwrap_or(0) as u8;
+        let out: Vec<u8> = hex
+            .as_bytes()
+            .chunks_exact(2)
+            .map(|pair| digit(pair[0]) << 4 | digit(pair[1]))
+            .collect();
         Ior::from_encapsulation(&out)
     }
 }

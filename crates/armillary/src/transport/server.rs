@@ -8,6 +8,16 @@
 //! thread per connection, by the connection's own thread when its read
 //! times out.
 //!
+//! What one client can make the server hold is bounded (see
+//! [`Limits`] and `docs/reliability.md`): a message must be finished
+//! within the message timeout and fit the size limits, the partly received
+//! messages of all connections share one memory budget, a connection whose
+//! requests or queued replies pile up is not read until they drain
+//! (back-pressure), and connections beyond the connection limit are closed
+//! at once. A peer that closes its sending side gets the replies to what
+//! it sent, then the connection closes; out of descriptors, the acceptor
+//! waits for a connection to close (or the next tick) instead of spinning.
+//!
 //! **Invariant:** a connection is read by at most one thread at a time
 //! (`ServerConnection::gate`); replies are written whole under the
 //! connection's write lock. The requests a thread read run after it has
@@ -18,16 +28,17 @@
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
 use armillary_giop::cdr::CdrWriter;
 use armillary_giop::giop::{
-    Frame, FrameDecoder, KnownServiceContext, LocateReplyHeader, LocateStatus, Message,
-    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, SyncScope, TargetAddress,
+    Frame, FrameDecoder, FrameError, FrameLimits, GiopError, KnownServiceContext,
+    LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader,
+    ReplyStatus, RequestHeader, SyncScope, TargetAddress,
 };
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
@@ -39,16 +50,118 @@ use crate::config::ConcurrencyModel;
 use crate::net;
 use crate::orb::{OrbCore, OrbError};
 use crate::poa::{Admission, Resolution};
-use crate::reactor::{EventHandler, Reactor};
+use crate::reactor::{EventHandler, Reactor, Readiness};
 use crate::servant::{ReplyKind, ServerRequest};
 
 /// How long a server thread waits for events before it looks at the clock
 /// (idle checks) and whether the server is stopping.
 const EVENT_LOOP_WAIT: Duration = Duration::from_millis(500);
 
+/// The limits the server applies to each client, from the ORB's
+/// configuration (see [`OrbConfig`](crate::config::OrbConfig)).
+#[derive(Debug, Clone)]
+struct Limits {
+    frame: FrameLimits,
+    idle_timeout: Option<Duration>,
+    message_timeout: Option<Duration>,
+    max_partial_bytes: usize,
+    max_outstanding_requests: usize,
+    max_queued_reply_bytes: usize,
+    max_connections: usize,
+    max_connection_threads: usize,
+}
+
+impl Limits {
+    fn from_config(config: &crate::config::OrbConfig) -> Limits {
+        Limits {
+            frame: FrameLimits {
+                max_message_size: config.max_message_size,
+                max_fragments: config.max_fragments,
+                // One connection may hold at most the server's budget.
+                max_pending_bytes: config.max_partial_bytes,
+                max_reassemblies: super::frame_limits().max_reassemblies,
+            },
+            idle_timeout: config.idle_timeout,
+            message_timeout: config.message_timeout,
+            max_partial_bytes: config.max_partial_bytes,
+            max_outstanding_requests: config.max_outstanding_requests,
+            max_queued_reply_bytes: config.max_queued_reply_bytes,
+            max_connections: config.max_connections,
+            max_connection_threads: config.max_connection_threads,
+        }
+    }
+}
+
+/// What a server has done and holds, for monitoring and tests
+/// ([`Orb::server_stats`](crate::Orb::server_stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerStats {
+    /// Calls to `accept` the listeners have made, successful or not. Out
+    /// of descriptors the acceptor tries again only when a connection
+    /// closes or at the next tick (twice a second), so this stays small
+    /// while the server is exhausted.
+    pub accept_calls: u64,
+    /// Of those, the ones that failed (out of descriptors, mostly).
+    pub accept_failures: u64,
+    /// Connections accepted and closed at once because of
+    /// `max_connections` or `max_connection_threads`.
+    pub connections_refused: u64,
+    /// Connections open now.
+    pub connections_open: usize,
+    /// Bytes the partly received messages of every connection hold now.
+    pub partial_bytes: usize,
+}
+
+/// What the listeners and connections of one server share: the limits
+/// and the counters behind them.
+struct Shared {
+    limits: Limits,
+    reactor: Weak<Reactor>,
+    acceptors: Mutex<Vec<Weak<Acceptor>>>,
+    open: AtomicUsize,
+    threads: AtomicUsize,
+    partial_bytes: AtomicUsize,
+    accept_calls: AtomicU64,
+    accept_failures: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl Shared {
+    /// A connection let go of its descriptor: an acceptor that ran out of
+    /// them tries again now.
+    fn wake_paused_acceptors(&self) {
+        let Some(reactor) = self.reactor.upgrade() else {
+            return;
+        };
+        let acceptors: Vec<Arc<Acceptor>> = self
+            .acceptors
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|a| a.paused.load(Ordering::SeqCst))
+            .collect();
+        for acceptor in acceptors {
+            let r = reactor.clone();
+            reactor.post(Box::new(move || acceptor.accept_all(&r)));
+        }
+    }
+
+    fn stats(&self) -> ServerStats {
+        ServerStats {
+            accept_calls: self.accept_calls.load(Ordering::SeqCst),
+            accept_failures: self.accept_failures.load(Ordering::SeqCst),
+            connections_refused: self.refused.load(Ordering::SeqCst),
+            connections_open: self.open.load(Ordering::SeqCst),
+            partial_bytes: self.partial_bytes.load(Ordering::SeqCst),
+        }
+    }
+}
+
 /// The listeners, the reactor and the threads that run it.
 pub(crate) struct Server {
     reactor: Arc<Reactor>,
+    shared: Arc<Shared>,
     published: Vec<(String, u16)>,
     /// The (host, port) pairs of the TLS endpoints.
     published_tls: Vec<(String, u16)>,
@@ -62,6 +175,19 @@ struct Acceptor {
     tls: Option<Arc<rustls::ServerConfig>>,
     core: std::sync::Weak<OrbCore>,
     server: std::sync::Weak<Server>,
+    shared: Arc<Shared>,
+    /// Out of descriptors: the listener's edge-triggered event will not
+    /// come again for connections already waiting, so the acceptor tries
+    /// again when a connection closes or at the next tick.
+    paused: AtomicBool,
+}
+
+/// Whether an accept failure means the process or system is out of
+/// descriptors or memory (retrying at once would spin).
+fn exhausted(e: &std::io::Error) -> bool {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs alike.
+    const CODES: [i32; 4] = [24, 23, 105, 12];
+    e.raw_os_error().is_some_and(|c| CODES.contains(&c))
 }
 
 struct ReadGate {
@@ -70,17 +196,25 @@ struct ReadGate {
 }
 
 /// The socket of a connection: registered with the reactor, or blocking
-/// and read by a thread of its own (thread per connection).
+/// and read by a thread of its own (thread per connection; the thread
+/// reads through its own handle to the same socket, so that writers never
+/// wait behind a read and the connection costs one descriptor), or gone.
 enum ConnStream {
     Reactive(TcpStream),
-    Blocking(std::net::TcpStream),
+    Blocking(Arc<std::net::TcpStream>),
+    Closed,
+}
+
+fn closed_error() -> std::io::Error {
+    std::io::Error::new(ErrorKind::NotConnected, "connection closed")
 }
 
 impl Read for ConnStream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             ConnStream::Reactive(s) => s.read(buf),
-            ConnStream::Blocking(s) => s.read(buf),
+            ConnStream::Blocking(s) => (&**s).read(buf),
+            ConnStream::Closed => Ok(0),
         }
     }
 }
@@ -89,14 +223,16 @@ impl Write for ConnStream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             ConnStream::Reactive(s) => s.write(buf),
-            ConnStream::Blocking(s) => s.write(buf),
+            ConnStream::Blocking(s) => (&**s).write(buf),
+            ConnStream::Closed => Err(closed_error()),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             ConnStream::Reactive(s) => s.flush(),
-            ConnStream::Blocking(s) => s.flush(),
+            ConnStream::Blocking(s) => (&**s).flush(),
+            ConnStream::Closed => Ok(()),
         }
     }
 }
@@ -106,6 +242,7 @@ impl ConnStream {
         let _ = match self {
             ConnStream::Reactive(s) => s.shutdown(std::net::Shutdown::Both),
             ConnStream::Blocking(s) => s.shutdown(std::net::Shutdown::Both),
+            ConnStream::Closed => Ok(()),
         };
     }
 }
@@ -116,9 +253,10 @@ pub(crate) struct ServerConnection {
     /// parked by a holding POA manager).
     me: std::sync::Weak<ServerConnection>,
     stream: Mutex<ConnStream>,
-    /// Thread per connection: a clone of the socket its thread blocks
-    /// reading, so that writers never wait behind a read.
-    blocking_reader: Option<std::net::TcpStream>,
+    /// Thread per connection: the socket its thread blocks reading, so
+    /// that writers never wait behind a read.
+    blocking_reader: Option<Arc<std::net::TcpStream>>,
+    shared: Arc<Shared>,
     token: Mutex<Option<Token>>,
     /// The TLS session of a connection accepted on a TLS endpoint: what
     /// is read is opened by it, what is sent is sealed by it.
@@ -144,16 +282,54 @@ pub(crate) struct ServerConnection {
     last_activity: Mutex<Instant>,
     /// The version to use for connection-level messages.
     version: Mutex<GiopVersion>,
+    /// The peer has closed its sending side, or an event said so: reads
+    /// go on to the end of the stream.
+    peer_closed: AtomicBool,
+    /// The end of the stream was read: nothing more comes, and the
+    /// connection closes once what was read is answered.
+    eof: AtomicBool,
+    /// When the message being received began (`None`: none is).
+    partial_since: Mutex<Option<Instant>>,
+    /// Bytes of partly received messages counted in the server's budget.
+    charged: AtomicUsize,
+    /// Reading stopped because the connection's requests or queued
+    /// replies reached their limit (back-pressure).
+    read_paused: AtomicBool,
+}
+
+impl Drop for ServerConnection {
+    fn drop(&mut self) {
+        // Let go of the descriptor first, so that the acceptor can use it.
+        *self.stream.get_mut() = ConnStream::Closed;
+        self.blocking_reader = None;
+        let charged = std::mem::take(self.charged.get_mut());
+        self.shared
+            .partial_bytes
+            .fetch_sub(charged, Ordering::SeqCst);
+        self.shared.open.fetch_sub(1, Ordering::SeqCst);
+        self.shared.wake_paused_acceptors();
+    }
 }
 
 impl Server {
     pub(crate) fn start(core: Arc<OrbCore>) -> Result<Arc<Server>, OrbError> {
-        let reactor = Reactor::new(core.config.idle_timeout.is_some()).map_err(|source| {
-            OrbError::Listen {
-                endpoint: "reactor".into(),
-                source,
-            }
+        // Ticks drive the idle and message timeouts and an acceptor's
+        // retries when descriptors ran out: always on.
+        let reactor = Reactor::new(true).map_err(|source| OrbError::Listen {
+            endpoint: "reactor".into(),
+            source,
         })?;
+        let shared = Arc::new(Shared {
+            limits: Limits::from_config(&core.config),
+            reactor: Arc::downgrade(&reactor),
+            acceptors: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            threads: AtomicUsize::new(0),
+            partial_bytes: AtomicUsize::new(0),
+            accept_calls: AtomicU64::new(0),
+            accept_failures: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        });
         let mut endpoints = core.config.endpoints.clone();
         let tls_endpoints = &core.config.tls.endpoints;
         let tls_config = if tls_endpoints.is_empty() {
@@ -202,6 +378,7 @@ impl Server {
         }
         let server = Arc::new(Server {
             reactor: reactor.clone(),
+            shared: shared.clone(),
             published,
             published_tls,
             threads: Mutex::new(Vec::new()),
@@ -213,7 +390,10 @@ impl Server {
                 tls,
                 core: Arc::downgrade(&core),
                 server: Arc::downgrade(&server),
+                shared: shared.clone(),
+                paused: AtomicBool::new(false),
             });
+            shared.acceptors.lock().push(Arc::downgrade(&acceptor));
             let mut l = acceptor.listener.lock();
             reactor
                 .register(&mut *l, Interest::READABLE, acceptor.clone())
@@ -268,6 +448,11 @@ impl Server {
         if !self.reactor.is_stopping() {
             let _ = self.reactor.perform_one(wait);
         }
+    }
+
+    /// What the server has done and holds now.
+    pub(crate) fn stats(&self) -> ServerStats {
+        self.shared.stats()
     }
 
     /// The (host, port) pairs IORs publish.
@@ -333,107 +518,170 @@ fn target_key(target: &TargetAddress) -> Option<Vec<u8>> {
 }
 
 impl EventHandler for Acceptor {
-    fn ready(&self, reactor: &Arc<Reactor>, _readable: bool, _writable: bool) {
+    fn ready(&self, reactor: &Arc<Reactor>, _readiness: Readiness) {
+        self.accept_all(reactor);
+    }
+
+    fn tick(&self, reactor: &Arc<Reactor>) {
+        if self.paused.load(Ordering::SeqCst) {
+            self.accept_all(reactor);
+        }
+    }
+}
+
+impl Acceptor {
+    /// Accepts every connection waiting. Out of descriptors it stops and
+    /// marks itself paused: a closing connection or the next tick calls it
+    /// again (the listener's edge-triggered event does not come again for
+    /// connections already waiting, and retrying at once would spin).
+    fn accept_all(&self, reactor: &Arc<Reactor>) {
+        self.paused.store(false, Ordering::SeqCst);
+        // Failures other than exhaustion concern one connection (aborted
+        // before it was accepted, say); a run of them stops the loop too.
+        let mut failures = 0;
         loop {
+            self.shared.accept_calls.fetch_add(1, Ordering::SeqCst);
             let accepted = self.listener.lock().accept();
             match accepted {
                 Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let per_thread = self.core.upgrade().is_some_and(|c| {
-                        c.config.concurrency == ConcurrencyModel::ThreadPerConnection
-                    });
-                    let (stream, blocking_reader) = if per_thread {
-                        let std_stream = std::net::TcpStream::from(stream);
-                        // With an idle timeout, the blocking read wakes up
-                        // that often to see whether the connection idles
-                        // (the option is the socket's, shared by the clone).
-                        // (A zero timeout is refused by the system: 1 ms.)
-                        let idle = self
-                            .core
-                            .upgrade()
-                            .and_then(|c| c.config.idle_timeout)
-                            .map(|d| d.max(Duration::from_millis(1)));
-                        let reader = std_stream
-                            .set_nonblocking(false)
-                            .and_then(|()| std_stream.set_read_timeout(idle))
-                            .and_then(|()| std_stream.try_clone());
-                        match reader {
-                            Ok(reader) => (ConnStream::Blocking(std_stream), Some(reader)),
-                            Err(_) => continue,
-                        }
-                    } else {
-                        (ConnStream::Reactive(stream), None)
-                    };
-                    let tls = match &self.tls {
-                        Some(config) => match super::tls::ServerSession::new(config.clone()) {
-                            Some(session) => Some(session),
-                            None => continue,
-                        },
-                        None => None,
-                    };
-                    let conn = Arc::new_cyclic(|me| ServerConnection {
-                        me: me.clone(),
-                        stream: Mutex::new(stream),
-                        blocking_reader,
-                        token: Mutex::new(None),
-                        tls,
-                        core: self.core.clone(),
-                        gate: Mutex::new(ReadGate {
-                            busy: false,
-                            again: false,
-                        }),
-                        decoder: Mutex::new(FrameDecoder::new(super::frame_limits())),
-                        read_buf: Mutex::new(vec![0; super::READ_BUFFER]),
-                        outgoing: Mutex::new(VecDeque::new()),
-                        codesets: Mutex::new(CodeSets::DEFAULT),
-                        closed: AtomicBool::new(false),
-                        held: AtomicUsize::new(0),
-                        running: AtomicUsize::new(0),
-                        codesets_known: AtomicBool::new(false),
-                        last_activity: Mutex::new(Instant::now()),
-                        version: Mutex::new(GiopVersion::V1_0),
-                    });
-                    let registered = match &mut *conn.stream.lock() {
-                        ConnStream::Reactive(s) => reactor
-                            .register(s, Interest::READABLE, conn.clone())
-                            .map(Some),
-                        ConnStream::Blocking(_) => Ok(None),
-                    };
-                    match registered {
-                        Ok(token) => *conn.token.lock() = token,
-                        Err(_) => continue,
-                    }
-                    if let Some(server) = self.server.upgrade() {
-                        let mut list = server.connections.lock();
-                        list.retain(|w| w.strong_count() > 0);
-                        list.push(Arc::downgrade(&conn));
-                    }
-                    if per_thread {
-                        let (conn, reactor) = (conn.clone(), reactor.clone());
-                        let spawned = std::thread::Builder::new()
-                            .name("armillary-connection".into())
-                            .spawn(move || conn.serve_blocking(&reactor));
-                        if spawned.is_err() {
-                            // No thread for it: the connection cannot be served.
-                            continue;
-                        }
-                    }
+                    failures = 0;
+                    self.admit(reactor, stream);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                // Out of descriptors or similar: try again on the next event.
-                Err(_) => return,
+                Err(e) => {
+                    self.shared.accept_failures.fetch_add(1, Ordering::SeqCst);
+                    failures += 1;
+                    if exhausted(&e) || failures >= 16 {
+                        self.paused.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets up one accepted connection, or closes it at once when the
+    /// connection (or thread) limit is reached.
+    fn admit(&self, reactor: &Arc<Reactor>, stream: TcpStream) {
+        let limits = &self.shared.limits;
+        let per_thread = self
+            .core
+            .upgrade()
+            .is_some_and(|c| c.config.concurrency == ConcurrencyModel::ThreadPerConnection);
+        let full = self.shared.open.load(Ordering::SeqCst) >= limits.max_connections
+            || (per_thread
+                && self.shared.threads.load(Ordering::SeqCst) >= limits.max_connection_threads);
+        if full {
+            // Closed at once rather than left in the backlog.
+            self.shared.refused.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let (stream, blocking_reader) = if per_thread {
+            let std_stream = std::net::TcpStream::from(stream);
+            // The blocking read wakes up that often to see whether the
+            // connection idles or a message is overdue. (A zero timeout
+            // is refused by the system: 1 ms.)
+            let wake = [limits.idle_timeout, limits.message_timeout]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|d| d.max(Duration::from_millis(1)));
+            // A reply the client does not take within the message timeout
+            // ends the connection (see `send`), so that its thread, and a
+            // shutdown, never wait forever on a client that does not read.
+            let blocking = std_stream
+                .set_nonblocking(false)
+                .and_then(|()| std_stream.set_read_timeout(wake))
+                .and_then(|()| std_stream.set_write_timeout(limits.message_timeout));
+            if blocking.is_err() {
+                return;
+            }
+            let socket = Arc::new(std_stream);
+            (ConnStream::Blocking(socket.clone()), Some(socket))
+        } else {
+            (ConnStream::Reactive(stream), None)
+        };
+        let tls = match &self.tls {
+            Some(config) => match super::tls::ServerSession::new(config.clone()) {
+                Some(session) => Some(session),
+                None => return,
+            },
+            None => None,
+        };
+        // Counted from here; the connection's `drop` uncounts it.
+        self.shared.open.fetch_add(1, Ordering::SeqCst);
+        let conn = Arc::new_cyclic(|me| ServerConnection {
+            me: me.clone(),
+            stream: Mutex::new(stream),
+            blocking_reader,
+            shared: self.shared.clone(),
+            token: Mutex::new(None),
+            tls,
+            core: self.core.clone(),
+            gate: Mutex::new(ReadGate {
+                busy: false,
+                again: false,
+            }),
+            decoder: Mutex::new(FrameDecoder::new(limits.frame)),
+            read_buf: Mutex::new(vec![0; super::READ_BUFFER]),
+            outgoing: Mutex::new(VecDeque::new()),
+            codesets: Mutex::new(CodeSets::DEFAULT),
+            closed: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            codesets_known: AtomicBool::new(false),
+            last_activity: Mutex::new(Instant::now()),
+            version: Mutex::new(GiopVersion::V1_0),
+            peer_closed: AtomicBool::new(false),
+            eof: AtomicBool::new(false),
+            partial_since: Mutex::new(None),
+            charged: AtomicUsize::new(0),
+            read_paused: AtomicBool::new(false),
+        });
+        let registered = match &mut *conn.stream.lock() {
+            ConnStream::Reactive(s) => reactor
+                .register(s, Interest::READABLE, conn.clone())
+                .map(Some),
+            ConnStream::Blocking(_) | ConnStream::Closed => Ok(None),
+        };
+        match registered {
+            Ok(token) => *conn.token.lock() = token,
+            Err(_) => return,
+        }
+        if let Some(server) = self.server.upgrade() {
+            let mut list = server.connections.lock();
+            list.retain(|w| w.strong_count() > 0);
+            list.push(Arc::downgrade(&conn));
+        }
+        if per_thread {
+            self.shared.threads.fetch_add(1, Ordering::SeqCst);
+            let (conn2, reactor2) = (conn.clone(), reactor.clone());
+            let spawned = std::thread::Builder::new()
+                .name("armillary-connection".into())
+                .spawn(move || {
+                    conn2.serve_blocking(&reactor2);
+                    conn2.shared.threads.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                // No thread for it: the connection cannot be served.
+                self.shared.threads.fetch_sub(1, Ordering::SeqCst);
+                conn.close(reactor);
             }
         }
     }
 }
 
 impl EventHandler for ServerConnection {
-    fn ready(&self, reactor: &Arc<Reactor>, readable: bool, writable: bool) {
-        if writable {
+    fn ready(&self, reactor: &Arc<Reactor>, readiness: Readiness) {
+        if readiness.read_closed {
+            self.peer_closed.store(true, Ordering::SeqCst);
+        }
+        if readiness.writable {
             self.flush(reactor);
         }
-        if readable {
+        if readiness.readable || self.take_resumable() {
             self.read_ready(reactor);
         }
     }
@@ -448,7 +696,9 @@ impl EventHandler for ServerConnection {
             }
             gate.busy = true;
         }
-        if self.is_idle() {
+        if self.message_overdue() {
+            self.message_error(reactor);
+        } else if self.is_idle() {
             self.close_orderly(reactor);
         }
         let mut gate = self.gate.lock();
@@ -467,34 +717,74 @@ impl ServerConnection {
     /// run, so that another thread of the pool can read and serve the
     /// connection's next request meanwhile: a servant that calls back into
     /// this server (a nested upcall multiplexed on the same connection)
-    /// does not wait for itself.
+    /// does not wait for itself. Reading stops while the connection's
+    /// requests or queued replies are at their limit, and goes on here
+    /// once they are below it.
     fn read_ready(&self, reactor: &Arc<Reactor>) {
-        {
-            let mut gate = self.gate.lock();
-            if gate.busy {
-                gate.again = true;
+        loop {
+            {
+                let mut gate = self.gate.lock();
+                if gate.busy {
+                    gate.again = true;
+                    return;
+                }
+                gate.busy = true;
+            }
+            let mut frames = Vec::new();
+            loop {
+                frames.extend(self.read_frames(reactor, frames.len()));
+                let mut gate = self.gate.lock();
+                if gate.again && !self.closed.load(Ordering::SeqCst) {
+                    gate.again = false;
+                    continue;
+                }
+                // Code sets come with the first requests; they must be known
+                // before any request of the connection runs on another thread.
+                self.note_codesets(&frames);
+                self.running.fetch_add(frames.len(), Ordering::SeqCst);
+                gate.busy = false;
+                break;
+            }
+            for frame in frames {
+                self.handle(reactor, frame);
+                self.running.fetch_sub(1, Ordering::SeqCst);
+            }
+            self.close_if_finished(reactor);
+            if !self.take_resumable() {
                 return;
             }
-            gate.busy = true;
         }
-        let mut frames = Vec::new();
-        loop {
-            frames.extend(self.read_frames(reactor));
-            let mut gate = self.gate.lock();
-            if gate.again && !self.closed.load(Ordering::SeqCst) {
-                gate.again = false;
-                continue;
-            }
-            // Code sets come with the first requests; they must be known
-            // before any request of the connection runs on another thread.
-            self.note_codesets(&frames);
-            self.running.fetch_add(frames.len(), Ordering::SeqCst);
-            gate.busy = false;
-            break;
-        }
-        for frame in frames {
-            self.handle(reactor, frame);
-            self.running.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether the connection's requests in progress (with `more` just
+    /// read) or its queued replies are at their limit: then it is not
+    /// read until they drain.
+    fn over_limits(&self, more: usize) -> bool {
+        let limits = &self.shared.limits;
+        let outstanding =
+            self.running.load(Ordering::SeqCst) + self.held.load(Ordering::SeqCst) + more;
+        outstanding >= limits.max_outstanding_requests
+            || self.outgoing.lock().len() >= limits.max_queued_reply_bytes
+    }
+
+    /// Whether reading stopped for back-pressure and may go on now (the
+    /// caller then reads).
+    fn take_resumable(&self) -> bool {
+        self.read_paused.load(Ordering::SeqCst)
+            && !self.closed.load(Ordering::SeqCst)
+            && !self.over_limits(0)
+            && self.read_paused.swap(false, Ordering::SeqCst)
+    }
+
+    /// After the peer closed its sending side: closes once everything it
+    /// sent is answered and the replies are written.
+    fn close_if_finished(&self, reactor: &Arc<Reactor>) {
+        if self.eof.load(Ordering::SeqCst)
+            && self.running.load(Ordering::SeqCst) == 0
+            && self.held.load(Ordering::SeqCst) == 0
+            && self.outgoing.lock().is_empty()
+        {
+            self.close(reactor);
         }
     }
 
@@ -523,7 +813,7 @@ impl ServerConnection {
     /// request in progress: nothing half-received, nothing parked. (The
     /// caller makes sure that no thread is reading or running a request.)
     fn is_idle(&self) -> bool {
-        let Some(idle) = self.core.upgrade().and_then(|c| c.config.idle_timeout) else {
+        let Some(idle) = self.shared.limits.idle_timeout else {
             return false;
         };
         self.last_activity.lock().elapsed() >= idle
@@ -532,14 +822,60 @@ impl ServerConnection {
             && self.decoder.lock().is_idle()
     }
 
+    /// Whether a message begun on this connection has not been finished
+    /// within the message timeout.
+    fn message_overdue(&self) -> bool {
+        match (
+            self.shared.limits.message_timeout,
+            *self.partial_since.lock(),
+        ) {
+            (Some(limit), Some(since)) => since.elapsed() >= limit,
+            _ => false,
+        }
+    }
+
+    /// Accounts for what the decoder holds after a read: the server's
+    /// budget for partly received messages, and when the message being
+    /// received began (`completed`: a message was finished by this read,
+    /// so whatever follows it began now). False when the connection must
+    /// be refused: over the budget, or its message is overdue.
+    fn account_partial(&self, pending: usize, idle: bool, completed: bool) -> bool {
+        let before = self.charged.swap(pending, Ordering::SeqCst);
+        let total = if pending >= before {
+            self.shared
+                .partial_bytes
+                .fetch_add(pending - before, Ordering::SeqCst)
+                + (pending - before)
+        } else {
+            self.shared
+                .partial_bytes
+                .fetch_sub(before - pending, Ordering::SeqCst)
+                - (before - pending)
+        };
+        {
+            let mut since = self.partial_since.lock();
+            if idle {
+                *since = None;
+            } else if completed || since.is_none() {
+                *since = Some(Instant::now());
+            }
+        }
+        total <= self.shared.limits.max_partial_bytes && !self.message_overdue()
+    }
+
     /// Thread per connection: read and serve until the connection closes.
-    /// With an idle timeout the read times out that often (see the
-    /// acceptor); the thread then closes an idle connection with
-    /// CloseConnection. Requests run on this thread, so none is running
-    /// when it looks.
+    /// The read times out as often as the idle or message timeout needs
+    /// (see the acceptor); the thread then closes an idle connection with
+    /// CloseConnection, or an overdue one with MessageError. Requests run
+    /// on this thread, so none is running when it looks; replies are
+    /// written blocking, which is this model's back-pressure.
     fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         while !self.closed.load(Ordering::SeqCst) {
-            let frames = self.read_frames(reactor);
+            let frames = self.read_frames(reactor, 0);
+            if self.message_overdue() {
+                self.message_error(reactor);
+                return;
+            }
             if frames.is_empty() && self.is_idle() {
                 self.close_orderly(reactor);
                 return;
@@ -547,24 +883,40 @@ impl ServerConnection {
             for frame in frames {
                 self.handle(reactor, frame);
             }
+            if self.eof.load(Ordering::SeqCst) {
+                self.close(reactor);
+            }
         }
     }
 
-    fn read_frames(&self, reactor: &Arc<Reactor>) -> Vec<Frame> {
+    /// Reads what is there and returns the whole messages it completed
+    /// (`already`: those the caller read before, for the back-pressure
+    /// check). Stops at end of stream (which it records), when the socket
+    /// has nothing more, or when the connection is at its limits.
+    fn read_frames(&self, reactor: &Arc<Reactor>, already: usize) -> Vec<Frame> {
         let mut frames = Vec::new();
         let mut buf = self.read_buf.lock();
         loop {
-            if self.closed.load(Ordering::SeqCst) {
+            if self.closed.load(Ordering::SeqCst) || self.eof.load(Ordering::SeqCst) {
+                return frames;
+            }
+            if self.blocking_reader.is_none() && self.over_limits(already + frames.len()) {
+                // Back-pressure: read on once the requests are answered
+                // and the replies written (`take_resumable`).
+                self.read_paused.store(true, Ordering::SeqCst);
                 return frames;
             }
             let n = match &self.blocking_reader {
                 // Thread per connection: block without holding the lock.
-                Some(reader) => (&*reader).read(&mut buf),
+                Some(reader) => (&**reader).read(&mut buf),
                 None => self.stream.lock().read(&mut buf),
             };
             match n {
                 Ok(0) => {
-                    self.close(reactor);
+                    // The peer will send nothing more: answer what it sent,
+                    // then close (a message it left unfinished never ends).
+                    self.eof.store(true, Ordering::SeqCst);
+                    self.peer_closed.store(true, Ordering::SeqCst);
                     return frames;
                 }
                 Ok(n) => {
@@ -593,19 +945,28 @@ impl ServerConnection {
                         },
                     };
                     let mut decoder = self.decoder.lock();
-                    if decoder.handle_bytes(data).is_err() {
+                    if let Err(e) = decoder.handle_bytes(data) {
                         drop(decoder);
-                        self.message_error(reactor);
+                        self.frame_error(reactor, &e);
                         return frames;
                     }
+                    let before = frames.len();
                     while let Some(f) = decoder.poll_frame() {
                         frames.push(f);
                     }
-                    if n < buf.len() {
+                    let (pending, idle) = (decoder.pending_bytes(), decoder.is_idle());
+                    drop(decoder);
+                    if !self.account_partial(pending, idle, frames.len() > before) {
+                        self.message_error(reactor);
+                        return frames;
+                    }
+                    if n < buf.len() && !self.peer_closed.load(Ordering::SeqCst) {
                         // The socket was drained by this read: with epoll in
                         // edge-triggered mode any later data raises a new
                         // event, so the read that would only say WouldBlock
-                        // is skipped (one syscall less per request).
+                        // is skipped (one syscall less per request). Not so
+                        // once the peer has closed: the event that said so
+                        // has been taken, so read on to the end of stream.
                         return frames;
                     }
                 }
@@ -621,6 +982,24 @@ impl ServerConnection {
                 }
             }
         }
+    }
+
+    /// Answers a stream that cannot be decoded with MessageError; for a
+    /// message in a GIOP version this ORB does not speak, in the highest
+    /// version both sides understand, as GIOP asks.
+    fn frame_error(&self, reactor: &Arc<Reactor>, e: &FrameError) {
+        if let FrameError::Header {
+            source: GiopError::UnsupportedVersion(v),
+            ..
+        } = e
+        {
+            *self.version.lock() = if *v > GiopVersion::V1_2 {
+                GiopVersion::V1_2
+            } else {
+                GiopVersion::V1_0
+            };
+        }
+        self.message_error(reactor);
     }
 
     fn handle(&self, reactor: &Arc<Reactor>, frame: Frame) {
@@ -738,6 +1117,10 @@ impl ServerConnection {
                     reactor.post(Box::new(move || {
                         conn.answer_held(&reactor2, frame, admission);
                         conn.held.fetch_sub(1, Ordering::SeqCst);
+                        conn.close_if_finished(&reactor2);
+                        if conn.take_resumable() {
+                            conn.read_ready(&reactor2);
+                        }
                     }));
                 }));
                 return;
@@ -927,13 +1310,18 @@ impl ServerConnection {
         }
         let mut written = 0;
         while written < bytes.len() {
-            // The stream's guard must end before `close` takes it again.
-            let r = self.stream.lock().write(&bytes[written..]);
-            match r {
+            // (The stream's lock is let go before `close` takes it.)
+            let result = self.stream.lock().write(&bytes[written..]);
+            match result {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // The rest waits in `outgoing` for a writable event. (On a
+                // blocking socket this is the write timeout: the client
+                // does not take its replies, and is closed below.)
+                Err(e) if e.kind() == ErrorKind::WouldBlock && self.blocking_reader.is_none() => {
+                    break
+                }
                 Err(_) => {
                     drop(out);
                     self.close(reactor);
@@ -969,11 +1357,13 @@ impl ServerConnection {
                 }
             }
         }
+        drop(out);
         if let (Some(token), ConnStream::Reactive(stream)) =
             (*self.token.lock(), &mut *self.stream.lock())
         {
             let _ = reactor.reregister(stream, token, Interest::READABLE);
         }
+        self.close_if_finished(reactor);
     }
 
     fn message_error(&self, reactor: &Arc<Reactor>) {
@@ -1010,5 +1400,22 @@ impl ServerConnection {
         if let (Some(token), ConnStream::Reactive(s)) = (token, &mut *stream) {
             reactor.deregister(s, token);
         }
+        if matches!(*stream, ConnStream::Reactive(_)) {
+            // The descriptor is free now, whoever still holds the
+            // connection (a request parked by a POA manager, say). (A
+            // blocking socket is freed when its thread ends.)
+            *stream = ConnStream::Closed;
+        }
+        drop(stream);
+        // Give back what a partly received message held.
+        let charged = self.charged.swap(0, Ordering::SeqCst);
+        self.shared
+            .partial_bytes
+            .fetch_sub(charged, Ordering::SeqCst);
+        if let Some(mut decoder) = self.decoder.try_lock() {
+            *decoder = FrameDecoder::new(self.shared.limits.frame);
+        }
+        *self.partial_since.lock() = None;
+        self.outgoing.lock().clear();
     }
 }
