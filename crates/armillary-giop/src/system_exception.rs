@@ -60,6 +60,10 @@ pub mod minor {
     pub const FORWARD_LIMIT: u32 = armillary_minor(4);
     /// NO_RESPONSE / INTERNAL: a servant dropped its reply (Armillary's own).
     pub const NO_REPLY: u32 = armillary_minor(5);
+    /// TIMEOUT: a call's reply did not come within the ORB's call timeout
+    /// (`-ORBClientCallTimeout`), or its request could not be sent in that
+    /// time (Armillary's own).
+    pub const CALL_TIMEOUT: u32 = armillary_minor(6);
 }
 
 /// Whether the operation ran before the exception was raised.

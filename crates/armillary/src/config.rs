@@ -13,6 +13,7 @@
 //! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
+//! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`) |
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -73,6 +74,11 @@ pub struct OrbConfig {
     pub hold_limit: usize,
     /// Most LOCATION_FORWARD hops one invocation follows.
     pub max_forwards: u32,
+    /// The longest a call this ORB makes may take, connecting, sending and
+    /// waiting for its reply included; `None` waits for ever. A call that
+    /// runs out of time fails with TIMEOUT (`minor::CALL_TIMEOUT`) and its
+    /// reply, should it come later, is discarded.
+    pub call_timeout: Option<Duration>,
 }
 
 impl Default for OrbConfig {
@@ -88,6 +94,7 @@ impl Default for OrbConfig {
             idle_timeout: None,
             hold_limit: 1024,
             max_forwards: 16,
+            call_timeout: None,
         }
     }
 }
@@ -289,6 +296,13 @@ impl OrbConfig {
                         .parse()
                         .map_err(|_| bad(&option, &v, "expected a count"))?;
                 }
+                "-ORBClientCallTimeout" => {
+                    let v = value()?;
+                    let ms: u64 = v
+                        .parse()
+                        .map_err(|_| bad(&option, &v, "expected milliseconds"))?;
+                    self.call_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+                }
                 _ => return Err(OrbOptionError::Unknown(option)),
             }
         }
@@ -364,6 +378,15 @@ mod tests {
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBInitRef"]),
             Err(OrbOptionError::MissingValue(_))
+        ));
+        let mut c = OrbConfig::default();
+        c.apply_args(["-ORBClientCallTimeout", "250"]).unwrap();
+        assert_eq!(c.call_timeout, Some(Duration::from_millis(250)));
+        c.apply_args(["-ORBClientCallTimeout=0"]).unwrap();
+        assert_eq!(c.call_timeout, None);
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBClientCallTimeout", "1s"]),
+            Err(OrbOptionError::BadValue { .. })
         ));
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBBogus", "1"]),
