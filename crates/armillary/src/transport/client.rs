@@ -67,6 +67,8 @@ struct ReadState {
 
 /// One TCP connection to a server endpoint.
 pub(crate) struct ClientConnection {
+    /// The host and port it was opened to (its key in the cache).
+    endpoint: (String, u16),
     stream: TcpStream,
     write_lock: Mutex<()>,
     state: Mutex<ReadState>,
@@ -86,7 +88,9 @@ pub(crate) enum Awaited {
     /// The deadline passed first. `silent`: nothing at all arrived on the
     /// connection since the request was registered (a hung server, or a
     /// peer gone without closing).
-    TimedOut { silent: bool },
+    TimedOut {
+        silent: bool,
+    },
 }
 
 /// Why a request could not be written.
@@ -110,8 +114,11 @@ impl ClientConnection {
     ) -> Result<Arc<Self>, SystemException> {
         let transient = || SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
         let stream = net::connect(host, port, connect_timeout).map_err(|_| transient())?;
-        stream.set_write_timeout(write_timeout).map_err(|_| transient())?;
+        stream
+            .set_write_timeout(write_timeout)
+            .map_err(|_| transient())?;
         Ok(Arc::new(ClientConnection {
+            endpoint: (host.to_owned(), port),
             stream,
             write_lock: Mutex::new(()),
             state: Mutex::new(ReadState {
@@ -313,10 +320,15 @@ impl ClientConnection {
     }
 }
 
+/// The cached connection to one endpoint. Its lock is held while the
+/// connection is opened, so callers that need the same endpoint at once
+/// share one connection instead of each opening their own.
+type Slot = Arc<Mutex<Option<Arc<ClientConnection>>>>;
+
 /// Open connections, by endpoint.
 #[derive(Default)]
 pub(crate) struct ConnectionCache {
-    connections: Mutex<HashMap<(String, u16), Arc<ClientConnection>>>,
+    connections: Mutex<HashMap<(String, u16), Slot>>,
 }
 
 impl ConnectionCache {
@@ -331,10 +343,11 @@ impl ConnectionCache {
         call_timeout: Option<Duration>,
     ) -> Result<Arc<ClientConnection>, SystemException> {
         let key = (host.to_owned(), port);
-        let cached = self.connections.lock().get(&key).cloned();
-        if let Some(c) = cached {
+        let slot = self.connections.lock().entry(key).or_default().clone();
+        let mut slot = slot.lock();
+        if let Some(c) = &*slot {
             if !c.is_dead_while_idle() {
-                return Ok(c);
+                return Ok(c.clone());
             }
         }
         let connect_timeout = match deadline {
@@ -343,21 +356,30 @@ impl ConnectionCache {
                 .clamp(Duration::from_millis(1), CONNECT_TIMEOUT),
             None => CONNECT_TIMEOUT,
         };
+        *slot = None;
         let fresh = ClientConnection::open(host, port, connect_timeout, call_timeout)?;
-        self.connections.lock().insert(key, fresh.clone());
+        *slot = Some(fresh.clone());
         Ok(fresh)
     }
 
     /// Drops `conn` from the cache (it failed or closed).
     pub(crate) fn evict(&self, conn: &Arc<ClientConnection>) {
-        self.connections.lock().retain(|_, c| !Arc::ptr_eq(c, conn));
+        let slot = self.connections.lock().get(&conn.endpoint).cloned();
+        if let Some(slot) = slot {
+            let mut slot = slot.lock();
+            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                *slot = None;
+            }
+        }
     }
 
     /// Closes every connection with CloseConnection.
     pub(crate) fn close_all(&self, version: GiopVersion) {
-        let all: Vec<_> = self.connections.lock().drain().map(|(_, c)| c).collect();
-        for c in all {
-            c.close(version);
+        let slots: Vec<Slot> = self.connections.lock().drain().map(|(_, s)| s).collect();
+        for slot in slots {
+            if let Some(c) = slot.lock().take() {
+                c.close(version);
+            }
         }
     }
 }
@@ -501,7 +523,10 @@ mod tests {
                 let conn = conn.clone();
                 std::thread::spawn(move || {
                     let deadline = Instant::now() + Duration::from_millis(20 * u64::from(id));
-                    matches!(conn.wait_reply(id, Some(deadline)), Awaited::TimedOut { .. })
+                    matches!(
+                        conn.wait_reply(id, Some(deadline)),
+                        Awaited::TimedOut { .. }
+                    )
                 })
             })
             .collect();
