@@ -13,7 +13,8 @@
 //! wrong call in its id. The server's `VmRSS` and open descriptors
 //! (`/proc/PID/status`, `/proc/PID/fd`) are sampled every second; the
 //! report gives first, last, largest and the slope after the first tenth
-//! of the run (warm-up). The command fails (exit 1) when anything was lost,
+//! of the run (warm-up), and the values once the clients are gone. The
+//! command fails (exit 1) when anything was lost,
 //! duplicated, misrouted or raised.
 
 use std::path::{Path, PathBuf};
@@ -281,8 +282,13 @@ fn sample(pid: u32, started: Instant) -> Option<Sample> {
 }
 
 /// First, last, largest and least-squares slope per minute (after the
-/// warm-up tenth) of one measure.
-fn trend(samples: &[Sample], value: fn(&Sample) -> f64) -> serde_json::Value {
+/// warm-up tenth) of one measure while the clients run, and its value once
+/// they are gone (`after`).
+fn trend(
+    samples: &[Sample],
+    after: Option<Sample>,
+    value: fn(&Sample) -> f64,
+) -> serde_json::Value {
     let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
         return json!(null);
     };
@@ -307,6 +313,7 @@ fn trend(samples: &[Sample], value: fn(&Sample) -> f64) -> serde_json::Value {
         "last": value(last),
         "max": max,
         "slope_per_minute": (slope * 100.0).round() / 100.0,
+        "after": after.as_ref().map(value),
     })
 }
 
@@ -397,9 +404,8 @@ pub fn run(options: SoakOptions) -> Result<ExitCode, String> {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    if let Some(s) = sample(pid, started) {
-        samples.push(s);
-    }
+    // Once the clients are gone: what the server keeps when idle.
+    let after = sample(pid, started);
     orb.destroy();
     drop(server);
 
@@ -412,8 +418,8 @@ pub fn run(options: SoakOptions) -> Result<ExitCode, String> {
         && note_hash == counts.note_hash.load(Ordering::SeqCst);
     let lost = echoes_sent.saturating_sub(echo_count) + notes_sent.saturating_sub(note_count);
     let duplicated = echo_count.saturating_sub(echoes_sent) + note_count.saturating_sub(notes_sent);
-    let rss = trend(&samples, |s| s.rss_kib);
-    let fds = trend(&samples, |s| s.fds);
+    let rss = trend(&samples, after, |s| s.rss_kib);
+    let fds = trend(&samples, after, |s| s.fds);
 
     println!(
         "soak: {:.0} s, {} client threads, server {}",
@@ -445,18 +451,19 @@ pub fn run(options: SoakOptions) -> Result<ExitCode, String> {
         (echoes_sent + notes_sent) as f64 / elapsed.as_secs_f64()
     );
     println!(
-        "{:<16} {:>10} {:>10} {:>10} {:>14}",
-        "server", "first", "last", "max", "slope / min"
+        "{:<16} {:>10} {:>10} {:>10} {:>14} {:>10}",
+        "server", "first", "last", "max", "slope / min", "after"
     );
     for (name, t) in [("RSS KiB", &rss), ("descriptors", &fds)] {
         let f = |k: &str| t[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "{:<16} {:>10.0} {:>10.0} {:>10.0} {:>14.1}",
+            "{:<16} {:>10.0} {:>10.0} {:>10.0} {:>14.1} {:>10.0}",
             name,
             f("first"),
             f("last"),
             f("max"),
-            f("slope_per_minute")
+            f("slope_per_minute"),
+            f("after")
         );
     }
     for e in counts.first_errors.take() {
