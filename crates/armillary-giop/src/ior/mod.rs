@@ -197,21 +197,35 @@ pub(crate) fn fuzz_one(data: &[u8]) {
         }
     }
     if let Ok(ior) = Ior::from_encapsulation(data) {
-        let printed = ior.to_string();
-        assert_eq!(printed.parse::<Ior>().expect("a printed IOR parses"), ior);
-        for p in &ior.profiles {
-            if let Ok(body) = ProfileBody::decode(&p.data) {
-                let again = ProfileBody::decode(&body.encode().expect("a decoded body encodes"))
-                    .expect("an encoded body decodes");
-                assert_eq!(again, body);
-                for c in &body.components {
-                    let _ = c.decode_known();
-                }
-            }
-            let _ = decode_multiple_components(&p.data);
-        }
+        check_decoded(&ior);
     }
     let _ = ProfileBody::decode(data);
+}
+
+/// Fuzz check of a decoded IOR (from any decoder): it prints and parses
+/// back equal, and every profile and component decodes or fails cleanly,
+/// a decoded IIOP profile body re-encoding to an equal one.
+pub(crate) fn check_decoded(ior: &Ior) {
+    let printed = ior.to_string();
+    assert_eq!(&printed.parse::<Ior>().expect("a printed IOR parses"), ior);
+    for p in &ior.profiles {
+        check_profile(p);
+    }
+}
+
+/// Fuzz check of one tagged profile (see [`check_decoded`]).
+pub(crate) fn check_profile(p: &TaggedProfile) {
+    if let Ok(body) = ProfileBody::decode(&p.data) {
+        let again = ProfileBody::decode(&body.encode().expect("a decoded body encodes"))
+            .expect("an encoded body decodes");
+        assert_eq!(again, body);
+        for c in &body.components {
+            let _ = c.decode_known();
+        }
+        let _ = body.code_sets();
+        let _ = body.addresses();
+    }
+    let _ = decode_multiple_components(&p.data);
 }
 
 impl CdrEncode for TaggedProfile {
