@@ -344,7 +344,14 @@ impl ConnectionCache {
     ) -> Result<Arc<ClientConnection>, SystemException> {
         let key = (host.to_owned(), port);
         let slot = self.connections.lock().entry(key).or_default().clone();
-        let mut slot = slot.lock();
+        // Another caller may be opening the connection: wait for it no
+        // longer than our own deadline.
+        let mut slot = match deadline {
+            Some(deadline) => slot.try_lock_until(deadline).ok_or_else(|| {
+                SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::No)
+            })?,
+            None => slot.lock(),
+        };
         if let Some(c) = &*slot {
             if !c.is_dead_while_idle() {
                 return Ok(c.clone());
