@@ -250,7 +250,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 /// themselves first); returns how many ran.
 fn smoke(name: &str, target: fn(&[u8]), seeds: &[Vec<u8>], executions: u64, seed: u64) -> u64 {
     let mut rng = Rng(seed ^ name.len() as u64 ^ 0x9e37_79b9_7f4a_7c15);
-    let empty = vec![Vec::new()];
+    let empty = [Vec::new()];
     let seeds = if seeds.is_empty() { &empty[..] } else { seeds };
     let mut ran = 0;
     for s in seeds.iter().take(executions as usize) {
@@ -275,6 +275,9 @@ fn read_all(target: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A fuzz target: its name, entry point and seeds.
+type Target = (&'static str, fn(&[u8]), Vec<Vec<u8>>);
+
 #[test]
 fn bounded_fuzz_smoke() {
     let executions = env_number("ARMILLARY_FUZZ_EXECUTIONS", 20_000);
@@ -291,7 +294,7 @@ fn bounded_fuzz_smoke() {
         seeds.extend_from_slice(extra);
         seeds
     };
-    let targets: [(&str, fn(&[u8]), Vec<Vec<u8>>); 5] = [
+    let targets: [Target; 5] = [
         (
             "frame_decoder",
             fuzzing::frame_decoder,
