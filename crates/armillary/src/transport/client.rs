@@ -241,6 +241,8 @@ impl ClientConnection {
             if timeout.is_some() || state.read_timeout.is_some() {
                 if self.stream.set_read_timeout(timeout).is_err() {
                     state.closed = Some(Closed::Broken);
+                    let _ = self.stream.shutdown(Shutdown::Both);
+                    self.wake.notify_all();
                     continue;
                 }
                 state.read_timeout = timeout;
