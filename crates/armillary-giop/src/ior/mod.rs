@@ -246,9 +246,28 @@ impl CdrDecode for TaggedProfile {
     }
 }
 
+/// The type id travels byte for byte as ISO-8859-1, whatever the char
+/// code set of the stream around it: so every IOR that decodes (from a
+/// stringified IOR or from a message on a UTF-8 connection alike)
+/// re-encodes to the same bytes, and printing it cannot fail. Repository
+/// ids are ASCII in practice, where this changes nothing; a type id made
+/// by the application with characters beyond ISO-8859-1 is written in the
+/// stream's code set.
 impl CdrEncode for Ior {
     fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        w.write_string(&self.type_id)?;
+        let latin1: Option<Vec<u8>> = self
+            .type_id
+            .chars()
+            .map(|c| u8::try_from(u32::from(c)).ok())
+            .collect();
+        match latin1 {
+            Some(bytes) => {
+                w.write_len(bytes.len() + 1)?;
+                w.write_octets(&bytes);
+                w.write_octet(0);
+            }
+            None => w.write_string(&self.type_id)?,
+        }
         self.profiles.encode(w)
     }
 }
@@ -257,8 +276,9 @@ impl CdrDecode for Ior {
     const MIN_SIZE: usize = 9;
 
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        let id = r.read_string_bytes()?;
         Ok(Ior {
-            type_id: r.read_string()?,
+            type_id: id.iter().map(|&b| char::from(b)).collect(),
             profiles: Vec::decode(r)?,
         })
     }
