@@ -3,7 +3,8 @@
 //! two Armillary processes, a raw TCP ping-pong of the same message sizes,
 //! and omniORB client → omniORB server when omniORB is installed; the
 //! contenders take turns, round after round, all pinned to the same CPUs.
-//! `idl` times the IDL compiler (see `bench_idl`).
+//! `idl` times the IDL compiler (see `bench_idl`); `soak` runs mixed
+//! traffic for minutes and checks nothing is lost (see `bench_soak`).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -67,6 +68,34 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Mixed synchronous and oneway traffic from many connections, opened
+    /// and closed throughout, against an Armillary server: every request
+    /// and reply counted, the server's memory and descriptors sampled.
+    Soak {
+        /// How long to run, in minutes.
+        #[arg(long, conflicts_with = "seconds")]
+        minutes: Option<u64>,
+        /// How long to run, in seconds (for short runs).
+        #[arg(long)]
+        seconds: Option<u64>,
+        /// Client threads, each opening and closing its own connections.
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
+        /// The server's concurrency model (`-ORBConcurrency`).
+        #[arg(long, default_value = "thread-pool:4")]
+        concurrency: String,
+        /// Write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// (internal) The soak benchmark's server.
+    #[command(hide = true)]
+    ServeSoak {
+        #[arg(long)]
+        ior_file: PathBuf,
+        #[arg(long, default_value = "thread-pool:4")]
+        concurrency: String,
+    },
     /// (internal) An Armillary echo server for the benchmark.
     #[command(hide = true)]
     ServeEcho {
@@ -104,6 +133,26 @@ pub fn run(args: BenchArgs) -> ExitCode {
             json,
         } => crate::bench_idl::run(&dir, rounds.max(1), rustfmt, json.as_deref())
             .map(|()| ExitCode::SUCCESS),
+        BenchCommand::Soak {
+            minutes,
+            seconds,
+            connections,
+            concurrency,
+            json,
+        } => crate::bench_soak::run(crate::bench_soak::SoakOptions {
+            duration: match (minutes, seconds) {
+                (_, Some(s)) => Duration::from_secs(s),
+                (Some(m), None) => Duration::from_secs(m * 60),
+                (None, None) => Duration::from_secs(60),
+            },
+            connections,
+            concurrency,
+            json,
+        }),
+        BenchCommand::ServeSoak {
+            ior_file,
+            concurrency,
+        } => crate::bench_soak::serve(&ior_file, &concurrency),
         BenchCommand::ServeEcho {
             ior_file,
             concurrency,
@@ -150,7 +199,7 @@ impl Servant for Echo {
     }
 }
 
-fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -190,7 +239,7 @@ fn serve_raw(port_file: &Path, request_size: usize, reply_size: usize) -> Result
 }
 
 /// A child process killed when dropped.
-struct Peer(Child);
+pub(crate) struct Peer(pub(crate) Child);
 
 impl Drop for Peer {
     fn drop(&mut self) {
@@ -199,7 +248,7 @@ impl Drop for Peer {
     }
 }
 
-fn wait_for_file(path: &Path) -> Result<String, String> {
+pub(crate) fn wait_for_file(path: &Path) -> Result<String, String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod bench_cmd;
 mod bench_idl;
+mod bench_soak;
 mod demo_cmd;
 mod idl_cmd;
 mod ior_cmd;

@@ -163,3 +163,41 @@ fn bench_idl_reports_a_clear_error_without_a_corpus() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_soak_loses_nothing_in_a_short_run() {
+    let dir = std::env::temp_dir().join(format!("armillary-soak-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("soak.json");
+    let (code, out, err) = run(&[
+        "bench",
+        "soak",
+        "--seconds",
+        "3",
+        "--connections",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("unexpected exceptions"), "{out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["lost"], 0);
+    assert_eq!(report["duplicated"], 0);
+    assert_eq!(report["unexpected_exceptions"], 0);
+    assert_eq!(report["id_sums_match"], true);
+    assert!(report["sync_sent"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["sync_sent"], report["replies"]);
+    assert!(report["sessions"].as_u64().unwrap() > 0, "{report}");
+    assert!(
+        report["server_rss_kib"]["max"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert!(
+        report["server_fds"]["max"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

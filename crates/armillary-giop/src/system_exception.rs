@@ -72,6 +72,10 @@ pub mod minor {
     /// client's certificate (or its lack of one), or the peer does not
     /// speak TLS (Armillary's own). The server received no request.
     pub const TLS_REFUSED: u32 = armillary_minor(22);
+    /// TIMEOUT: a call's reply did not come within the ORB's call timeout
+    /// (`-ORBClientCallTimeout`), or its request could not be sent in that
+    /// time (Armillary's own).
+    pub const CALL_TIMEOUT: u32 = armillary_minor(6);
 }
 
 /// Whether the operation ran before the exception was raised.

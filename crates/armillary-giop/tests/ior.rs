@@ -227,3 +227,28 @@ proptest! {
         armillary_giop::fuzzing::ior_parse(text.as_bytes());
     }
 }
+
+/// An IOR read from a UTF-8 stream whose type id has characters beyond
+/// ISO-8859-1 keeps its bytes: it re-encodes to them and prints (found by
+/// the `giop_message` fuzz target: printing it used to panic).
+#[test]
+fn a_type_id_travels_byte_for_byte_whatever_the_code_set() {
+    use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrReader, CdrWriter};
+    use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
+    let id = "IDL:Kinds\u{46b}ypes:1.0";
+    let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);
+    w.write_len(id.len() + 1).unwrap();
+    w.write_octets(id.as_bytes());
+    w.write_octet(0);
+    w.write_ulong(0);
+    let bytes = w.into_bytes();
+    let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2)
+        .with_codesets(CodeSets::NATIVE);
+    let ior = armillary_giop::ior::Ior::decode(&mut r).unwrap();
+    let mut again =
+        CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2).with_codesets(CodeSets::NATIVE);
+    ior.encode(&mut again).unwrap();
+    assert_eq!(again.as_bytes(), &bytes[..]);
+    let printed = ior.to_string();
+    assert_eq!(printed.parse::<armillary_giop::ior::Ior>().unwrap(), ior);
+}

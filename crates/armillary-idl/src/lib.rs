@@ -32,6 +32,7 @@ mod ast;
 mod builder;
 pub mod codegen;
 mod diagnostic;
+pub mod fuzzing;
 pub mod ir;
 mod lexer;
 mod parser;

@@ -2,35 +2,16 @@
 //! mutations of a valid file, truncations of every test file, and
 //! pathological nesting. Each case only has to return (an `Ok` or an
 //! `Err` with diagnostics); a panic or a stack overflow fails the test.
+//! Every case goes through the fuzz target's entry point,
+//! `armillary_idl::fuzzing::front_end`, which also runs the back end on
+//! what the front end accepts.
 
 use std::path::{Path, PathBuf};
 
-use armillary_idl::{Frontend, MemoryLoader};
 use proptest::prelude::*;
 
 fn run(text: &str) {
-    let mut loader = MemoryLoader::new();
-    // An include target, so `#include` in generated input can succeed.
-    loader.insert("inc/helper.idl", "module Helper { typedef long T; };\n");
-    loader.insert("inc/self.idl", "#include \"self.idl\"\n");
-    let frontend = Frontend::new().include_dir("inc").loader(loader);
-    match frontend.parse_str("fuzz.idl", text) {
-        Ok(spec) => {
-            // Walking the IR must not panic either.
-            for (id, def) in spec.definitions() {
-                let _ = spec.contents(id);
-                let _ = spec.ancestors(id);
-                let _ = spec.all_operations(id);
-                let _ = def.absolute_name();
-            }
-        }
-        Err(diagnostics) => {
-            assert!(diagnostics.iter().any(|d| d.is_error()));
-            for diagnostic in &diagnostics {
-                let _ = diagnostic.to_string();
-            }
-        }
-    }
+    armillary_idl::fuzzing::front_end_str(text);
 }
 
 fn everything_text() -> String {
@@ -296,5 +277,25 @@ fn pathological_nesting_is_reported_not_overflowed() {
             .unwrap()
             .join()
             .unwrap_or_else(|_| panic!("panicked on {}...", &case[..case.len().min(60)]));
+    }
+}
+
+/// Every input that ever crashed the `idl_frontend` fuzz target.
+#[test]
+fn fuzz_regressions_never_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/idl_frontend");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    files.sort();
+    for file in files {
+        armillary_idl::fuzzing::front_end(&std::fs::read(&file).unwrap());
     }
 }

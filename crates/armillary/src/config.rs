@@ -13,6 +13,7 @@
 //! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
+//! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
 //! | `-ORBTlsKey FILE` | this ORB's private key (PEM) |
@@ -160,6 +161,11 @@ pub struct OrbConfig {
     /// IIOP over TLS: TLS endpoints, certificates, trusted roots, client
     /// authentication (see [`crate::tls`]).
     pub tls: crate::tls::TlsConfig,
+    /// The longest a call this ORB makes may take, connecting, sending and
+    /// waiting for its reply included; `None` waits for ever. A call that
+    /// runs out of time fails with TIMEOUT (`minor::CALL_TIMEOUT`) and its
+    /// reply, should it come later, is discarded.
+    pub call_timeout: Option<Duration>,
 }
 
 impl Default for OrbConfig {
@@ -184,6 +190,7 @@ impl Default for OrbConfig {
             hold_limit: 1024,
             max_forwards: 16,
             tls: crate::tls::TlsConfig::default(),
+            call_timeout: None,
         }
     }
 }
@@ -455,6 +462,13 @@ impl OrbConfig {
                     let v = value()?;
                     self.tls.apply_option(&option, v)?;
                 }
+                "-ORBClientCallTimeout" => {
+                    let v = value()?;
+                    let ms: u64 = v
+                        .parse()
+                        .map_err(|_| bad(&option, &v, "expected milliseconds"))?;
+                    self.call_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+                }
                 _ => return Err(OrbOptionError::Unknown(option)),
             }
         }
@@ -530,6 +544,15 @@ mod tests {
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBInitRef"]),
             Err(OrbOptionError::MissingValue(_))
+        ));
+        let mut c = OrbConfig::default();
+        c.apply_args(["-ORBClientCallTimeout", "250"]).unwrap();
+        assert_eq!(c.call_timeout, Some(Duration::from_millis(250)));
+        c.apply_args(["-ORBClientCallTimeout=0"]).unwrap();
+        assert_eq!(c.call_timeout, None);
+        assert!(matches!(
+            OrbConfig::default().apply_args(["-ORBClientCallTimeout", "1s"]),
+            Err(OrbOptionError::BadValue { .. })
         ));
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBBogus", "1"]),

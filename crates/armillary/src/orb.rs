@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
@@ -27,7 +27,7 @@ use crate::config::{ConcurrencyModel, OrbConfig, OrbOptionError};
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
-use crate::transport::client::{Awaited, Closed, ConnectionCache};
+use crate::transport::client::{Awaited, ClientConnection, Closed, ConnectionCache, SendError};
 use crate::transport::server::{Server, ServerStats};
 
 /// Why an ORB could not start.
@@ -627,13 +627,44 @@ impl OrbCore {
         )
     }
 
+    /// The connection to `route` for a call that must end by `deadline`.
+    fn connection(
+        &self,
+        route: &crate::transport::tls::Route,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<ClientConnection>, SystemException> {
+        self.connections.get(
+            &route.host,
+            route.port,
+            route.tls,
+            deadline,
+            self.config.call_timeout,
+        )
+    }
+
+    /// What a reply wait that ran out of time means for the call and the
+    /// connection: TIMEOUT, COMPLETED_MAYBE (the request left whole). A
+    /// connection on which the server said nothing at all since the request
+    /// left (hung, or gone without closing) is not used for new calls;
+    /// calls already waiting on it keep it until they end, and it closes
+    /// with the last of them. A connection that still carries other
+    /// replies stays, and the late reply is dropped when it comes.
+    fn timed_out(&self, conn: &Arc<ClientConnection>, silent: bool) -> SystemException {
+        if silent {
+            self.connections.evict(conn);
+        }
+        SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::Maybe)
+    }
+
     /// One attempt at `request` on `target`; `addressing` is the GIOP 1.2
-    /// addressing disposition (0 key, 1 profile, 2 whole reference).
+    /// addressing disposition (0 key, 1 profile, 2 whole reference). The
+    /// attempt ends by `deadline` when there is one.
     fn invoke_once(
         &self,
         target: &Ior,
         request: &OutgoingRequest<'_>,
         addressing: i16,
+        deadline: Option<Instant>,
     ) -> Result<Attempt, SystemException> {
         let (index, profile) = target
             .profiles
@@ -660,7 +691,7 @@ impl OrbCore {
             self.config.tls.require,
         )?;
         for route in routes {
-            let conn = match self.connections.get(&route.host, route.port, route.tls) {
+            let conn = match self.connection(&route, deadline) {
                 Ok(c) => c,
                 Err(e) => {
                     last_error = Some(e);
@@ -715,16 +746,23 @@ impl OrbCore {
             if wait {
                 conn.expect_reply(id);
             }
-            if conn.send(&bytes).is_err() {
+            if let Err(e) = conn.send(&bytes) {
                 // Not sent whole: the server cannot have run it.
                 conn.forget_reply(id);
                 self.connections.evict(&conn);
-                return Ok(Attempt::Retry);
+                return match e {
+                    SendError::Failed => Ok(Attempt::Retry),
+                    SendError::TimedOut => Err(SystemException::timeout(
+                        minor::CALL_TIMEOUT,
+                        CompletionStatus::No,
+                    )),
+                };
             }
             if !wait {
                 return Ok(Attempt::Done(None));
             }
-            return match conn.wait_reply(id) {
+            return match conn.wait_reply(id, deadline) {
+                Awaited::TimedOut { silent } => Err(self.timed_out(&conn, silent)),
                 Awaited::Closed(Closed::Orderly) => {
                     self.connections.evict(&conn);
                     Ok(Attempt::Retry)
@@ -799,7 +837,11 @@ impl OrbCore {
 }
 
 impl OrbCore {
-    fn locate_once(&self, target: &Ior) -> Result<Option<Location>, SystemException> {
+    fn locate_once(
+        &self,
+        target: &Ior,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Location>, SystemException> {
         let profile = target.iiop_profiles().into_iter().next().ok_or_else(|| {
             SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
         })?;
@@ -812,7 +854,7 @@ impl OrbCore {
         .into_iter()
         .next()
         .ok_or_else(|| SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No))?;
-        let conn = self.connections.get(&route.host, route.port, route.tls)?;
+        let conn = self.connection(&route, deadline)?;
         let id = conn.next_request_id();
         let fields = MessageBody::LocateRequest {
             request_id: id,
@@ -822,13 +864,20 @@ impl OrbCore {
             .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?
             .finish(false);
         conn.expect_reply(id);
-        if conn.send(&bytes).is_err() {
+        if let Err(e) = conn.send(&bytes) {
             conn.forget_reply(id);
             self.connections.evict(&conn);
-            return Ok(None);
+            return match e {
+                SendError::Failed => Ok(None),
+                SendError::TimedOut => Err(SystemException::timeout(
+                    minor::CALL_TIMEOUT,
+                    CompletionStatus::No,
+                )),
+            };
         }
-        let frame = match conn.wait_reply(id) {
+        let frame = match conn.wait_reply(id, deadline) {
             Awaited::Reply(frame) => frame,
+            Awaited::TimedOut { silent } => return Err(self.timed_out(&conn, silent)),
             Awaited::Closed(Closed::Orderly) => {
                 self.connections.evict(&conn);
                 return Ok(None);
@@ -869,6 +918,13 @@ impl OrbCore {
     }
 }
 
+impl OrbCore {
+    /// When a call starting now must end (the ORB's call timeout).
+    fn deadline(&self) -> Option<Instant> {
+        self.config.call_timeout.map(|t| Instant::now() + t)
+    }
+}
+
 enum Attempt {
     Done(Option<ReplyMessage>),
     Forward(Ior),
@@ -879,9 +935,10 @@ enum Attempt {
 
 impl Invoker for OrbCore {
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
+        let deadline = self.deadline();
         // An orderly close before the answer: ask again on a new connection.
         for _ in 0..3 {
-            if let Some(location) = self.locate_once(target)? {
+            if let Some(location) = self.locate_once(target, deadline)? {
                 return Ok(location);
             }
         }
@@ -899,12 +956,21 @@ impl Invoker for OrbCore {
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(SystemException::bad_inv_order(4, CompletionStatus::No));
         }
+        let deadline = self.deadline();
         let mut target = target.clone();
         let mut forwards = 0;
         let mut retries = 0;
         let mut addressing = 0;
         loop {
-            match self.invoke_once(&target, request, addressing)? {
+            // Every attempt so far ended before the server ran the request
+            // (re-addressed, forwarded, or refused by an orderly close).
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                return Err(SystemException::timeout(
+                    minor::CALL_TIMEOUT,
+                    CompletionStatus::No,
+                ));
+            }
+            match self.invoke_once(&target, request, addressing, deadline)? {
                 Attempt::Readdress(wanted) => {
                     if wanted == addressing || !(0..=2).contains(&wanted) {
                         return Err(SystemException::marshal(

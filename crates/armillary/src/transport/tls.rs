@@ -67,6 +67,14 @@ impl ClientStream {
         }
     }
 
+    /// The TCP socket underneath (for its options, and to peek at it).
+    pub(crate) fn socket(&self) -> &TcpStream {
+        match self {
+            ClientStream::Plain(s) => s,
+            ClientStream::Tls(s) => &s.socket,
+        }
+    }
+
     /// Shuts the socket down both ways (a TLS stream says close_notify
     /// first, if the socket takes it at once).
     pub(crate) fn shutdown(&self) {
