@@ -186,7 +186,7 @@ fn child_server() {
     root.the_poa_manager().activate().unwrap();
     let obj = poa.id_to_reference(b"hangs").unwrap();
     let tmp = ior_file.with_extension("tmp");
-    std::fs::write(&tmp, orb.object_to_string(&obj)).unwrap();
+    std::fs::write(&tmp, format!("{}\n", orb.object_to_string(&obj))).unwrap();
     std::fs::rename(&tmp, &ior_file).unwrap();
     orb.run();
 }
