@@ -348,8 +348,39 @@ fn decode_value<'t>(
                     }
                     n
                 };
-                if resolve(elem, stack)?.unalias().kind() == K::Octet {
+                // Sequences and arrays of multi-byte primitives are read
+                // as one block, as their typed forms are (see
+                // `CdrDecode::decode_vec`): other ORBs copy them as one,
+                // across GIOP 1.1 fragment boundaries.
+                macro_rules! block {
+                    ($ty:ty, $variant:ident) => {
+                        DynValue::Sequence(
+                            <$ty>::decode_vec(r, n)?
+                                .into_iter()
+                                .map(DynValue::$variant)
+                                .collect(),
+                        )
+                    };
+                }
+                let elem_kind = resolve(elem, stack)?.unalias().kind();
+                if elem_kind == K::Octet {
                     DynValue::Octets(r.read_octets(n)?.to_vec())
+                } else if elem_kind == K::Short {
+                    block!(i16, Short)
+                } else if elem_kind == K::UShort {
+                    block!(u16, UShort)
+                } else if elem_kind == K::Long {
+                    block!(i32, Long)
+                } else if elem_kind == K::ULong {
+                    block!(u32, ULong)
+                } else if elem_kind == K::LongLong {
+                    block!(i64, LongLong)
+                } else if elem_kind == K::ULongLong {
+                    block!(u64, ULongLong)
+                } else if elem_kind == K::Float {
+                    block!(f32, Float)
+                } else if elem_kind == K::Double {
+                    block!(f64, Double)
                 } else {
                     let mut items = Vec::with_capacity(r.capacity_hint(n, 1));
                     for _ in 0..n {
