@@ -529,3 +529,30 @@ proptest! {
         prop_assert!(r.is_empty());
     }
 }
+
+/// Regression (found by the differential tests against omniORB): text
+/// starting with U+FEFF, written in GIOP 1.2 without byte order marks,
+/// gets one anyway; otherwise every reader takes the character for a
+/// mark (omniORB raised DATA_CONVERSION on the wchar).
+#[test]
+fn a_leading_zero_width_no_break_space_is_not_taken_for_a_bom() {
+    let codesets = CodeSets {
+        write_bom: false,
+        ..CodeSets::NATIVE
+    };
+    for order in [ByteOrder::Big, ByteOrder::Little] {
+        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
+        w.write_wchar('\u{feff}').unwrap();
+        w.write_wstring("\u{feff}x").unwrap();
+        w.write_wchar('y').unwrap();
+        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(codesets);
+        assert_eq!(r.read_wchar().unwrap(), '\u{feff}');
+        assert_eq!(r.read_wstring().unwrap(), "\u{feff}x");
+        assert_eq!(r.read_wchar().unwrap(), 'y');
+        assert!(r.is_empty());
+    }
+    // Other text is still written without a mark, big-endian.
+    let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2).with_codesets(codesets);
+    w.write_wchar('y').unwrap();
+    assert_eq!(w.as_bytes(), &[2, 0, b'y']);
+}
