@@ -366,6 +366,9 @@ impl<'a> CdrReader<'a> {
 
     /// Decodes UTF-16 octets of GIOP 1.2 wide data: a leading BOM chooses
     /// the byte order (and is dropped); without one the data is big-endian.
+    /// A mark with nothing after it is the character U+FEFF itself (big
+    /// endian, as omniORB sends a `wchar` U+FEFF it copies from a
+    /// big-endian any): empty wide text has no octets at all.
     fn utf16_units(&self, bytes: &[u8], offset: usize) -> Result<Vec<u16>, CdrError> {
         let invalid = CdrError::InvalidText {
             offset,
@@ -375,8 +378,8 @@ impl<'a> CdrReader<'a> {
             return Err(invalid);
         }
         let (order, body) = match bytes {
-            [0xfe, 0xff, rest @ ..] => (ByteOrder::Big, rest),
-            [0xff, 0xfe, rest @ ..] => (ByteOrder::Little, rest),
+            [0xfe, 0xff, rest @ ..] if !rest.is_empty() => (ByteOrder::Big, rest),
+            [0xff, 0xfe, rest @ ..] if !rest.is_empty() => (ByteOrder::Little, rest),
             _ => (ByteOrder::Big, bytes),
         };
         Ok(body

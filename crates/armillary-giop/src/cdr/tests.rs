@@ -556,3 +556,18 @@ fn a_leading_zero_width_no_break_space_is_not_taken_for_a_bom() {
     w.write_wchar('y').unwrap();
     assert_eq!(w.as_bytes(), &[2, 0, b'y']);
 }
+
+/// Regression (found by the differential tests against omniORB): a GIOP
+/// 1.2 `wchar` whose two octets are FE FF is the character U+FEFF, not a
+/// byte order mark followed by nothing (omniORB copies a big-endian
+/// U+FEFF that way into its little-endian messages).
+#[test]
+fn a_lone_byte_order_mark_is_the_character() {
+    let codesets = CodeSets::NATIVE;
+    let bytes = [2, 0xfe, 0xff, 0, 2, 0, 0, 0, 0xfe, 0xff];
+    let mut r =
+        CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2).with_codesets(codesets);
+    assert_eq!(r.read_wchar().unwrap(), '\u{feff}');
+    assert_eq!(r.read_wstring().unwrap(), "\u{feff}");
+    assert!(r.is_empty());
+}
