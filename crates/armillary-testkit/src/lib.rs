@@ -48,7 +48,14 @@ pub fn peers_dir() -> PathBuf {
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
 /// `bench_client`, `diff_peer`) if needed and returns their directory.
+/// Once per test process: tests run in parallel, and a second `make` could
+/// rewrite a peer another test is starting.
 pub fn build_peers() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(make_peers).clone()
+}
+
+fn make_peers() -> PathBuf {
     let out = peers_dir();
     let status = Command::new("make")
         .arg("-s")
