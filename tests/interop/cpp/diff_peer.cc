@@ -11,7 +11,8 @@
 //       printed ("omniorb INDEX LITTLE BIG") for the caller to compare.
 //   diff_peer sequences IOR-FILE N [-ORB...]
 //       Calls echo_sequences with N elements in every sequence,
-//       sum_longlongs with 10000 values, echo_tail and make_points.
+//       sum_longlongs with 10000 values, echo_tail, make_samples and
+//       make_points.
 // The client modes print one line per check ("ok ..." or "FAIL ...") and,
 // last, "N passed, M failed"; they exit 0 only if nothing failed.
 #include <cstdio>
@@ -106,6 +107,19 @@ class Echo_i : public POA_Differential::Echo {
       (*p)[i].y = -i;
     }
     return p;
+  }
+  Differential::SampleSeq* make_samples(CORBA::Long n) {
+    Differential::SampleSeq* s = new Differential::SampleSeq;
+    s->length(n < 0 ? 0 : n);
+    for (CORBA::Long i = 0; i < n; i++) {
+      std::ostringstream name;
+      name << "sample-" << i;
+      (*s)[i].name = CORBA::string_dup(name.str().c_str());
+      (*s)[i].value = i * 0.5;
+      (*s)[i].tag = (CORBA::Short)i;
+      (*s)[i].flag = (CORBA::Octet)i;
+    }
+    return s;
   }
   Differential::Sequences* echo_sequences(const Differential::Sequences& v) {
     return new Differential::Sequences(v);
@@ -281,6 +295,17 @@ static int run_sequences(Differential::Echo_ptr e, CORBA::ULong n) {
     t.b = -9;
     Differential::Tail_var back = e->echo_tail(t);
     check(same_cdr(t, back.in()), "echo_tail with three values");
+  });
+  TRY("make_samples", {
+    Differential::SampleSeq_var s = e->make_samples(1000);
+    bool ok = s->length() == 1000;
+    for (CORBA::ULong i = 0; ok && i < 1000; i++) {
+      std::ostringstream name;
+      name << "sample-" << i;
+      ok = name.str() == (const char*)s[i].name && s[i].value == i * 0.5 &&
+           s[i].tag == (CORBA::Short)i && s[i].flag == (CORBA::Octet)i;
+    }
+    check(ok, "make_samples(1000)");
   });
   TRY("make_points", {
     Differential::PointSeq_var p = e->make_points(1000);
