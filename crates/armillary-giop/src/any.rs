@@ -102,12 +102,10 @@ impl Any {
     /// encoding it. The stored value is in canonical form (octet sequences
     /// and arrays as [`DynValue::Octets`]), as decoding would produce it.
     pub fn new(type_code: TypeCode, value: DynValue) -> Result<Any, CdrError> {
-        let order = ByteOrder::NATIVE;
-        let cs = crate::CodeSets::NATIVE;
-        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(cs);
-        encode_value(&type_code, &value, &mut w, &mut Vec::new())?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(cs);
-        let value = decode_value(&type_code, &mut r, &mut Vec::new())?;
+        let value = round_trip(
+            |w| encode_value(&type_code, &value, w, &mut Vec::new()),
+            |r| decode_value(&type_code, r, &mut Vec::new()),
+        )?;
         Ok(Any { type_code, value })
     }
 
@@ -117,13 +115,10 @@ impl Any {
         type_code: TypeCode,
         value: &T,
     ) -> Result<Any, CdrError> {
-        let order = ByteOrder::NATIVE;
-        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
-        value.encode(&mut w)?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2)
-            .with_codesets(crate::CodeSets::NATIVE);
-        let mut stack = Vec::new();
-        let value = decode_value(&type_code, &mut r, &mut stack)?;
+        let value = round_trip(
+            |w| value.encode(w),
+            |r| decode_value(&type_code, r, &mut Vec::new()),
+        )?;
         Ok(Any { type_code, value })
     }
 
@@ -133,13 +128,11 @@ impl Any {
         if !self.type_code.equivalent(type_code) {
             return None;
         }
-        let order = ByteOrder::NATIVE;
-        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
-        let mut stack = Vec::new();
-        encode_value(&self.type_code, &self.value, &mut w, &mut stack).ok()?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2)
-            .with_codesets(crate::CodeSets::NATIVE);
-        T::decode(&mut r).ok()
+        round_trip(
+            |w| encode_value(&self.type_code, &self.value, w, &mut Vec::new()),
+            T::decode,
+        )
+        .ok()
     }
 
     /// Extracts a value of a type that implements [`AnyValue`].
@@ -167,6 +160,21 @@ impl CdrDecode for Any {
             Ok(Any { type_code, value })
         })
     }
+}
+
+/// Encodes with `encode` and decodes the bytes again with `decode`, in the
+/// native byte order, GIOP 1.2 and the native code sets: how values move
+/// between their typed and dynamic forms.
+fn round_trip<T>(
+    encode: impl Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    decode: impl Fn(&mut CdrReader<'_>) -> Result<T, CdrError>,
+) -> Result<T, CdrError> {
+    let order = ByteOrder::NATIVE;
+    let codesets = crate::CodeSets::NATIVE;
+    let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
+    encode(&mut w)?;
+    let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(codesets);
+    decode(&mut r)
 }
 
 /// Reads a value of type `tc` (the dynamic half of DII and DSI: a request
