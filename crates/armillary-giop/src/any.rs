@@ -163,18 +163,28 @@ impl CdrDecode for Any {
 }
 
 /// Encodes with `encode` and decodes the bytes again with `decode`, in the
-/// native byte order, GIOP 1.2 and the native code sets: how values move
-/// between their typed and dynamic forms.
+/// native byte order and GIOP 1.2: how values move between their typed and
+/// dynamic forms. The native code sets come first; a `char` above U+007F
+/// (which a connection in ISO 8859-1, CORBA's default, delivers, but which
+/// UTF-8 cannot carry in one octet) is retried in ISO 8859-1.
 fn round_trip<T>(
     encode: impl Fn(&mut CdrWriter) -> Result<(), CdrError>,
     decode: impl Fn(&mut CdrReader<'_>) -> Result<T, CdrError>,
 ) -> Result<T, CdrError> {
-    let order = ByteOrder::NATIVE;
-    let codesets = crate::CodeSets::NATIVE;
-    let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
-    encode(&mut w)?;
-    let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(codesets);
-    decode(&mut r)
+    let attempt = |codesets| {
+        let order = ByteOrder::NATIVE;
+        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
+        encode(&mut w)?;
+        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(codesets);
+        decode(&mut r)
+    };
+    match attempt(crate::CodeSets::NATIVE) {
+        Err(CdrError::NotRepresentable { .. }) => attempt(crate::CodeSets {
+            char_set: crate::cdr::CharCodeSet::Iso8859_1,
+            ..crate::CodeSets::NATIVE
+        }),
+        other => other,
+    }
 }
 
 /// Reads a value of type `tc` (the dynamic half of DII and DSI: a request
