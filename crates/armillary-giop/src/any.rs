@@ -102,12 +102,10 @@ impl Any {
     /// encoding it. The stored value is in canonical form (octet sequences
     /// and arrays as [`DynValue::Octets`]), as decoding would produce it.
     pub fn new(type_code: TypeCode, value: DynValue) -> Result<Any, CdrError> {
-        let order = ByteOrder::NATIVE;
-        let cs = crate::CodeSets::NATIVE;
-        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(cs);
-        encode_value(&type_code, &value, &mut w, &mut Vec::new())?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(cs);
-        let value = decode_value(&type_code, &mut r, &mut Vec::new())?;
+        let value = round_trip(
+            |w| encode_value(&type_code, &value, w, &mut Vec::new()),
+            |r| decode_value(&type_code, r, &mut Vec::new()),
+        )?;
         Ok(Any { type_code, value })
     }
 
@@ -117,13 +115,10 @@ impl Any {
         type_code: TypeCode,
         value: &T,
     ) -> Result<Any, CdrError> {
-        let order = ByteOrder::NATIVE;
-        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
-        value.encode(&mut w)?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2)
-            .with_codesets(crate::CodeSets::NATIVE);
-        let mut stack = Vec::new();
-        let value = decode_value(&type_code, &mut r, &mut stack)?;
+        let value = round_trip(
+            |w| value.encode(w),
+            |r| decode_value(&type_code, r, &mut Vec::new()),
+        )?;
         Ok(Any { type_code, value })
     }
 
@@ -133,13 +128,11 @@ impl Any {
         if !self.type_code.equivalent(type_code) {
             return None;
         }
-        let order = ByteOrder::NATIVE;
-        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(crate::CodeSets::NATIVE);
-        let mut stack = Vec::new();
-        encode_value(&self.type_code, &self.value, &mut w, &mut stack).ok()?;
-        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2)
-            .with_codesets(crate::CodeSets::NATIVE);
-        T::decode(&mut r).ok()
+        round_trip(
+            |w| encode_value(&self.type_code, &self.value, w, &mut Vec::new()),
+            T::decode,
+        )
+        .ok()
     }
 
     /// Extracts a value of a type that implements [`AnyValue`].
@@ -166,6 +159,31 @@ impl CdrDecode for Any {
             let value = decode_value(&type_code, r, &mut stack)?;
             Ok(Any { type_code, value })
         })
+    }
+}
+
+/// Encodes with `encode` and decodes the bytes again with `decode`, in the
+/// native byte order and GIOP 1.2: how values move between their typed and
+/// dynamic forms. The native code sets come first; a `char` above U+007F
+/// (which a connection in ISO 8859-1, CORBA's default, delivers, but which
+/// UTF-8 cannot carry in one octet) is retried in ISO 8859-1.
+fn round_trip<T>(
+    encode: impl Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    decode: impl Fn(&mut CdrReader<'_>) -> Result<T, CdrError>,
+) -> Result<T, CdrError> {
+    let attempt = |codesets| {
+        let order = ByteOrder::NATIVE;
+        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
+        encode(&mut w)?;
+        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(codesets);
+        decode(&mut r)
+    };
+    match attempt(crate::CodeSets::NATIVE) {
+        Err(CdrError::NotRepresentable { .. }) => attempt(crate::CodeSets {
+            char_set: crate::cdr::CharCodeSet::Iso8859_1,
+            ..crate::CodeSets::NATIVE
+        }),
+        other => other,
     }
 }
 
@@ -348,8 +366,39 @@ fn decode_value<'t>(
                     }
                     n
                 };
-                if resolve(elem, stack)?.unalias().kind() == K::Octet {
+                // Sequences and arrays of multi-byte primitives are read
+                // as one block, as their typed forms are (see
+                // `CdrDecode::decode_vec`): other ORBs copy them as one,
+                // across GIOP 1.1 fragment boundaries.
+                macro_rules! block {
+                    ($ty:ty, $variant:ident) => {
+                        DynValue::Sequence(
+                            <$ty>::decode_vec(r, n)?
+                                .into_iter()
+                                .map(DynValue::$variant)
+                                .collect(),
+                        )
+                    };
+                }
+                let elem_kind = resolve(elem, stack)?.unalias().kind();
+                if elem_kind == K::Octet {
                     DynValue::Octets(r.read_octets(n)?.to_vec())
+                } else if elem_kind == K::Short {
+                    block!(i16, Short)
+                } else if elem_kind == K::UShort {
+                    block!(u16, UShort)
+                } else if elem_kind == K::Long {
+                    block!(i32, Long)
+                } else if elem_kind == K::ULong {
+                    block!(u32, ULong)
+                } else if elem_kind == K::LongLong {
+                    block!(i64, LongLong)
+                } else if elem_kind == K::ULongLong {
+                    block!(u64, ULongLong)
+                } else if elem_kind == K::Float {
+                    block!(f32, Float)
+                } else if elem_kind == K::Double {
+                    block!(f64, Double)
                 } else {
                     let mut items = Vec::with_capacity(r.capacity_hint(n, 1));
                     for _ in 0..n {

@@ -997,6 +997,37 @@ pub(crate) fn read_label(r: &mut CdrReader<'_>, disc: &TypeCode) -> Result<i128,
     })
 }
 
+/// Skips the label of a union's default member. TAO, the JDK ORB and
+/// Armillary write it as the zero octet; omniORB writes a zero of the
+/// discriminator's type, aligned. Where the two put the member's name at
+/// different places (a discriminator wider than an octet, at some
+/// alignments), the form after which a plausible name and TypeCode kind
+/// follow is taken, the zero octet when both look plausible.
+fn skip_default_label(e: &mut CdrReader<'_>, disc: &TypeCode) -> Result<(), CdrError> {
+    let mut narrow = e.clone();
+    narrow.read_octet()?;
+    let mut wide = e.clone();
+    let wide_zero = matches!(read_label(&mut wide, disc), Ok(0));
+    let name_at = |r: &CdrReader<'_>| {
+        let mut r = r.clone();
+        r.align(4).map(|_| r.position()).ok()
+    };
+    let take_wide = wide_zero
+        && name_at(&wide) != name_at(&narrow)
+        && plausible_member(&wide)
+        && !plausible_member(&narrow);
+    *e = if take_wide { wide } else { narrow };
+    Ok(())
+}
+
+/// Whether a union member's name and the kind of its TypeCode can be read
+/// at `r`.
+fn plausible_member(r: &CdrReader<'_>) -> bool {
+    let mut r = r.clone();
+    r.read_string().is_ok()
+        && matches!(r.read_ulong(), Ok(kind) if kind <= 0x20 || kind == 0xffff_ffff)
+}
+
 #[derive(Default)]
 struct DecodeState {
     /// TypeCodes being decoded: (absolute offset, repository id).
@@ -1098,9 +1129,9 @@ fn decode_params(
                 let mut members = Vec::with_capacity(e.capacity_hint(n, 8));
                 for i in 0..n {
                     let label = if i as i32 == default_index {
-                        // The default member's label is a placeholder octet
-                        // with no meaning; it is kept as 0.
-                        e.read_octet()?;
+                        // The default member's label has no meaning; it is
+                        // kept as 0.
+                        skip_default_label(&mut e, &discriminator)?;
                         0
                     } else {
                         read_label(&mut e, &discriminator)?
@@ -1254,5 +1285,52 @@ mod tests {
             TypeCode::decode(&mut r),
             Err(CdrError::TooDeep { .. })
         ));
+    }
+
+    /// Regression: omniORB 4.2 writes a union's default label as a zero of
+    /// the discriminator's type (8 aligned bytes for `unsigned long long`),
+    /// not as the zero octet; both decode. The bytes are omniORB's own
+    /// (`create_union_tc` marshalled little-endian, stale bytes in its
+    /// alignment gaps included) for
+    /// `union U switch (D) { case 0: unsigned short a; default: unsigned short b; }`.
+    #[test]
+    fn omniorb_default_labels_of_the_discriminator_type_decode() {
+        for (disc, hex) in [
+            (
+                TypeCode::ulong(),
+                "100000004800000001d422840a00000049444c3a553a312e30000000020000005500398d\
+                 0500000001000000020000000000000002000000610000000400000000000000020000006200\
+                 000004000000",
+            ),
+            (
+                TypeCode::ulonglong(),
+                "100000005400000001bb524a0a00000049444c3a553a312e3000398d020000005500398d\
+                 1800000001000000020000000000000000000000020000006100000004000000020000000000\
+                 000000000000020000006200000004000000",
+            ),
+        ] {
+            let bytes: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2);
+            let tc = TypeCode::decode(&mut r).unwrap();
+            assert!(r.is_empty());
+            let member = |label, name: &str| UnionMember {
+                label,
+                name: name.into(),
+                type_code: TypeCode::ushort(),
+            };
+            let expected = TypeCode::union_tc(
+                "IDL:U:1.0",
+                "U",
+                disc,
+                1,
+                vec![member(0, "a"), member(0, "b")],
+            );
+            assert_eq!(tc, expected);
+            // Armillary's own form (the zero octet) still decodes.
+            assert_eq!(round_trip(&expected, ByteOrder::Big), expected);
+        }
     }
 }

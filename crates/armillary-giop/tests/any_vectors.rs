@@ -246,3 +246,35 @@ fn typed_extraction_checks_the_type() {
         Some(vec![1, 2])
     );
 }
+
+/// Regression (found by the differential tests against omniORB): a `char`
+/// above U+007F, which an ISO 8859-1 connection (CORBA's default)
+/// delivers, fits an `any`, although UTF-8 cannot carry it in one octet.
+#[test]
+fn latin_1_chars_fit_an_any() {
+    let any = Any::new(TypeCode::char(), DynValue::Char('é')).unwrap();
+    assert_eq!(any.value, DynValue::Char('é'));
+    assert_eq!(any.to_cdr_value::<char>(&TypeCode::char()), Some('é'));
+    let pair = TypeCode::struct_tc(
+        "IDL:T/P:1.0",
+        "P",
+        vec![
+            StructMember {
+                name: "c".into(),
+                type_code: TypeCode::char(),
+            },
+            StructMember {
+                name: "s".into(),
+                type_code: TypeCode::string(0),
+            },
+        ],
+    );
+    let value = DynValue::Struct(vec![DynValue::Char('ÿ'), DynValue::String("süß".into())]);
+    assert_eq!(Any::new(pair.clone(), value.clone()).unwrap().value, value);
+    assert_eq!(
+        Any::from_cdr_value(TypeCode::char(), &'ñ').unwrap().value,
+        DynValue::Char('ñ')
+    );
+    // Beyond ISO 8859-1 a char is still refused.
+    assert!(Any::new(TypeCode::char(), DynValue::Char('☺')).is_err());
+}

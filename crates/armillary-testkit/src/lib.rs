@@ -82,7 +82,7 @@ pub fn peers_dir() -> PathBuf {
 }
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
-/// `bench_client`) if needed and returns their directory. Runs `make` once
+/// `bench_client`, `diff_peer`, the SSL peers) if needed and returns their directory. Runs `make` once
 /// per test process: the tests of one file run in parallel, and two
 /// `make`s writing the same programs would let a test start one that is
 /// half written.
@@ -149,19 +149,86 @@ pub fn wait_for_file(path: &Path) -> String {
 /// Starts omniORB's `interop_server` on a loopback port with `args` and
 /// returns it with its IOR.
 pub fn start_interop_server(peers: &Path, tag: &str, args: &[&str]) -> (Peer, String) {
-    let ior_file = peers.join(format!("server-{tag}-{}.ior", std::process::id()));
+    start_server(peers, "interop_server", &[], tag, args)
+}
+
+/// Starts the omniORB program `program` of `peers` with `leading`
+/// arguments, `--ior-file` and a loopback endpoint, then `args`; returns it
+/// with the IOR it writes.
+fn start_server(
+    peers: &Path,
+    program: &str,
+    leading: &[&str],
+    tag: &str,
+    args: &[&str],
+) -> (Peer, String) {
+    let ior_file = peers.join(format!("{program}-{tag}-{}.ior", std::process::id()));
     let _ = std::fs::remove_file(&ior_file);
     let peer = Peer(
-        Command::new(peers.join("interop_server"))
+        Command::new(peers.join(program))
+            .args(leading)
             .arg("--ior-file")
             .arg(&ior_file)
             .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
             .spawn()
-            .expect("interop_server starts"),
+            .unwrap_or_else(|e| panic!("{program} does not start: {e}")),
     );
     let ior = wait_for_file(&ior_file);
     let _ = std::fs::remove_file(&ior_file);
     (peer, ior)
+}
+
+/// Starts omniORB's `diff_peer` (the differential tests' peer, built from
+/// `tests/interop/cpp/diff_peer.cc`) as a server of `Differential::Echo`
+/// on a loopback port with `args`, and returns it with its IOR.
+pub fn start_diff_server(peers: &Path, tag: &str, args: &[&str]) -> (Peer, String) {
+    start_server(peers, "diff_peer", &["serve"], tag, args)
+}
+
+/// What an omniORB client run of the differential tests printed.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// Whether it exited 0 (every check passed).
+    pub success: bool,
+    /// Its standard output: one line per check, then `N passed, M failed`.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+impl ClientRun {
+    /// Whether the check named `what` printed `ok`.
+    pub fn passed(&self, what: &str) -> bool {
+        self.stdout
+            .lines()
+            .any(|l| l.strip_prefix("ok").map(str::trim) == Some(what))
+    }
+}
+
+/// Runs `diff_peer` as a client: `diff_peer MODE IOR-FILE ARG ARGS...`
+/// (modes `anys` and `sequences`; see `diff_peer.cc`). The omniORB
+/// client ends by itself: every call it makes is bounded by a 30 s
+/// `-ORBclientCallTimeOutPeriod`.
+pub fn run_diff_client(
+    peers: &Path,
+    mode: &str,
+    ior_file: &Path,
+    arg: &str,
+    args: &[&str],
+) -> ClientRun {
+    let out = Command::new(peers.join("diff_peer"))
+        .arg(mode)
+        .arg(ior_file)
+        .arg(arg)
+        .args(["-ORBclientCallTimeOutPeriod", "30000"])
+        .args(args)
+        .output()
+        .expect("diff_peer runs");
+    ClientRun {
+        success: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }

@@ -213,32 +213,30 @@ macro_rules! primitive {
             }
 
             fn decode_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
+                // An empty sequence is its length alone: no padding.
+                if n == 0 {
+                    return Ok(Vec::new());
+                }
+                // The values are aligned once, at the first, and then run
+                // on without gaps, also across GIOP 1.1 fragment
+                // boundaries: omniORB copies such an array into its
+                // fragments as one block of octets, so the data after a
+                // boundary continues where the last fragment stopped
+                // (even inside a value) instead of restarting alignment
+                // at the new fragment's header as single values do.
+                r.align_block($size)?;
+                let bytes = r.read_octets(n.checked_mul($size).ok_or(CdrError::TooLong(n))?)?;
                 let order = r.byte_order();
-                let mut items = Vec::with_capacity(r.capacity_hint(n, $size));
-                // Copy in runs: a GIOP 1.1 fragment boundary restarts
-                // alignment, so a run never crosses one (and an empty
-                // sequence reads no padding at all).
-                while items.len() < n {
-                    r.align($size)?;
-                    let left = (n - items.len())
-                        .checked_mul($size)
-                        .ok_or(CdrError::TooLong(n))?;
-                    let run = r.contiguous(left) / $size * $size;
-                    if run == 0 {
-                        // A value split by a fragment boundary: read it whole.
-                        items.push(r.$read()?);
-                        continue;
-                    }
-                    let bytes = r.read_octets(run)?;
-                    items.extend(bytes.chunks_exact($size).map(|c| {
+                Ok(bytes
+                    .chunks_exact($size)
+                    .map(|c| {
                         let a = c.try_into().unwrap_or([0; $size]);
                         match order {
                             crate::ByteOrder::Big => <$ty>::from_be_bytes(a),
                             crate::ByteOrder::Little => <$ty>::from_le_bytes(a),
                         }
-                    }));
-                }
-                Ok(items)
+                    })
+                    .collect())
             }
         }
     };

@@ -139,20 +139,44 @@ impl<'a> CdrReader<'a> {
         n.min(self.remaining() / min_size.max(1)).min(1 << 16)
     }
 
-    /// How many of the next `n` bytes can be read as one run: all of them,
-    /// unless a GIOP 1.1 fragment's data starts in between (alignment
-    /// restarts there), or the input ends first.
-    pub fn contiguous(&self, n: usize) -> usize {
-        let end = self.pos.saturating_add(n).min(self.buf.len());
-        let boundary = match self.rebase.partition_point(|&r| r <= self.pos) {
-            k if k < self.rebase.len() => self.rebase[k].min(end),
-            _ => end,
-        };
-        boundary - self.pos
+    /// Skips padding up to the next multiple of `n` (a power of two).
+    ///
+    /// In a reassembled GIOP 1.1 message, padding that reaches the start of
+    /// the next fragment ends there, and alignment restarts from that
+    /// fragment's header: omniORB pads to the end of a full fragment, then
+    /// aligns again in the next one.
+    pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
+        loop {
+            let pad = (n - self.align_offset() % n) % n;
+            if pad > self.remaining() {
+                return Err(self.end(pad));
+            }
+            let next_start = self
+                .rebase
+                .get(self.rebase.partition_point(|&r| r <= self.pos))
+                .copied();
+            match next_start {
+                Some(start) if pad > 0 && start <= self.pos + pad => self.pos = start,
+                _ => {
+                    self.pos += pad;
+                    return Ok(());
+                }
+            }
+        }
     }
 
-    /// Skips padding up to the next multiple of `n` (a power of two).
-    pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
+    /// Aligns for a block of `n`-byte values copied as one run of octets
+    /// (a sequence or array of a primitive type): the padding is computed
+    /// once, and the block starts where it ends even if that is the start
+    /// of a GIOP 1.1 fragment. omniORB copies such a block into whatever
+    /// room is left in its buffer and continues it, unaligned, right after
+    /// the next fragment's header. So at a fragment's very start the block
+    /// needs no padding: it continues from the end of the previous
+    /// fragment, which omniORB fills to an 8-byte boundary.
+    pub fn align_block(&mut self, n: usize) -> Result<(), CdrError> {
+        if self.rebase.binary_search(&self.pos).is_ok() {
+            return Ok(());
+        }
         let pad = (n - self.align_offset() % n) % n;
         if pad > self.remaining() {
             return Err(self.end(pad));
@@ -342,6 +366,9 @@ impl<'a> CdrReader<'a> {
 
     /// Decodes UTF-16 octets of GIOP 1.2 wide data: a leading BOM chooses
     /// the byte order (and is dropped); without one the data is big-endian.
+    /// A mark with nothing after it is the character U+FEFF itself (big
+    /// endian, as omniORB sends a `wchar` U+FEFF it copies from a
+    /// big-endian any): empty wide text has no octets at all.
     fn utf16_units(&self, bytes: &[u8], offset: usize) -> Result<Vec<u16>, CdrError> {
         let invalid = CdrError::InvalidText {
             offset,
@@ -351,8 +378,8 @@ impl<'a> CdrReader<'a> {
             return Err(invalid);
         }
         let (order, body) = match bytes {
-            [0xfe, 0xff, rest @ ..] => (ByteOrder::Big, rest),
-            [0xff, 0xfe, rest @ ..] => (ByteOrder::Little, rest),
+            [0xfe, 0xff, rest @ ..] if !rest.is_empty() => (ByteOrder::Big, rest),
+            [0xff, 0xfe, rest @ ..] if !rest.is_empty() => (ByteOrder::Little, rest),
             _ => (ByteOrder::Big, bytes),
         };
         Ok(body

@@ -344,81 +344,230 @@ fn empty_primitive_sequences_are_not_padded() {
     empty_then_long!(i16, u16, i32, u32, i64, u64, f32, f64, u8, LongDouble);
 }
 
-/// Regression (issue 9, defect 2): a sequence of long longs in a
-/// reassembled GIOP 1.1 message whose second fragment's data starts with
-/// 4 bytes of padding (alignment restarts at the fragment's header, as
-/// omniORB writes it) is read in bulk without taking the padding as data.
+/// Regression (issue 9, defect 2, as omniORB 4.2 really lays it out): in a
+/// reassembled GIOP 1.1 message a sequence of a primitive type is one block
+/// of octets that runs on across fragment boundaries, even inside a value;
+/// only its start is aligned (captured from omniORB's 1.1 replies: the long
+/// long after a full 8,180-byte fragment sits at offset 12 of the next).
 #[test]
-fn bulk_reads_restart_alignment_at_giop_1_1_fragments() {
+fn primitive_sequences_run_on_across_giop_1_1_fragments() {
     // Stream offsets: a 12-byte message header, then the body: a length
-    // (at 12) and the first value (at 16); the first fragment ends at 24.
-    // The second fragment's data starts at index 24, which counts as
-    // offset 12 of its own message: 4 bytes of padding, then 2 values.
+    // (at 12) and the first value (at 16); the first fragment ends at 24
+    // and the next two values follow at once.
     let mut bytes = vec![0u8; 12];
     bytes.extend_from_slice(&3u32.to_be_bytes());
-    bytes.extend_from_slice(&1i64.to_be_bytes());
-    bytes.extend_from_slice(&[0xee; 4]);
-    bytes.extend_from_slice(&2i64.to_be_bytes());
-    bytes.extend_from_slice(&3i64.to_be_bytes());
-    let starts = [24];
-    let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
-        .with_position(12)
-        .with_fragment_starts(&starts);
-    assert_eq!(Vec::<i64>::decode(&mut r).unwrap(), vec![1, 2, 3]);
-    assert!(r.is_empty());
-
-    // A value split by the boundary is read whole, as per-value reads do.
-    let mut bytes = vec![0u8; 12];
-    bytes.extend_from_slice(&2u32.to_be_bytes());
-    bytes.extend_from_slice(&0x0102_0304_0506_0708i64.to_be_bytes());
-    bytes.extend_from_slice(&9i64.to_be_bytes());
-    let starts = [28];
-    let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
-        .with_position(12)
-        .with_fragment_starts(&starts);
-    assert_eq!(
-        Vec::<i64>::decode(&mut r).unwrap(),
-        vec![0x0102_0304_0506_0708, 9]
-    );
-}
-
-proptest! {
-    /// Bulk and per-value reads agree on any layout of GIOP 1.1 fragment
-    /// boundaries (each boundary followed by the padding its alignment
-    /// needs), for every multi-byte primitive.
-    #[test]
-    fn bulk_reads_match_per_value_reads_across_fragments(
-        values in proptest::collection::vec(any::<i64>(), 0..40),
-        cuts in proptest::collection::btree_set(0usize..40, 0..5),
-    ) {
-        // Write the sequence as omniORB would: a fragment boundary before
-        // value k restarts alignment at offset 12 of the new fragment.
-        let mut bytes = vec![0u8; 12];
-        bytes.extend_from_slice(&(values.len() as u32).to_be_bytes());
-        let mut starts = Vec::new();
-        for (k, v) in values.iter().enumerate() {
-            if cuts.contains(&k) {
-                starts.push(bytes.len());
-                bytes.extend_from_slice(&[0xee; 4]);
-            } else if starts.is_empty() && bytes.len() % 8 != 0 {
-                bytes.extend_from_slice(&[0xee; 4]);
-            }
-            bytes.extend_from_slice(&v.to_be_bytes());
-        }
-        let bulk = {
-            let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
-                .with_position(12)
-                .with_fragment_starts(&starts);
-            let got = Vec::<i64>::decode(&mut r).unwrap();
-            prop_assert!(r.is_empty());
-            got
-        };
+    for v in [1i64, 2, 3] {
+        bytes.extend_from_slice(&v.to_be_bytes());
+    }
+    for starts in [[24], [20], [36]] {
+        // A boundary between values, inside the first, inside the last.
         let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_1)
             .with_position(12)
             .with_fragment_starts(&starts);
-        let n = r.read_ulong().unwrap() as usize;
-        let single: Vec<i64> = (0..n).map(|_| r.read_longlong().unwrap()).collect();
-        prop_assert_eq!(&bulk, &single);
-        prop_assert_eq!(bulk, values);
+        assert_eq!(
+            Vec::<i64>::decode(&mut r).unwrap(),
+            vec![1, 2, 3],
+            "{starts:?}"
+        );
+        assert!(r.is_empty());
     }
+
+    // The block's padding reaches the end of a fragment: the block starts
+    // right after the next fragment's header, unaligned.
+    let mut bytes = vec![0u8; 12];
+    bytes.extend_from_slice(&[9, 0xee, 0xee, 0xee]);
+    bytes.extend_from_slice(&2u32.to_le_bytes());
+    bytes.extend_from_slice(&[0xee; 4]);
+    bytes.extend_from_slice(&5u64.to_le_bytes());
+    bytes.extend_from_slice(&6u64.to_le_bytes());
+    let starts = [24];
+    let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_1)
+        .with_position(12)
+        .with_fragment_starts(&starts);
+    assert_eq!(r.read_octet().unwrap(), 9);
+    assert_eq!(Vec::<u64>::decode(&mut r).unwrap(), vec![5, 6]);
+    assert!(r.is_empty());
+}
+
+/// Regression: padding that reaches the start of a GIOP 1.1 fragment ends
+/// there, and the value is aligned again from that fragment's header
+/// (captured from omniORB: a string ending 5 bytes before the end of a
+/// full fragment, then a double at offset 16 of the next fragment).
+#[test]
+fn padding_that_reaches_a_giop_1_1_fragment_restarts_there() {
+    let mut bytes = vec![0u8; 12];
+    bytes.extend_from_slice(&11u32.to_le_bytes());
+    bytes.extend_from_slice(b"sample-282\0");
+    bytes.extend_from_slice(&[0xee; 5]); // to the end of the fragment (32)
+    bytes.extend_from_slice(&[0xee; 4]); // offset 12 to 16 of the next
+    bytes.extend_from_slice(&141.0f64.to_le_bytes());
+    bytes.extend_from_slice(&282i16.to_le_bytes());
+    bytes.push(26);
+    let starts = [32];
+    let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_1)
+        .with_position(12)
+        .with_fragment_starts(&starts);
+    assert_eq!(r.read_string().unwrap(), "sample-282");
+    assert_eq!(r.read_double().unwrap(), 141.0);
+    assert_eq!(r.read_short().unwrap(), 282);
+    assert_eq!(r.read_octet().unwrap(), 26);
+    assert!(r.is_empty());
+}
+
+/// One thing omniORB marshals: a single value of 1, 2, 4 or 8 bytes, or a
+/// sequence of such values copied as one block.
+#[derive(Debug, Clone)]
+enum Item {
+    Value(usize, u64),
+    Block(usize, Vec<u64>),
+}
+
+fn arb_item() -> impl Strategy<Value = Item> {
+    let size = prop::sample::select(vec![1usize, 2, 4, 8]);
+    prop_oneof![
+        (size.clone(), any::<u64>()).prop_map(|(k, v)| Item::Value(k, v)),
+        (size, prop::collection::vec(any::<u64>(), 0..12)).prop_map(|(k, v)| Item::Block(k, v)),
+    ]
+}
+
+/// The low `k` bytes of `v`, little-endian.
+fn le_bytes(k: usize, v: u64) -> Vec<u8> {
+    v.to_le_bytes()[..k].to_vec()
+}
+
+/// Marshals `items` the way omniORB 4.2 fills GIOP 1.1 fragments of
+/// `buffer` bytes (a multiple of 8, header included): a single value is
+/// aligned from its fragment's header, and when that reaches the end of the
+/// buffer, the fragment is sent and the value aligned again in the next; a
+/// block is aligned once and then copied through as many fragments as it
+/// needs. Returns the reassembled stream (with the first header's 12 bytes)
+/// and where each later fragment's data starts in it.
+fn omniorb_fragments(items: &[Item], buffer: usize) -> (Vec<u8>, Vec<usize>) {
+    let mut stream = vec![0u8; 12];
+    let mut starts = Vec::new();
+    let mut mkr = 12; // offset in the current fragment, header included
+    let pad = |stream: &mut Vec<u8>, mkr: &mut usize, k: usize| {
+        let aligned = mkr.div_ceil(k) * k;
+        stream.resize(stream.len() + (aligned - *mkr), 0xee);
+        *mkr = aligned;
+    };
+    for item in items {
+        match item {
+            Item::Value(k, v) => {
+                pad(&mut stream, &mut mkr, *k);
+                if mkr == buffer {
+                    starts.push(stream.len());
+                    mkr = 12;
+                    pad(&mut stream, &mut mkr, *k);
+                }
+                stream.extend_from_slice(&le_bytes(*k, *v));
+                mkr += k;
+            }
+            Item::Block(k, values) => {
+                // The length, then the values.
+                pad(&mut stream, &mut mkr, 4);
+                if mkr == buffer {
+                    starts.push(stream.len());
+                    mkr = 12;
+                }
+                stream.extend_from_slice(&(values.len() as u32).to_le_bytes());
+                mkr += 4;
+                if values.is_empty() {
+                    continue;
+                }
+                pad(&mut stream, &mut mkr, *k);
+                for byte in values.iter().flat_map(|v| le_bytes(*k, *v)) {
+                    if mkr == buffer {
+                        starts.push(stream.len());
+                        mkr = 12;
+                    }
+                    stream.push(byte);
+                    mkr += 1;
+                }
+            }
+        }
+    }
+    (stream, starts)
+}
+
+proptest! {
+    /// Whatever omniORB's fragmenting does to single values and blocks of
+    /// every size, the reader gets them back.
+    #[test]
+    fn reads_what_omniorb_fragments_in_giop_1_1(
+        items in prop::collection::vec(arb_item(), 0..24),
+        buffer in (4usize..12).prop_map(|n| n * 8),
+    ) {
+        let (stream, starts) = omniorb_fragments(&items, buffer);
+        let mut r = CdrReader::new(&stream, ByteOrder::Little, GiopVersion::V1_1)
+            .with_position(12)
+            .with_fragment_starts(&starts);
+        let mask = |k: usize, v: u64| if k == 8 { v } else { v & ((1u64 << (8 * k)) - 1) };
+        for item in &items {
+            match item {
+                Item::Value(k, v) => {
+                    let got = match k {
+                        1 => u64::from(r.read_octet().unwrap()),
+                        2 => u64::from(r.read_ushort().unwrap()),
+                        4 => u64::from(r.read_ulong().unwrap()),
+                        _ => r.read_ulonglong().unwrap(),
+                    };
+                    prop_assert_eq!(got, mask(*k, *v));
+                }
+                Item::Block(k, values) => {
+                    let got: Vec<u64> = match k {
+                        1 => Vec::<u8>::decode(&mut r).unwrap().into_iter().map(u64::from).collect(),
+                        2 => Vec::<u16>::decode(&mut r).unwrap().into_iter().map(u64::from).collect(),
+                        4 => Vec::<u32>::decode(&mut r).unwrap().into_iter().map(u64::from).collect(),
+                        _ => Vec::<u64>::decode(&mut r).unwrap(),
+                    };
+                    let want: Vec<u64> = values.iter().map(|v| mask(*k, *v)).collect();
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+        prop_assert!(r.is_empty());
+    }
+}
+
+/// Regression (found by the differential tests against omniORB): text
+/// starting with U+FEFF, written in GIOP 1.2 without byte order marks,
+/// gets one anyway; otherwise every reader takes the character for a
+/// mark (omniORB raised DATA_CONVERSION on the wchar).
+#[test]
+fn a_leading_zero_width_no_break_space_is_not_taken_for_a_bom() {
+    let codesets = CodeSets {
+        write_bom: false,
+        ..CodeSets::NATIVE
+    };
+    for order in [ByteOrder::Big, ByteOrder::Little] {
+        let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
+        w.write_wchar('\u{feff}').unwrap();
+        w.write_wstring("\u{feff}x").unwrap();
+        w.write_wchar('y').unwrap();
+        let mut r = CdrReader::new(w.as_bytes(), order, GiopVersion::V1_2).with_codesets(codesets);
+        assert_eq!(r.read_wchar().unwrap(), '\u{feff}');
+        assert_eq!(r.read_wstring().unwrap(), "\u{feff}x");
+        assert_eq!(r.read_wchar().unwrap(), 'y');
+        assert!(r.is_empty());
+    }
+    // Other text is still written without a mark, big-endian.
+    let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2).with_codesets(codesets);
+    w.write_wchar('y').unwrap();
+    assert_eq!(w.as_bytes(), &[2, 0, b'y']);
+}
+
+/// Regression (found by the differential tests against omniORB): a GIOP
+/// 1.2 `wchar` whose two octets are FE FF is the character U+FEFF, not a
+/// byte order mark followed by nothing (omniORB copies a big-endian
+/// U+FEFF that way into its little-endian messages).
+#[test]
+fn a_lone_byte_order_mark_is_the_character() {
+    let codesets = CodeSets::NATIVE;
+    let bytes = [2, 0xfe, 0xff, 0, 2, 0, 0, 0, 0xfe, 0xff];
+    let mut r =
+        CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2).with_codesets(codesets);
+    assert_eq!(r.read_wchar().unwrap(), '\u{feff}');
+    assert_eq!(r.read_wstring().unwrap(), "\u{feff}");
+    assert!(r.is_empty());
 }

@@ -319,7 +319,7 @@ impl CdrWriter {
         }
         if self.version == GiopVersion::V1_1 {
             self.write_ushort(units[0]);
-        } else if self.codesets.write_bom {
+        } else if self.codesets.write_bom || looks_like_bom(units) {
             self.write_octet(4);
             self.put_u16_units(&[0xfeff], self.order);
             self.put_u16_units(units, self.order);
@@ -351,7 +351,7 @@ impl CdrWriter {
             self.put_u16_units(&[0], order);
         } else if units.is_empty() {
             self.write_ulong(0);
-        } else if self.codesets.write_bom {
+        } else if self.codesets.write_bom || looks_like_bom(&units) {
             self.write_len(units.len() * 2 + 2)?;
             let order = self.order;
             self.put_u16_units(&[0xfeff], order);
@@ -449,4 +449,12 @@ pub(crate) fn wchar_set_name(set: WCharCodeSet) -> &'static str {
         WCharCodeSet::Utf16 => "UTF-16",
         WCharCodeSet::Ucs2 => "UCS-2",
     }
+}
+
+/// Whether GIOP 1.2 UTF-16 text starting with `units` would be read as
+/// starting with a byte order mark (U+FEFF, or U+FFFE swapped) if written
+/// without one; such text gets a mark, so that its first character stays
+/// a character.
+fn looks_like_bom(units: &[u16]) -> bool {
+    matches!(units.first(), Some(0xfeff | 0xfffe))
 }
