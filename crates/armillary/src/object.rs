@@ -156,6 +156,34 @@ fn default_invoker() -> Option<Arc<dyn Invoker>> {
         .clone()
 }
 
+/// A typed object reference: what the IDL compiler generates for each
+/// interface (`Quoter`), and [`ObjectRef`] itself for `Object`. Generic
+/// code uses it to make typed references from untyped ones, e.g.
+/// [`PoaCurrent::this`](crate::poa::PoaCurrent::this) and the generated
+/// skeletons' `activate`.
+pub trait Interface: Sized {
+    /// The interface's repository id (`IDL:Stock/Quoter:1.0`).
+    const REPOSITORY_ID: &'static str;
+
+    /// Wraps a reference without checking its type.
+    fn from_object(object: ObjectRef) -> Self;
+
+    /// The untyped reference.
+    fn as_object(&self) -> &ObjectRef;
+}
+
+impl Interface for ObjectRef {
+    const REPOSITORY_ID: &'static str = crate::servant::OBJECT_REPOSITORY_ID;
+
+    fn from_object(object: ObjectRef) -> Self {
+        object
+    }
+
+    fn as_object(&self) -> &ObjectRef {
+        self
+    }
+}
+
 /// A reference to a CORBA object (`CORBA::Object`). Cheap to clone.
 #[derive(Clone)]
 pub struct ObjectRef {
