@@ -312,6 +312,76 @@ impl PeerServant for Greeter {
     }
 }
 
+/// A greeter that counts its calls and answers with its own reference's
+/// repository id (through the typed `_this()`).
+#[derive(Default)]
+struct CountingGreeter {
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl PeerServant for CountingGreeter {
+    fn hello(&self, text: String) -> Result<String, SystemException> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let me: Peer = armillary::poa::PoaCurrent.this()?;
+        // Asking for an interface the servant does not implement fails,
+        // and converts into a system exception with `?`.
+        let wrong = armillary::poa::PoaCurrent
+            .this::<Everything>()
+            .map_err(SystemException::from);
+        assert_eq!(wrong.unwrap_err().kind, SystemExceptionKind::BadParam);
+        Ok(format!("{text} from {}", me.as_object().type_id()))
+    }
+}
+
+#[test]
+fn typed_activation_keeps_a_servant_handle_and_gives_a_typed_reference() {
+    use armillary::poa::{PoaCurrent, PoaError};
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+
+    let skeleton = PeerSkeleton::new(CountingGreeter::default());
+    let handle = skeleton.servant().clone();
+    let peer: Peer = skeleton.activate(&poa).unwrap();
+    assert_eq!(peer.as_object().type_id(), Peer::REPOSITORY_ID);
+    assert_eq!(peer.hello("hi").unwrap(), "hi from IDL:Interop/Peer:1.0");
+    assert_eq!(peer.hello("again").unwrap(), "again from IDL:Interop/Peer:1.0");
+    // The handle kept before activation sees the calls.
+    assert_eq!(handle.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+    // The same servant under a chosen id, in a USER_ID POA.
+    let child = poa
+        .create_poa(
+            "typed",
+            Some(poa.the_poa_manager()),
+            &[armillary::poa::Policy::IdAssignment(
+                armillary::poa::IdAssignmentPolicy::UserId,
+            )],
+        )
+        .unwrap();
+    let named = PeerSkeleton::from_arc(handle.clone())
+        .activate_with_id(&child, b"greeter")
+        .unwrap();
+    assert_eq!(named.hello("named").unwrap(), "named from IDL:Interop/Peer:1.0");
+    assert_eq!(handle.calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(child.reference_to_id(named.as_object()).unwrap(), b"greeter");
+    // A USER_ID POA cannot choose the id itself.
+    assert_eq!(
+        PeerSkeleton::new(Greeter).activate(&child).unwrap_err(),
+        PoaError::WrongPolicy
+    );
+    // Activating the same id twice fails with a typed error.
+    assert_eq!(
+        PeerSkeleton::new(Greeter)
+            .activate_with_id(&child, b"greeter")
+            .unwrap_err(),
+        PoaError::ObjectAlreadyActive
+    );
+    // Outside an upcall there is no current object.
+    assert_eq!(PoaCurrent.this::<Peer>().unwrap_err(), PoaError::NoContext);
+    orb.shutdown(true);
+}
+
 #[test]
 fn stubs_call_skeletons_through_an_orb() {
     // Two server threads: `call_peer` calls back into this same ORB while
