@@ -1047,7 +1047,7 @@ fn pattern_names_is_unit(pattern: &TokenStream) -> bool {
 /// A function reading one value from `r`, given the expression `read`
 /// (of type `Result<T, CdrError>`): `<T as CdrDecode>::decode` itself when
 /// that is all it calls, else a closure.
-fn reader_fn(read: TokenStream) -> TokenStream {
+pub(super) fn reader_fn(read: TokenStream) -> TokenStream {
     let mut tokens: Vec<proc_macro2::TokenTree> = read.clone().into_iter().collect();
     let calls_decode_on_r = match tokens.as_slice() {
         [.., proc_macro2::TokenTree::Ident(f), proc_macro2::TokenTree::Group(args)] => {
