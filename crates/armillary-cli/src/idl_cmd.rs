@@ -39,6 +39,10 @@ struct FrontendArgs {
     /// (repeatable).
     #[arg(short = 'D', value_name = "NAME[=VALUE]", value_parser = define_arg)]
     define: Vec<(String, Option<String>)>,
+    /// Accept, with a warning, anonymous sequence<...> parameter, result
+    /// and attribute types, which CORBA IDL (and omniidl, JacORB) reject.
+    #[arg(long)]
+    lenient: bool,
     /// The IDL files to read.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -120,6 +124,7 @@ fn execute(args: IdlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
 fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -> Outcome {
     let mut builder = Builder::new()
         .files(args.frontend.files.iter().cloned())
+        .lenient(args.frontend.lenient)
         .out_dir(&args.out);
     for dir in &args.frontend.include {
         builder = builder.include_dir(dir);
@@ -160,7 +165,7 @@ fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -
 /// Runs the front end, printing every diagnostic to `err`; returns the
 /// number of definitions in the main files, or `None` on errors.
 fn front_end(args: &FrontendArgs, err: &mut dyn Write) -> Option<usize> {
-    let mut frontend = Frontend::new();
+    let mut frontend = Frontend::new().lenient(args.lenient);
     for dir in &args.include {
         frontend = frontend.include_dir(dir);
     }
@@ -300,6 +305,40 @@ mod tests {
         assert_eq!(outcome, Outcome::InvalidInput);
         assert!(err.contains("bad.idl:1:12"), "{err}");
         assert!(!dir.join("bad.rs").exists());
+    }
+
+    #[test]
+    fn anonymous_sequence_parameters_need_lenient() {
+        let dir = scratch_dir("lenient");
+        let main = dir.join("anon.idl");
+        std::fs::write(&main, "interface I { void put(in sequence<long> v); };\n").unwrap();
+        let (outcome, _, err) = execute_args(&["check", main.to_str().unwrap()]);
+        assert_eq!(outcome, Outcome::InvalidInput);
+        assert!(
+            err.starts_with("error: parameter 'v' has an anonymous sequence type"),
+            "{err}"
+        );
+        assert!(err.contains("anon.idl:1:27"), "{err}");
+        assert!(err.contains("typedef sequence<...> NameSeq;"), "{err}");
+
+        let (outcome, out, err) = execute_args(&["check", "--lenient", main.to_str().unwrap()]);
+        assert_eq!(outcome, Outcome::Success, "{err}");
+        assert_eq!(out, "ok: 2 definitions\n");
+        assert!(
+            err.starts_with("warning: parameter 'v' has an anonymous sequence type"),
+            "{err}"
+        );
+
+        let (outcome, _, err) = execute_args(&[
+            "compile",
+            "--lenient",
+            "--out",
+            dir.to_str().unwrap(),
+            main.to_str().unwrap(),
+        ]);
+        assert_eq!(outcome, Outcome::Success, "{err}");
+        let code = std::fs::read_to_string(dir.join("anon.rs")).unwrap();
+        assert!(code.contains("fn put(&self, v: &[i32])"), "{code}");
     }
 
     #[test]

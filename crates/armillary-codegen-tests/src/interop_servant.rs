@@ -24,15 +24,6 @@ pub struct EverythingImpl {
     oneways: AtomicI32,
 }
 
-impl EverythingImpl {
-    /// The reference of the object being invoked (POA Current).
-    fn me() -> Result<ObjectRef> {
-        PoaCurrent
-            .get_reference()
-            .map_err(|_| SystemException::internal(0, CompletionStatus::No))
-    }
-}
-
 impl BaseServant for EverythingImpl {
     fn base_op(&self) -> Result<String> {
         Ok("base".into())
@@ -166,11 +157,12 @@ impl EverythingServant for EverythingImpl {
     }
 
     fn get_self(&self) -> Result<Everything> {
-        Ok(Everything::from_object(Self::me()?))
+        // The typed `_this()`: a POA error would become a system exception.
+        Ok(PoaCurrent.this()?)
     }
 
     fn get_base(&self) -> Result<Base> {
-        Ok(Base::from_object(Self::me()?))
+        Ok(PoaCurrent.this::<Base>()?)
     }
 
     fn call_peer(&self, p: Peer, text: String) -> Result<String> {

@@ -312,6 +312,163 @@ impl PeerServant for Greeter {
     }
 }
 
+/// A greeter that counts its calls and answers with its own reference's
+/// repository id (through the typed `_this()`).
+#[derive(Default)]
+struct CountingGreeter {
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl PeerServant for CountingGreeter {
+    fn hello(&self, text: String) -> Result<String, SystemException> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let me: Peer = armillary::poa::PoaCurrent.this()?;
+        // Asking for an interface the servant does not implement fails,
+        // and converts into a system exception with `?`.
+        let wrong = armillary::poa::PoaCurrent
+            .this::<Everything>()
+            .map_err(SystemException::from);
+        assert_eq!(wrong.unwrap_err().kind, SystemExceptionKind::BadParam);
+        Ok(format!("{text} from {}", me.as_object().type_id()))
+    }
+}
+
+#[test]
+fn typed_activation_keeps_a_servant_handle_and_gives_a_typed_reference() {
+    use armillary::poa::{PoaCurrent, PoaError};
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+
+    let skeleton = PeerSkeleton::new(CountingGreeter::default());
+    let handle = skeleton.servant().clone();
+    let peer: Peer = skeleton.activate(&poa).unwrap();
+    assert_eq!(peer.as_object().type_id(), Peer::REPOSITORY_ID);
+    assert_eq!(peer.hello("hi").unwrap(), "hi from IDL:Interop/Peer:1.0");
+    assert_eq!(
+        peer.hello("again").unwrap(),
+        "again from IDL:Interop/Peer:1.0"
+    );
+    // The handle kept before activation sees the calls.
+    assert_eq!(handle.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+    // The same servant under a chosen id, in a USER_ID POA.
+    let child = poa
+        .create_poa(
+            "typed",
+            Some(poa.the_poa_manager()),
+            &[armillary::poa::Policy::IdAssignment(
+                armillary::poa::IdAssignmentPolicy::UserId,
+            )],
+        )
+        .unwrap();
+    let named = PeerSkeleton::from_arc(handle.clone())
+        .activate_with_id(&child, b"greeter")
+        .unwrap();
+    assert_eq!(
+        named.hello("named").unwrap(),
+        "named from IDL:Interop/Peer:1.0"
+    );
+    assert_eq!(handle.calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(
+        child.reference_to_id(named.as_object()).unwrap(),
+        b"greeter"
+    );
+    // A USER_ID POA cannot choose the id itself.
+    assert_eq!(
+        PeerSkeleton::new(Greeter).activate(&child).unwrap_err(),
+        PoaError::WrongPolicy
+    );
+    // Activating the same id twice fails with a typed error.
+    assert_eq!(
+        PeerSkeleton::new(Greeter)
+            .activate_with_id(&child, b"greeter")
+            .unwrap_err(),
+        PoaError::ObjectAlreadyActive
+    );
+    // Outside an upcall there is no current object.
+    assert_eq!(PoaCurrent.this::<Peer>().unwrap_err(), PoaError::NoContext);
+    orb.shutdown(true);
+}
+
+#[test]
+fn every_idl_type_goes_into_an_any() {
+    use armillary::giop::typecode::TCKind;
+    use armillary_codegen_tests::interop::interop as io;
+
+    // Typedefs, under their own TypeCodes.
+    let longs: io::LongSeq = vec![1, -2, 3];
+    let any = io::long_seq_to_any(&longs).unwrap();
+    assert_eq!(any.type_code.kind(), TCKind::Alias);
+    assert_eq!(any.type_code.name().unwrap(), "LongSeq");
+    assert_eq!(io::long_seq_from_any(&any), Some(longs.clone()));
+    let matrix: io::Matrix = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]];
+    assert_eq!(
+        io::matrix_from_any(&io::matrix_to_any(&matrix).unwrap()),
+        Some(matrix)
+    );
+    let money = Fixed::new(-1234567, 2).unwrap();
+    assert_eq!(
+        io::money_from_any(&io::money_to_any(&money).unwrap()),
+        Some(money)
+    );
+    // Bounds are checked on the way in.
+    assert!(io::bounded_long_seq_to_any(&vec![1, 2, 3, 4, 5]).is_err());
+    assert!(io::short_string_to_any(&"x".repeat(17)).is_err());
+    // A typedef's any is not another type's.
+    assert_eq!(io::string_seq_from_any(&any), None);
+
+    // Anonymous types through IdlType, by their Rust types.
+    assert_eq!(Vec::<i32>::from_any(&longs.to_any().unwrap()), Some(longs));
+    assert_eq!(
+        <[[i32; 4]; 3]>::from_any(&matrix.to_any().unwrap()),
+        Some(matrix)
+    );
+    assert_eq!(
+        String::from_any(&"text".to_owned().to_any().unwrap()).as_deref(),
+        Some("text")
+    );
+    assert_eq!(u64::from_any(&u64::MAX.to_any().unwrap()), Some(u64::MAX));
+    // wstring and any in any.
+    assert_eq!(Any::wstring("wide").to_wstring().as_deref(), Some("wide"));
+    let nested = 7i32.to_any().unwrap().to_any().unwrap();
+    assert_eq!(nested.type_code.kind(), TCKind::Any);
+    assert_eq!(
+        Any::from_any(&nested).and_then(|a| i32::from_any(&a)),
+        Some(7)
+    );
+}
+
+#[test]
+fn references_taken_out_of_anys_belong_to_the_orb_that_received_them() {
+    let server = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = server.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let served: Everything = EverythingSkeleton::new(EverythingImpl::default())
+        .activate(&poa)
+        .unwrap();
+    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let e = Everything::from_object(client.ior_to_object(served.as_object().ior().clone()));
+    // The newest ORB is the process-wide default; it is shut down, so a
+    // reference bound to it cannot be called.
+    let other = Orb::with_config(OrbConfig::default()).unwrap();
+    other.shutdown(true);
+
+    let sent = e.as_object().to_any().unwrap();
+    let received = e.echo_any(&sent).unwrap();
+    assert!(received.origin().is_some());
+    // Taken out after the call, outside any decoding: bound to `client`.
+    let object = ObjectRef::from_any(&received).expect("an object reference");
+    assert_eq!(Everything::from_object(object).echo_long(5).unwrap(), 5);
+    // The control: the same reference from an any made here, with no
+    // receiving ORB, falls back to the (shut down) default ORB.
+    let local = ObjectRef::from_any(&sent).unwrap();
+    assert!(Everything::from_object(local).echo_long(5).is_err());
+
+    client.shutdown(true);
+    server.shutdown(true);
+}
+
 #[test]
 fn stubs_call_skeletons_through_an_orb() {
     // Two server threads: `call_peer` calls back into this same ORB while

@@ -11,10 +11,11 @@
 
 use std::process::Command;
 
-use armillary::cdr::{Fixed, GiopVersion};
+use armillary::cdr::{Any, Fixed, GiopVersion};
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::{CompletionStatus, SystemExceptionKind};
-use armillary::{IdlType, Orb, SystemException};
+use armillary::{IdlType, ObjectRef, Orb, SystemException};
+use armillary_codegen_tests::interop::interop;
 use armillary_codegen_tests::interop::interop::{
     everything::FailError, Base, Choice, Color, Everything, EverythingSkeleton, Flag, Peer,
     PeerServant, PeerSkeleton, Point, Primitives, Shape, Value,
@@ -173,6 +174,28 @@ fn generated_stub_session(version: GiopVersion, ior: &str) {
         Some(shape(2)),
         "a struct in an any"
     );
+    // Typedefs under their own TypeCodes, anonymous types, an any in an
+    // any and an object reference, as omniORB echoes them.
+    let seq = interop::long_seq_to_any(&vec![3, -1, 4]).unwrap();
+    let back = e.echo_any(&seq).unwrap();
+    assert_eq!(back.type_code.name().unwrap(), "LongSeq");
+    assert_eq!(interop::long_seq_from_any(&back), Some(vec![3, -1, 4]));
+    let matrix = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]];
+    let back = e
+        .echo_any(&interop::matrix_to_any(&matrix).unwrap())
+        .unwrap();
+    assert_eq!(interop::matrix_from_any(&back), Some(matrix));
+    let back = e.echo_any(&vec![1.5f64, -2.0].to_any().unwrap()).unwrap();
+    assert_eq!(Vec::<f64>::from_any(&back), Some(vec![1.5, -2.0]));
+    let back = e.echo_any(&Any::nested(Any::from(9u32))).unwrap();
+    assert_eq!(back.to_nested().and_then(|a| a.get::<u32>()), Some(9));
+    if wide {
+        let back = e.echo_any(&Any::wstring("wide ☺")).unwrap();
+        assert_eq!(back.to_wstring().as_deref(), Some("wide ☺"));
+    }
+    let back = e.echo_any(&e.as_object().to_any().unwrap()).unwrap();
+    let me = ObjectRef::from_any(&back).expect("an object reference");
+    assert_eq!(Everything::from_object(me).echo_long(11).unwrap(), 11);
 
     // in, inout, out.
     let mut b = 5;

@@ -74,12 +74,82 @@ pub enum DynValue {
 }
 
 /// A value with its TypeCode (`CORBA::Any`).
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Build one with [`Any::new`], [`Any::from_cdr_value`], `Any::from(v)`
+/// for primitives and strings, [`Any::wstring`], [`Any::nested`], or a
+/// generated type's `to_any`.
+#[derive(Debug, Clone)]
 pub struct Any {
     /// What the value is.
     pub type_code: TypeCode,
     /// The value.
     pub value: DynValue,
+    /// Who received the `any`, when it was decoded from a message.
+    origin: Option<Origin>,
+}
+
+impl PartialEq for Any {
+    /// Equal TypeCodes and values; where the `any` came from does not
+    /// count.
+    fn eq(&self, other: &Self) -> bool {
+        self.type_code == other.type_code && self.value == other.value
+    }
+}
+
+/// The receiver of a message being decoded: an opaque token that the ORB
+/// installs on the decoding thread with [`Origin::enter`]. An `any`
+/// decoded meanwhile keeps it, and re-installs it while a typed value is
+/// taken out of it ([`Any::to_cdr_value`], [`Any::read_with`]), so that
+/// object references inside bind to the ORB that received the `any`, not
+/// to whichever ORB is the default, however much later they are taken
+/// out.
+#[derive(Clone)]
+pub struct Origin(std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Origin(..)")
+    }
+}
+
+thread_local! {
+    static DECODING_ORIGIN: std::cell::RefCell<Option<Origin>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Restores the previous origin of the thread when dropped.
+#[derive(Debug)]
+#[must_use = "the origin is uninstalled when the guard is dropped"]
+pub struct OriginGuard(Option<Origin>);
+
+impl Drop for OriginGuard {
+    fn drop(&mut self) {
+        let outer = self.0.take();
+        DECODING_ORIGIN.with(|d| *d.borrow_mut() = outer);
+    }
+}
+
+impl Origin {
+    /// An origin carrying `token` (the ORB's handle on itself).
+    pub fn new(token: std::sync::Arc<dyn std::any::Any + Send + Sync>) -> Origin {
+        Origin(token)
+    }
+
+    /// The token.
+    pub fn token(&self) -> &std::sync::Arc<dyn std::any::Any + Send + Sync> {
+        &self.0
+    }
+
+    /// Installs this origin on the calling thread until the guard is
+    /// dropped (nested installs restore the outer one).
+    pub fn enter(self) -> OriginGuard {
+        OriginGuard(DECODING_ORIGIN.with(|d| d.borrow_mut().replace(self)))
+    }
+
+    /// The origin installed on the calling thread, if any.
+    pub fn current() -> Option<Origin> {
+        DECODING_ORIGIN.with(|d| d.borrow().clone())
+    }
 }
 
 fn invalid(r_or_w_offset: usize, what: &'static str) -> CdrError {
@@ -92,10 +162,48 @@ fn invalid(r_or_w_offset: usize, what: &'static str) -> CdrError {
 impl Any {
     /// An `any` holding nothing (`tk_null`).
     pub fn null() -> Any {
+        Any::unchecked(TypeCode::null(), DynValue::Null)
+    }
+
+    /// An `any` of a value known to fit its TypeCode.
+    fn unchecked(type_code: TypeCode, value: DynValue) -> Any {
         Any {
-            type_code: TypeCode::null(),
-            value: DynValue::Null,
+            type_code,
+            value,
+            origin: None,
         }
+    }
+
+    /// An `any` holding a `wstring` (`Any::from(String)` holds a
+    /// `string`).
+    pub fn wstring(s: impl Into<String>) -> Any {
+        Any::unchecked(TypeCode::wstring(0), DynValue::WString(s.into()))
+    }
+
+    /// An `any` holding another `any` (`tk_any`).
+    pub fn nested(any: Any) -> Any {
+        Any::unchecked(TypeCode::any(), DynValue::Any(Box::new(any)))
+    }
+
+    /// The `wstring` inside, if the `any` holds one (aliases included).
+    pub fn to_wstring(&self) -> Option<String> {
+        match (&self.value, self.type_code.unalias().kind()) {
+            (DynValue::WString(s), TCKind::WString) => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    /// The `any` inside, if this one holds an `any` (aliases included).
+    pub fn to_nested(&self) -> Option<&Any> {
+        match (&self.value, self.type_code.unalias().kind()) {
+            (DynValue::Any(a), TCKind::Any) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// Who received the `any`, if it was decoded inside an [`Origin`].
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
     }
 
     /// Builds an `any`, checking that the value fits the TypeCode by
@@ -106,7 +214,7 @@ impl Any {
             |w| encode_value(&type_code, &value, w, &mut Vec::new()),
             |r| decode_value(&type_code, r, &mut Vec::new()),
         )?;
-        Ok(Any { type_code, value })
+        Ok(Any::unchecked(type_code, value))
     }
 
     /// Converts a typed value that implements CDR encoding into an `any`
@@ -115,22 +223,40 @@ impl Any {
         type_code: TypeCode,
         value: &T,
     ) -> Result<Any, CdrError> {
-        let value = round_trip(
-            |w| value.encode(w),
-            |r| decode_value(&type_code, r, &mut Vec::new()),
-        )?;
-        Ok(Any { type_code, value })
+        Any::from_writer(type_code, |w| value.encode(w))
+    }
+
+    /// Builds an `any` with `type_code` from the value that `write`
+    /// encodes (what generated code uses for typedefs, whose Rust types
+    /// are aliases); fails when the bytes do not fit the TypeCode.
+    pub fn from_writer(
+        type_code: TypeCode,
+        write: impl Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<Any, CdrError> {
+        let value = round_trip(write, |r| decode_value(&type_code, r, &mut Vec::new()))?;
+        Ok(Any::unchecked(type_code, value))
     }
 
     /// Converts the `any` into a typed value, if `type_code` is equivalent
     /// to the `any`'s.
     pub fn to_cdr_value<T: CdrDecode>(&self, type_code: &TypeCode) -> Option<T> {
+        self.read_with(type_code, T::decode)
+    }
+
+    /// Reads the value with `read`, if `type_code` is equivalent to the
+    /// `any`'s. While `read` runs, the `any`'s [`Origin`] is installed.
+    pub fn read_with<T>(
+        &self,
+        type_code: &TypeCode,
+        read: impl Fn(&mut CdrReader<'_>) -> Result<T, CdrError>,
+    ) -> Option<T> {
         if !self.type_code.equivalent(type_code) {
             return None;
         }
+        let _origin = self.origin.clone().map(Origin::enter);
         round_trip(
             |w| encode_value(&self.type_code, &self.value, w, &mut Vec::new()),
-            T::decode,
+            read,
         )
         .ok()
     }
@@ -157,7 +283,11 @@ impl CdrDecode for Any {
             let type_code = TypeCode::decode(r)?;
             let mut stack = Vec::new();
             let value = decode_value(&type_code, r, &mut stack)?;
-            Ok(Any { type_code, value })
+            Ok(Any {
+                type_code,
+                value,
+                origin: Origin::current(),
+            })
         })
     }
 }
@@ -622,7 +752,7 @@ macro_rules! any_primitive {
                     TypeCode::$tc()
                 }
                 fn into_any(self) -> Any {
-                    Any { type_code: TypeCode::$tc(), value: DynValue::$variant(self) }
+                    Any::unchecked(TypeCode::$tc(), DynValue::$variant(self))
                 }
                 fn from_any(any: &Any) -> Option<Self> {
                     if any.type_code.unalias().kind() != TypeCode::$tc().kind() {
@@ -664,10 +794,7 @@ impl AnyValue for String {
         TypeCode::string(0)
     }
     fn into_any(self) -> Any {
-        Any {
-            type_code: TypeCode::string(0),
-            value: DynValue::String(self),
-        }
+        Any::unchecked(TypeCode::string(0), DynValue::String(self))
     }
     fn from_any(any: &Any) -> Option<Self> {
         match (&any.value, any.type_code.unalias().kind()) {
@@ -694,16 +821,25 @@ impl AnyValue for Vec<u8> {
         TypeCode::sequence(TypeCode::octet(), 0)
     }
     fn into_any(self) -> Any {
-        Any {
-            type_code: Self::type_code(),
-            value: DynValue::Octets(self),
-        }
+        Any::unchecked(Self::type_code(), DynValue::Octets(self))
     }
     fn from_any(any: &Any) -> Option<Self> {
         match (&any.value, any.type_code.unalias().kind()) {
             (DynValue::Octets(b), TCKind::Sequence) => Some(b.clone()),
             _ => None,
         }
+    }
+}
+
+impl AnyValue for Any {
+    fn type_code() -> TypeCode {
+        TypeCode::any()
+    }
+    fn into_any(self) -> Any {
+        Any::nested(self)
+    }
+    fn from_any(any: &Any) -> Option<Self> {
+        any.to_nested().cloned()
     }
 }
 

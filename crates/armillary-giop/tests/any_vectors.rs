@@ -278,3 +278,59 @@ fn latin_1_chars_fit_an_any() {
     // Beyond ISO 8859-1 a char is still refused.
     assert!(Any::new(TypeCode::char(), DynValue::Char('☺')).is_err());
 }
+
+fn round_trip(any: &Any) -> Any {
+    let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2).with_codesets(CodeSets::NATIVE);
+    any.encode(&mut w).unwrap();
+    let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Big, GiopVersion::V1_2)
+        .with_codesets(CodeSets::NATIVE);
+    Any::decode(&mut r).unwrap()
+}
+
+#[test]
+fn wstring_and_nested_anys_have_their_own_typecodes() {
+    let wide = Any::wstring("wide ☺");
+    assert_eq!(wide.type_code.kind(), TCKind::WString);
+    assert_eq!(round_trip(&wide).to_wstring().as_deref(), Some("wide ☺"));
+    // A string any is not a wstring any, and the other way round.
+    assert_eq!(Any::from("narrow").to_wstring(), None);
+    assert_eq!(wide.get::<String>(), None);
+
+    let nested = Any::nested(Any::from(7i32));
+    assert_eq!(nested.type_code.kind(), TCKind::Any);
+    let back = round_trip(&nested);
+    assert_eq!(back.to_nested().and_then(|a| a.get::<i32>()), Some(7));
+    assert_eq!(back.get::<Any>(), Some(Any::from(7i32)));
+    assert_eq!(Any::from(7i32).to_nested(), None);
+    assert_eq!(Any::from(7i32).into_any(), nested);
+}
+
+#[test]
+fn decoded_anys_keep_the_origin_installed_while_they_were_decoded() {
+    use armillary_giop::any::Origin;
+    use std::sync::Arc;
+
+    let any = Any::from(5u16);
+    assert!(round_trip(&any).origin().is_none());
+    let token: Arc<dyn std::any::Any + Send + Sync> = Arc::new("receiver");
+    let decoded = {
+        let _scope = Origin::new(token.clone()).enter();
+        round_trip(&Any::nested(any.clone()))
+    };
+    assert!(Origin::current().is_none(), "the scope ended");
+    // The any and the any inside it both remember where they came from.
+    let origin = decoded.origin().expect("an origin");
+    assert!(Arc::ptr_eq(origin.token(), &token));
+    let inner = decoded.to_nested().unwrap();
+    assert!(Arc::ptr_eq(inner.origin().unwrap().token(), &token));
+    // Equality ignores it.
+    assert_eq!(decoded, Any::nested(any));
+    // Reading a value out re-installs it, and only meanwhile.
+    let seen = inner.read_with(&TypeCode::ushort(), |r| {
+        let current = Origin::current().expect("installed while reading");
+        assert!(Arc::ptr_eq(current.token(), &token));
+        r.read_ushort()
+    });
+    assert_eq!(seen, Some(5));
+    assert!(Origin::current().is_none());
+}

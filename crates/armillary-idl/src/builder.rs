@@ -85,6 +85,14 @@ impl Builder {
         self
     }
 
+    /// Accepts anonymous `sequence<...>` parameter, result and attribute
+    /// types with a warning instead of rejecting them (see
+    /// [`Frontend::lenient`]).
+    pub fn lenient(mut self, lenient: bool) -> Self {
+        self.frontend = std::mem::take(&mut self.frontend).lenient(lenient);
+        self
+    }
+
     /// Adds a main IDL file.
     pub fn file(mut self, path: impl Into<PathBuf>) -> Self {
         self.files.push(path.into());
@@ -125,8 +133,15 @@ impl Builder {
     }
 
     /// Parses, checks and generates, returning the Rust source and the
-    /// warnings, without writing anything.
+    /// warnings, without writing or printing anything (so it may be called
+    /// from anywhere, a test or a tool, with `OUT_DIR` set or not).
     pub fn generate(&self) -> Result<(String, Vec<Diagnostic>), BuildError> {
+        self.build().map(|built| (built.code, built.warnings))
+    }
+
+    /// Parses, checks and generates: the code, the warnings and every IDL
+    /// file read (main files and what they include).
+    fn build(&self) -> Result<Built, BuildError> {
         if self.files.is_empty() {
             return Err(BuildError::NoFiles);
         }
@@ -137,22 +152,27 @@ impl Builder {
         let generated = codegen::generate(&spec, &Options::default());
         let mut warnings = spec.warnings.clone();
         warnings.extend(generated.warnings);
-        if std::env::var_os("OUT_DIR").is_some() {
-            for input in spec.input_files() {
-                println!("cargo:rerun-if-changed={}", input.display());
-            }
-        }
         let code = if self.no_rustfmt {
             generated.code
         } else {
             rustfmt(&generated.code).unwrap_or(generated.code)
         };
-        Ok((code, warnings))
+        Ok(Built {
+            code,
+            warnings,
+            inputs: spec
+                .input_files()
+                .into_iter()
+                .map(Path::to_path_buf)
+                .collect(),
+        })
     }
 
     /// Generates and writes `<out_dir>/<out_name>.rs`; returns its path.
-    /// Warnings are printed as `cargo:warning=` lines from a build script
-    /// (to stderr otherwise).
+    /// This is the build-script entry point: when `OUT_DIR` is set it
+    /// prints `cargo:rerun-if-changed=` for every IDL file read (included
+    /// ones too) and the warnings as `cargo:warning=` lines (to stderr
+    /// otherwise).
     pub fn compile(&self) -> Result<PathBuf, BuildError> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
@@ -160,8 +180,14 @@ impl Builder {
                 .map(PathBuf::from)
                 .ok_or(BuildError::NoOutDir)?,
         };
-        let (code, warnings) = self.generate()?;
         let in_build_script = std::env::var_os("OUT_DIR").is_some();
+        let built = self.build()?;
+        if in_build_script {
+            for input in &built.inputs {
+                println!("cargo:rerun-if-changed={}", input.display());
+            }
+        }
+        let Built { code, warnings, .. } = built;
         for warning in warnings.iter().filter(|_| !self.quiet) {
             if in_build_script {
                 println!("cargo:warning={}", warning.one_line());
@@ -182,6 +208,13 @@ impl Builder {
         })?;
         Ok(path)
     }
+}
+
+/// What one run of the front and back ends made.
+struct Built {
+    code: String,
+    warnings: Vec<Diagnostic>,
+    inputs: Vec<PathBuf>,
 }
 
 /// Writes `code` unless the file already holds it (so that cargo does not

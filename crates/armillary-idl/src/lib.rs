@@ -94,6 +94,7 @@ pub struct Frontend {
     include_dirs: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
     loader: Box<dyn FileLoader>,
+    lenient: bool,
 }
 
 impl Default for Frontend {
@@ -107,6 +108,7 @@ impl std::fmt::Debug for Frontend {
         f.debug_struct("Frontend")
             .field("include_dirs", &self.include_dirs)
             .field("defines", &self.defines)
+            .field("lenient", &self.lenient)
             .finish_non_exhaustive()
     }
 }
@@ -120,7 +122,17 @@ impl Frontend {
             include_dirs: Vec::new(),
             defines: Vec::new(),
             loader: Box::new(FsLoader),
+            lenient: false,
         }
+    }
+
+    /// Accepts, with a warning, what CORBA IDL forbids but some IDL
+    /// written for other tools uses: an anonymous `sequence<...>` as a
+    /// parameter, result or attribute type. Off by default, so that IDL
+    /// written against Armillary stays portable to omniidl and JacORB.
+    pub fn lenient(mut self, lenient: bool) -> Self {
+        self.lenient = lenient;
+        self
     }
 
     /// Adds a directory to search for `#include` files (`-I`).
@@ -152,6 +164,7 @@ impl Frontend {
             &paths,
             &self.include_dirs,
             &self.defines,
+            self.lenient,
         )
     }
 
@@ -178,6 +191,7 @@ impl Frontend {
             &[Path::new(name)],
             &self.include_dirs,
             &self.defines,
+            self.lenient,
         )
     }
 }
@@ -191,7 +205,7 @@ pub fn parse_files<P: AsRef<Path>>(
     defines: &[(String, Option<String>)],
 ) -> Result<ir::Spec, Vec<Diagnostic>> {
     let paths: Vec<&Path> = paths.iter().map(AsRef::as_ref).collect();
-    run(&FsLoader, &paths, include_dirs, defines)
+    run(&FsLoader, &paths, include_dirs, defines, false)
 }
 
 /// Checks IDL files and returns every diagnostic (empty when clean).
@@ -232,6 +246,7 @@ fn run(
     paths: &[&Path],
     include_dirs: &[PathBuf],
     defines: &[(String, Option<String>)],
+    lenient: bool,
 ) -> Result<ir::Spec, Vec<Diagnostic>> {
     let mut sources = SourceMap::default();
     let mut diags: Vec<Diag> = Vec::new();
@@ -272,7 +287,7 @@ fn run(
     if has_errors(&diags) {
         return Err(finish_diags(diags, &sources));
     }
-    let mut resolver = resolve::Resolver::new(&sources);
+    let mut resolver = resolve::Resolver::new(&sources, lenient);
     for items in &parsed {
         resolver.add_unit(items);
     }

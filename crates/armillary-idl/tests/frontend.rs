@@ -429,3 +429,50 @@ fn empty_modules_are_a_warning() {
         "/main.idl:1:8: warning: module 'Empty' is empty (IDL requires at least one definition in a module)",
     );
 }
+
+#[test]
+fn anonymous_sequence_parameters_are_errors_with_a_typedef_hint() {
+    let mut loader = MemoryLoader::new();
+    loader.insert(
+        "/main.idl",
+        "interface I {\n  void put(in sequence<long> values);\n};\n",
+    );
+    let diagnostics = Frontend::new().loader(loader).check(&["/main.idl"]);
+    assert_eq!(
+        diagnostics[0].to_string(),
+        "error: parameter 'values' has an anonymous sequence type; CORBA IDL allows only a named type here
+ --> /main.idl:2:15
+  |
+2 |   void put(in sequence<long> values);
+  |               ^
+  = note: declare a typedef (`typedef sequence<...> NameSeq;`) and use its name
+  = note: `armillary idl --lenient` (Builder::lenient) accepts it with a warning"
+    );
+}
+
+#[test]
+fn lenient_front_ends_accept_anonymous_sequences_with_a_warning() {
+    let mut loader = MemoryLoader::new();
+    loader.insert(
+        "/main.idl",
+        "interface I {\n  sequence<long> get(in sequence<octet> key);\n  attribute sequence<string> names;\n};\n",
+    );
+    let spec = Frontend::new()
+        .lenient(true)
+        .loader(loader)
+        .parse_files(&["/main.idl"])
+        .expect("accepted when lenient");
+    let warnings: Vec<String> = spec.warnings.iter().map(|d| d.one_line()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "/main.idl:2:3: warning: the result of operation 'get' has an anonymous sequence type; CORBA IDL allows only a named type here",
+            "/main.idl:2:25: warning: parameter 'key' has an anonymous sequence type; CORBA IDL allows only a named type here",
+            "/main.idl:3:13: warning: attribute 'names' has an anonymous sequence type; CORBA IDL allows only a named type here",
+        ]
+    );
+    assert!(spec
+        .warnings
+        .iter()
+        .all(|d| d.severity == Severity::Warning));
+}

@@ -80,16 +80,6 @@ fn key(component: &NameComponent) -> Key {
     (component.id.clone(), component.kind.clone())
 }
 
-/// A POA failure while making or removing an object of the service.
-fn adapter_error(e: PoaError) -> SystemException {
-    match e {
-        PoaError::AdapterInactive => {
-            SystemException::obj_adapter(minor::ADAPTER_INACTIVE, CompletionStatus::No)
-        }
-        _ => SystemException::obj_adapter(0, CompletionStatus::No),
-    }
-}
-
 /// A context that has been destroyed while a request for it was on its
 /// way.
 fn gone() -> SystemException {
@@ -128,16 +118,14 @@ impl Shared {
     /// Makes and activates an empty context.
     fn new_context(self: &Arc<Self>, store: &mut Store) -> Result<NamingContext, PoaError> {
         let n = store.next_context;
-        let servant = NamingContextExtSkeleton::new(NamingContextImpl {
+        let context = NamingContextExtSkeleton::new(NamingContextImpl {
             shared: self.clone(),
             id: n,
         })
-        .into_servant();
-        let id = context_id(n);
-        self.poa.activate_object_with_id(&id, servant)?;
+        .activate_with_id(&self.poa, &context_id(n))?;
         store.next_context += 1;
         store.contexts.insert(n, Bindings::new());
-        Ok(NamingContext::from_object(self.poa.id_to_reference(&id)?))
+        Ok(context.into())
     }
 
     /// The number of the local, live context `object` is, if it is one.
@@ -385,7 +373,9 @@ impl NamingContextServant for NamingContextImpl {
         if !store.contexts.contains_key(&self.id) {
             return Err(gone());
         }
-        self.shared.new_context(&mut store).map_err(adapter_error)
+        self.shared
+            .new_context(&mut store)
+            .map_err(SystemException::from)
     }
 
     fn bind_new_context(&self, n: Name) -> Result<NamingContext, BindNewContextError> {
@@ -396,7 +386,10 @@ impl NamingContextServant for NamingContextImpl {
                 if bindings.contains_key(&key(last)) {
                     return Err(Fault::AlreadyBound);
                 }
-                let new = self.shared.new_context(store).map_err(adapter_error)?;
+                let new = self
+                    .shared
+                    .new_context(store)
+                    .map_err(SystemException::from)?;
                 let bound = Bound {
                     object: new.as_object().clone(),
                     binding_type: BindingType::Ncontext,
@@ -420,7 +413,7 @@ impl NamingContextServant for NamingContextImpl {
         store.contexts.remove(&self.id);
         match self.shared.poa.deactivate_object(&context_id(self.id)) {
             Ok(()) | Err(PoaError::ObjectNotActive) => Ok(()),
-            Err(e) => Err(adapter_error(e).into()),
+            Err(e) => Err(SystemException::from(e).into()),
         }
     }
 
@@ -461,20 +454,11 @@ impl NamingContextImpl {
             let _ = self.shared.poa.deactivate_object(&iterator_id(oldest));
         }
         let n = store.next_iterator;
-        let servant = BindingIteratorImpl::servant(self.shared.clone(), n, rest);
-        let id = iterator_id(n);
-        self.shared
-            .poa
-            .activate_object_with_id(&id, servant)
-            .map_err(adapter_error)?;
+        let iterator = BindingIteratorImpl::skeleton(self.shared.clone(), n, rest)
+            .activate_with_id(&self.shared.poa, &iterator_id(n))?;
         store.next_iterator += 1;
         store.iterators.push_back(n);
-        let object = self
-            .shared
-            .poa
-            .id_to_reference(&id)
-            .map_err(adapter_error)?;
-        Ok(BindingIterator::from_object(object))
+        Ok(iterator)
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use armillary::poa::PoaError;
-use armillary::{CompletionStatus, Servant, SystemException};
+use armillary::{CompletionStatus, SystemException};
 use parking_lot::Mutex;
 
 use crate::context::{iterator_id, Shared};
@@ -34,18 +34,17 @@ impl std::fmt::Debug for BindingIteratorImpl {
 }
 
 impl BindingIteratorImpl {
-    /// The servant of iterator `id` over `rest`.
-    pub(crate) fn servant(
+    /// The skeleton of iterator `id` over `rest`, ready for activation.
+    pub(crate) fn skeleton(
         shared: Arc<Shared>,
         id: u64,
         rest: VecDeque<Binding>,
-    ) -> Arc<dyn Servant> {
+    ) -> BindingIteratorSkeleton<BindingIteratorImpl> {
         BindingIteratorSkeleton::new(BindingIteratorImpl {
             shared,
             id,
             rest: Mutex::new(rest),
         })
-        .into_servant()
     }
 }
 

@@ -28,11 +28,11 @@ pub use armillary_giop as giop;
 pub use exception::UserException;
 pub use idl_type::IdlType;
 pub use object::{
-    set_default_invoker, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage,
-    ReplyOutcome,
+    set_default_invoker, Interface, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody,
+    ReplyMessage, ReplyOutcome,
 };
 pub use orb::{Orb, OrbError, ReferenceError};
-pub use servant::{Servant, ServerRequest};
+pub use servant::{IntoServant, Servant, ServerRequest};
 pub use transport::server::ServerStats;
 
 pub use armillary_giop::system_exception::{CompletionStatus, SystemException};

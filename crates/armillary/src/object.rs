@@ -9,6 +9,7 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};
 
+use armillary_giop::any::{Origin, OriginGuard};
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use armillary_giop::giop::SyncScope;
 use armillary_giop::ior::Ior;
@@ -117,29 +118,34 @@ pub trait Invoker: Send + Sync + 'static {
 
 static DEFAULT_INVOKER: RwLock<Option<Arc<dyn Invoker>>> = RwLock::new(None);
 
-thread_local! {
-    /// The invoker of the ORB whose message is being decoded on this
-    /// thread: references read from a reply or from a request's arguments
-    /// belong to the ORB that received them.
-    static DECODING_INVOKER: std::cell::RefCell<Option<Arc<dyn Invoker>>> =
-        const { std::cell::RefCell::new(None) };
-}
+/// The token a [`DecodingScope`] installs as the decoding thread's
+/// [`Origin`]: the invoker of the ORB whose message is being decoded.
+/// References read from a reply or from a request's arguments belong to
+/// the ORB that received them, and so do those read later from an `any`
+/// decoded meanwhile (the `any` keeps its origin).
+struct ReceivingInvoker(Arc<dyn Invoker>);
 
 /// While alive, references decoded on this thread bind to `invoker`
 /// (nested scopes restore the outer one when dropped).
-pub(crate) struct DecodingScope(Option<Arc<dyn Invoker>>);
+pub(crate) struct DecodingScope {
+    _origin: OriginGuard,
+}
 
 impl DecodingScope {
     pub(crate) fn enter(invoker: Arc<dyn Invoker>) -> Self {
-        DecodingScope(DECODING_INVOKER.with(|d| d.borrow_mut().replace(invoker)))
+        DecodingScope {
+            _origin: Origin::new(Arc::new(ReceivingInvoker(invoker))).enter(),
+        }
     }
 }
 
-impl Drop for DecodingScope {
-    fn drop(&mut self) {
-        let outer = self.0.take();
-        DECODING_INVOKER.with(|d| *d.borrow_mut() = outer);
-    }
+/// The invoker of the ORB that received what is being decoded on this
+/// thread, if any.
+fn receiving_invoker() -> Option<Arc<dyn Invoker>> {
+    Origin::current()?
+        .token()
+        .downcast_ref::<ReceivingInvoker>()
+        .map(|r| r.0.clone())
 }
 
 /// Sets the invoker used by references that were decoded from CDR without
@@ -154,6 +160,34 @@ fn default_invoker() -> Option<Arc<dyn Invoker>> {
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone()
+}
+
+/// A typed object reference: what the IDL compiler generates for each
+/// interface (`Quoter`), and [`ObjectRef`] itself for `Object`. Generic
+/// code uses it to make typed references from untyped ones, e.g.
+/// [`PoaCurrent::this`](crate::poa::PoaCurrent::this) and the generated
+/// skeletons' `activate`.
+pub trait Interface: Sized {
+    /// The interface's repository id (`IDL:Stock/Quoter:1.0`).
+    const REPOSITORY_ID: &'static str;
+
+    /// Wraps a reference without checking its type.
+    fn from_object(object: ObjectRef) -> Self;
+
+    /// The untyped reference.
+    fn as_object(&self) -> &ObjectRef;
+}
+
+impl Interface for ObjectRef {
+    const REPOSITORY_ID: &'static str = crate::servant::OBJECT_REPOSITORY_ID;
+
+    fn from_object(object: ObjectRef) -> Self {
+        object
+    }
+
+    fn as_object(&self) -> &ObjectRef {
+        self
+    }
 }
 
 /// A reference to a CORBA object (`CORBA::Object`). Cheap to clone.
@@ -404,11 +438,12 @@ impl CdrDecode for ObjectRef {
     const MIN_SIZE: usize = Ior::MIN_SIZE;
 
     /// A decoded reference belongs to the ORB whose message is being
-    /// decoded on this thread; outside any, it binds on first use to the
+    /// decoded on this thread (or, taken out of an `any`, to the ORB that
+    /// received the `any`); outside any, it binds on first use to the
     /// default invoker.
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         let ior = Ior::decode(r)?;
-        Ok(match DECODING_INVOKER.with(|d| d.borrow().clone()) {
+        Ok(match receiving_invoker() {
             Some(invoker) => ObjectRef::new(ior, invoker),
             None => ObjectRef::unbound(ior),
         })

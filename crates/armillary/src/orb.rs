@@ -340,6 +340,14 @@ impl Orb {
         obj.ior().to_string()
     }
 
+    /// A reference to the object `ior` names, bound to this ORB: its
+    /// requests go through this ORB's connections and collocation (use it
+    /// for an IOR taken out of a [`DynValue`](armillary_giop::any::DynValue)
+    /// or read from elsewhere).
+    pub fn ior_to_object(&self, ior: Ior) -> ObjectRef {
+        ObjectRef::new(ior, self.core.clone())
+    }
+
     /// Turns an `IOR:`, `corbaloc:` or `corbaname:` string into a
     /// reference. `corbaloc:rir:` resolves an initial reference.
     ///

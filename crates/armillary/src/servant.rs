@@ -9,6 +9,8 @@
 //! `_non_existent` and `_interface`-less `_get_interface` rejections are
 //! answered by [`Servant::dispatch_builtin`], which the ORB calls first.
 
+use std::sync::Arc;
+
 use armillary_giop::cdr::{CdrError, CdrReader, CdrWriter};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
@@ -48,6 +50,36 @@ pub trait Servant: Send + Sync + 'static {
             }
             _ => Ok(false),
         }
+    }
+}
+
+/// What a POA can activate: a servant by value (a generated skeleton such
+/// as `QuoterSkeleton::new(prices)`), a shared typed servant (`Arc<S>`)
+/// or an already type-erased one (`Arc<dyn Servant>`).
+///
+/// The POA keeps the servant as an `Arc<dyn Servant>`; its identity (for
+/// UNIQUE_ID and `servant_to_id`) is that `Arc`'s allocation, so activate
+/// an `Arc` you keep a clone of when you need to find the servant again.
+pub trait IntoServant {
+    /// The servant as the POA holds it.
+    fn into_servant(self) -> Arc<dyn Servant>;
+}
+
+impl<S: Servant> IntoServant for S {
+    fn into_servant(self) -> Arc<dyn Servant> {
+        Arc::new(self)
+    }
+}
+
+impl<S: Servant> IntoServant for Arc<S> {
+    fn into_servant(self) -> Arc<dyn Servant> {
+        self
+    }
+}
+
+impl IntoServant for Arc<dyn Servant> {
+    fn into_servant(self) -> Arc<dyn Servant> {
+        self
     }
 }
 

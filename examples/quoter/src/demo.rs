@@ -90,14 +90,13 @@ fn serve_and_call(server: &Orb, out: &mut dyn Write) -> Result<(), DemoError> {
     poa.the_poa_manager()
         .activate()
         .map_err(step("activating the root POA manager"))?;
-    let servant = QuoterSkeleton::new(QuoterImpl::default()).into_servant();
-    let quoter = poa
-        .servant_to_reference(&servant)
+    let quoter = QuoterSkeleton::new(QuoterImpl::default())
+        .activate(&poa)
         .map_err(step("activating the quoter"))?;
     writeln!(
         out,
         "[server] quoter activated: {}",
-        abbreviate(&server.object_to_string(&quoter))
+        abbreviate(&server.object_to_string(quoter.as_object()))
     )?;
     let stock = [NameComponent {
         id: "Stock".into(),
@@ -110,7 +109,7 @@ fn serve_and_call(server: &Orb, out: &mut dyn Write) -> Result<(), DemoError> {
         .to_name("Stock/Quoter")
         .map_err(step("parsing the name Stock/Quoter"))?;
     naming
-        .bind(&name, &quoter)
+        .bind(&name, quoter.as_object())
         .map_err(step("binding Stock/Quoter"))?;
     writeln!(out, "[server] bound Stock/Quoter in the naming service")?;
 

@@ -4,8 +4,9 @@
 //! - `build.rs` compiles `quoter.idl` with [`armillary_idl::Builder`]; the
 //!   generated types, stub and skeleton are in [`stock`];
 //! - [`QuoterImpl`] implements the generated `QuoterServant` trait;
-//! - `src/bin/quoter-server.rs` serves it and writes its IOR,
-//!   `src/bin/quoter-client.rs` asks it for prices;
+//! - `src/bin/quoter-server.rs` serves it and writes its IOR until SIGINT
+//!   or SIGTERM ([`ShutdownOnSignals`]), `src/bin/quoter-client.rs` asks
+//!   it for prices;
 //! - [`demo`] runs the whole story in one process: a naming service, a
 //!   quoter server, and a client that finds the quoter by name and calls
 //!   it over IIOP (`armillary demo`).
@@ -14,8 +15,10 @@
 
 pub mod demo;
 mod servant;
+mod signals;
 
 pub use servant::QuoterImpl;
+pub use signals::ShutdownOnSignals;
 
 /// The Rust generated from `quoter.idl`: `stock::Quoter` (the stub),
 /// `stock::QuoterServant` (the trait a server implements),

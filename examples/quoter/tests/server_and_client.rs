@@ -88,3 +88,55 @@ fn server_rejects_unknown_arguments() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown argument \"--bogus\""), "{err}");
 }
+
+/// Sends `signal` (`TERM`, `INT`) to a process with the `kill` command.
+fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// Waits (bounded) for the server to exit and returns its status.
+fn wait_for_exit(server: &mut Peer) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = server.0.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "quoter-server did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn stops_cleanly_on(signal: &str) {
+    let (mut server, ior_file, ior) = start_server(&format!("signal-{signal}"));
+    let (orb, _) = armillary::Orb::init(["test"]).unwrap();
+    let port = orb.string_to_object(&ior).unwrap().ior().iiop_profiles()[0].port;
+    orb.shutdown(true);
+    // It serves before the signal...
+    let (ok, out, err) = client(&[ior_file.to_str().unwrap(), "ACME"]);
+    assert!(ok, "{out}{err}");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+
+    send_signal(server.0.id(), signal);
+    let status = wait_for_exit(&mut server);
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    // ...and its port is closed after.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    let _ = std::fs::remove_file(&ior_file);
+}
+
+#[test]
+fn server_stops_cleanly_on_sigterm() {
+    stops_cleanly_on("TERM");
+}
+
+#[test]
+fn server_stops_cleanly_on_sigint() {
+    stops_cleanly_on("INT");
+}

@@ -484,6 +484,12 @@ impl Generator<'_> {
                 }
             }
 
+            impl ::core::convert::From<::armillary::poa::PoaError> for #name {
+                fn from(e: ::armillary::poa::PoaError) -> Self {
+                    Self::System(e.into())
+                }
+            }
+
             #(
                 impl ::core::convert::From<#types> for #name {
                     fn from(e: #types) -> Self {
@@ -774,10 +780,10 @@ impl Generator<'_> {
                 let call = &all_calls[i];
                 let upcall = Self::upcall_fn(call);
                 if call.owner == id {
-                    quote!(Self::#upcall(&self.0, request))
+                    quote!(Self::#upcall(&self.servant, request))
                 } else {
                     let owner = self.suffixed_path(module, call.owner, "Skeleton");
-                    quote!(#owner::<T>::#upcall(&self.0, request))
+                    quote!(#owner::<T>::#upcall(&self.servant, request))
                 }
             })
             .collect();
@@ -825,7 +831,7 @@ impl Generator<'_> {
         );
         let dispatch = if wire_names.is_empty() {
             quote! {
-                let _ = (&self.0, request);
+                let _ = (&self.servant, request);
                 ::core::result::Result::Err(::armillary::SystemException::bad_operation(
                     ::armillary::giop::system_exception::minor::UNKNOWN_OPERATION,
                     ::armillary::CompletionStatus::No,
@@ -896,6 +902,18 @@ impl Generator<'_> {
                 }
             }
 
+            impl ::armillary::Interface for #name {
+                const REPOSITORY_ID: &'static str = #repo;
+
+                fn from_object(object: ::armillary::ObjectRef) -> Self {
+                    Self { object }
+                }
+
+                fn as_object(&self) -> &::armillary::ObjectRef {
+                    &self.object
+                }
+            }
+
             #(#upcasts)*
 
             impl #encode for #name {
@@ -922,15 +940,49 @@ impl Generator<'_> {
 
             #[doc = #skeleton_doc]
             #[derive(Debug)]
-            pub struct #skeleton<T>(pub T);
+            pub struct #skeleton<T> {
+                servant: ::std::sync::Arc<T>,
+            }
 
             impl<T: #servant> #skeleton<T> {
                 /// Wraps `servant`.
                 pub fn new(servant: T) -> Self {
-                    Self(servant)
+                    Self::from_arc(::std::sync::Arc::new(servant))
                 }
 
-                /// The servant, ready for a POA (`poa.activate_object(...)`).
+                /// Wraps a servant the application keeps a handle to.
+                pub fn from_arc(servant: ::std::sync::Arc<T>) -> Self {
+                    Self { servant }
+                }
+
+                /// The typed servant: clone it before activation to keep a
+                /// handle that stays usable while the POA serves it.
+                pub fn servant(&self) -> &::std::sync::Arc<T> {
+                    &self.servant
+                }
+
+                /// Activates the servant in `poa` under a new system-assigned
+                /// id and returns the typed reference.
+                pub fn activate(
+                    self,
+                    poa: &::armillary::poa::Poa,
+                ) -> ::core::result::Result<#name, ::armillary::poa::PoaError> {
+                    poa.activate_as(self)
+                }
+
+                /// Activates the servant in `poa` under `object_id` and returns
+                /// the typed reference.
+                pub fn activate_with_id(
+                    self,
+                    poa: &::armillary::poa::Poa,
+                    object_id: &[u8],
+                ) -> ::core::result::Result<#name, ::armillary::poa::PoaError> {
+                    poa.activate_with_id_as(object_id, self)
+                }
+
+                /// The servant as the POA holds it, for the untyped POA
+                /// operations (`servant_to_reference`, `set_servant`, servant
+                /// managers).
                 pub fn into_servant(self) -> ::std::sync::Arc<dyn ::armillary::Servant> {
                     ::std::sync::Arc::new(self)
                 }
@@ -995,7 +1047,7 @@ fn pattern_names_is_unit(pattern: &TokenStream) -> bool {
 /// A function reading one value from `r`, given the expression `read`
 /// (of type `Result<T, CdrError>`): `<T as CdrDecode>::decode` itself when
 /// that is all it calls, else a closure.
-fn reader_fn(read: TokenStream) -> TokenStream {
+pub(super) fn reader_fn(read: TokenStream) -> TokenStream {
     let mut tokens: Vec<proc_macro2::TokenTree> = read.clone().into_iter().collect();
     let calls_decode_on_r = match tokens.as_slice() {
         [.., proc_macro2::TokenTree::Ident(f), proc_macro2::TokenTree::Group(args)] => {

@@ -3,6 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::interface::reader_fn;
 use super::names::{camel, ident, snake, Namer};
 use super::types::{cdr_decode, cdr_encode, cdr_error, Val};
 use super::Generator;
@@ -31,6 +32,24 @@ impl Generator<'_> {
                     #tc.clone()
                 }
             }
+        }
+    }
+
+    /// False for types that never travel: natives, local interfaces,
+    /// valuetypes (not mapped yet), and sequences or arrays of them.
+    fn has_cdr_form(&self, ty: &Type) -> bool {
+        match ty {
+            Type::ValueBase => false,
+            Type::Sequence { element, .. } | Type::Array { element, .. } => {
+                self.has_cdr_form(element)
+            }
+            Type::Named(id) => match &self.spec[*id].kind {
+                DefKind::Typedef(t) => self.has_cdr_form(&t.ty),
+                DefKind::Interface(i) => i.kind != crate::ir::InterfaceKind::Local,
+                DefKind::Native | DefKind::ValueType(_) | DefKind::ValueBox(_) => false,
+                _ => true,
+            },
+            _ => true,
         }
     }
 
@@ -461,14 +480,60 @@ impl Generator<'_> {
         let DefKind::Typedef(t) = &self.spec[id].kind else {
             return TokenStream::new();
         };
-        let name = ident(&self.names(id).base);
+        let names = self.names(id).clone();
+        let name = ident(&names.base);
         let doc = self.doc(id);
         let ty = self.rust_type(module, &t.ty);
         let tc = self.tc_static(module, id);
+        let any_fns = self.typedef_any_fns(module, id, &names.base, &t.ty);
         quote! {
             #doc
             pub type #name = #ty;
             #tc
+            #any_fns
+        }
+    }
+
+    /// `<typedef>_to_any` and `<typedef>_from_any`: a typedef is a Rust
+    /// alias and cannot implement `IdlType`, so these put its values into
+    /// an `any` under the typedef's own TypeCode (the only way for
+    /// typedefs involving `wstring` or `wchar`, whose Rust types are
+    /// shared with `string` and `char`). Typedefs of what has no CDR form
+    /// (natives, local interfaces) get none.
+    fn typedef_any_fns(&self, module: &[String], id: DefId, base: &str, ty: &Type) -> TokenStream {
+        if !self.has_cdr_form(ty) {
+            return TokenStream::new();
+        }
+        let name = ident(base);
+        let tc = ident(self.names(id).tc.as_deref().unwrap_or("TC_MISSING"));
+        let snake_name = snake(base);
+        let to_any = ident(&format!("{snake_name}_to_any"));
+        let from_any = ident(&format!("{snake_name}_from_any"));
+        let encode = self.encode(ty, &Val::Ref(quote!(value)));
+        let read = reader_fn(self.decode_result(module, ty));
+        let to_doc = format!(
+            " Puts a [`{base}`] into an `any` whose TypeCode is [`{}`]; fails only when the value breaks a bound.",
+            tc
+        );
+        let from_doc = format!(
+            " Takes a [`{base}`] out of an `any` whose TypeCode is equivalent to [`{}`]; `None` for any other `any`.",
+            tc
+        );
+        quote! {
+            #[doc = #to_doc]
+            pub fn #to_any(
+                value: &#name,
+            ) -> ::core::result::Result<::armillary::cdr::Any, ::armillary::cdr::CdrError> {
+                ::armillary::cdr::Any::from_writer(#tc.clone(), |w| {
+                    #encode
+                    ::core::result::Result::Ok(())
+                })
+            }
+
+            #[doc = #from_doc]
+            pub fn #from_any(any: &::armillary::cdr::Any) -> ::core::option::Option<#name> {
+                any.read_with(&#tc, #read)
+            }
         }
     }
 

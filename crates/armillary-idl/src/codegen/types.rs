@@ -232,9 +232,10 @@ impl Generator<'_> {
                 let recv = val.receiver();
                 let item = self.encode(element, &Val::Ref(quote!(item)));
                 let check = bound.map(|b| {
+                    let limit = Literal::usize_suffixed(b as usize);
                     let b = Literal::u32_unsuffixed(b);
                     quote! {
-                        if #recv.len() > #b as usize {
+                        if #recv.len() > #limit {
                             return ::core::result::Result::Err(#error::BoundExceeded {
                                 bound: #b,
                                 length: #recv.len() as u64,
@@ -357,21 +358,20 @@ impl Generator<'_> {
                     };
                 }
                 let min = number(self.min_size(element, 0).max(1));
-                let item = self.decode(from, element);
-                let check = bound.map(|b| {
-                    let b = Literal::u32_unsuffixed(b);
-                    quote! {
-                        if items.len() > #b as usize {
-                            return ::core::result::Result::Err(#error::BoundExceeded {
-                                bound: #b,
-                                length: items.len() as u64,
-                            });
-                        }
-                    }
-                });
+                let item = super::interface::reader_fn(self.decode_result(from, element));
+                let Some(b) = bound else {
+                    return quote!(r.read_seq_with(#min, #item)?);
+                };
+                let limit = Literal::usize_suffixed(*b as usize);
+                let b = Literal::u32_unsuffixed(*b);
                 quote! {{
-                    let items = r.read_seq_with(#min, |r| ::core::result::Result::Ok(#item))?;
-                    #check
+                    let items = r.read_seq_with(#min, #item)?;
+                    if items.len() > #limit {
+                        return ::core::result::Result::Err(#error::BoundExceeded {
+                            bound: #b,
+                            length: items.len() as u64,
+                        });
+                    }
                     items
                 }}
             }

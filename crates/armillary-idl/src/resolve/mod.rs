@@ -67,10 +67,13 @@ pub(crate) struct Resolver<'s> {
     /// The definition whose scope is current (`None` at the top level).
     container: Option<DefId>,
     corba_module: DefId,
+    /// Accept anonymous sequences as parameter, result and attribute
+    /// types with a warning instead of an error.
+    lenient: bool,
 }
 
 impl<'s> Resolver<'s> {
-    pub(crate) fn new(sources: &'s SourceMap) -> Self {
+    pub(crate) fn new(sources: &'s SourceMap, lenient: bool) -> Self {
         let mut resolver = Resolver {
             sources,
             defs: Vec::new(),
@@ -87,6 +90,7 @@ impl<'s> Resolver<'s> {
             path: Vec::new(),
             container: None,
             corba_module: DefId(0),
+            lenient,
         };
         resolver.new_scope(None, None);
         resolver.declare_builtins();
@@ -1460,6 +1464,10 @@ impl<'s> Resolver<'s> {
         if !self.first_time(&operation.name) {
             return;
         }
+        if let Some(spec) = &operation.return_type {
+            let what = format!("the result of operation '{}'", operation.name.name);
+            self.check_named_type(spec, &what);
+        }
         let return_type = match &operation.return_type {
             Some(spec) => match self.resolve_type(spec, scope, contents, Usage::Complete) {
                 Some(ty) => Some(ty),
@@ -1550,6 +1558,7 @@ impl<'s> Resolver<'s> {
         op_scope: ScopeId,
         nested: &mut Vec<DefId>,
     ) -> Option<Param> {
+        self.check_named_type(&param.ty, &format!("parameter '{}'", param.name.name));
         let ty = self.resolve_type(&param.ty, op_scope, nested, Usage::Complete)?;
         if !self.declare(op_scope, &param.name, Target::Member) {
             return None;
@@ -1608,6 +1617,7 @@ impl<'s> Resolver<'s> {
         if !self.first_time(first) {
             return;
         }
+        self.check_named_type(&attribute.ty, &format!("attribute '{}'", first.name));
         let Some(ty) = self.resolve_type(&attribute.ty, scope, contents, Usage::Complete) else {
             return;
         };
@@ -1629,6 +1639,30 @@ impl<'s> Resolver<'s> {
                 contents.push(id);
             }
         }
+    }
+
+    /// CORBA IDL's `<param_type_spec>` (parameters, results, attributes)
+    /// is a base type, a string or a scoped name: an anonymous
+    /// `sequence<...>` there is an error (omniidl and JacORB reject it
+    /// too), or a warning when the front end is lenient.
+    fn check_named_type(&mut self, spec: &ast::TypeSpec, what: &str) {
+        let ast::TypeSpec::Sequence { loc, .. } = spec else {
+            return;
+        };
+        let message = format!(
+            "{what} has an anonymous sequence type; CORBA IDL allows only a named type here"
+        );
+        let help = "declare a typedef (`typedef sequence<...> NameSeq;`) and use its name";
+        let diag = if self.lenient {
+            Diag::warning(*loc, message)
+                .note(help)
+                .note("accepted because the front end is lenient; other IDL compilers reject it")
+        } else {
+            Diag::error(*loc, message)
+                .note(help)
+                .note("`armillary idl --lenient` (Builder::lenient) accepts it with a warning")
+        };
+        self.diags.push(diag);
     }
 
     /// An unconstrained interface cannot pass local types.

@@ -16,7 +16,7 @@ use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
 use super::{Poa, PoaError};
 use crate::exception::UserException;
-use crate::object::ObjectRef;
+use crate::object::{Interface, ObjectRef};
 use crate::servant::{Servant, ServerRequest};
 
 /// The repository id of `PortableServer::Current`.
@@ -88,6 +88,26 @@ impl PoaCurrent {
         let (poa, oid, servant) =
             Self::with(|f| (f.poa.clone(), f.object_id.clone(), f.servant.clone()))?;
         Ok(poa.make_reference(&oid, servant.repository_id()))
+    }
+
+    /// A typed reference to the object being served: the Rust form of
+    /// C++'s `_this()` inside an upcall. In a servant method,
+    /// `let me: Quoter = PoaCurrent.this()?;` (a `PoaError` converts into
+    /// the method's error type). Fails with [`PoaError::NoContext`]
+    /// outside an upcall and [`PoaError::WrongInterface`] when the
+    /// servant does not implement `I`.
+    #[doc(alias = "_this")]
+    pub fn this<I: Interface>(&self) -> Result<I, PoaError> {
+        let (poa, oid, servant) =
+            Self::with(|f| (f.poa.clone(), f.object_id.clone(), f.servant.clone()))?;
+        if !servant.is_a(I::REPOSITORY_ID)
+            && I::REPOSITORY_ID != crate::servant::OBJECT_REPOSITORY_ID
+        {
+            return Err(PoaError::WrongInterface(I::REPOSITORY_ID));
+        }
+        Ok(I::from_object(
+            poa.make_reference(&oid, servant.repository_id()),
+        ))
     }
 
     /// `PortableServer::Current::_narrow`: the POA Current behind a

@@ -23,8 +23,8 @@ use std::sync::{Arc, Weak};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use parking_lot::{Condvar, Mutex, ReentrantMutex, RwLock};
 
-use crate::object::ObjectRef;
-use crate::servant::{Servant, ServerRequest};
+use crate::object::{Interface, ObjectRef};
+use crate::servant::{IntoServant, Servant, ServerRequest};
 use crate::slots::{SlotRef, SlotTable};
 use aom::{ActiveObjectMap, Entry};
 use key::{ObjectKey, PoaName};
@@ -86,6 +86,64 @@ pub enum PoaError {
     /// `wait_for_completion` from inside an upcall (BAD_INV_ORDER).
     #[error("cannot wait for completion from inside an upcall")]
     BadInvOrder,
+    /// A typed reference to the current object was asked for an
+    /// interface its servant does not implement (the repository id asked
+    /// for).
+    #[error("the servant does not implement {0}")]
+    WrongInterface(&'static str),
+}
+
+/// The system exception a POA error becomes when it crosses an operation
+/// (`?` in a servant method, or a service built on the POA), with the
+/// CORBA minor codes where CORBA names one. Every mapping is
+/// COMPLETED_NO: the POA refused before anything was done.
+///
+/// | `PoaError` | system exception |
+/// |---|---|
+/// | `AdapterInactive` | OBJ_ADAPTER, minor 1 (adapter inactive) |
+/// | `WrongPolicy`, `WrongAdapter`, `ServantNotActive`, `ServantAlreadyActive`, `ObjectAlreadyActive` | OBJ_ADAPTER, minor 0 |
+/// | `NoServant` | OBJ_ADAPTER, minor 3 (no default servant) |
+/// | `ObjectNotActive` | OBJECT_NOT_EXIST, minor 1 (unregistered object) |
+/// | `AdapterNonExistent`, `Destroyed` | OBJECT_NOT_EXIST, minor 2 (nonexistent adapter) |
+/// | `AdapterAlreadyExists`, `WrongInterface` | BAD_PARAM, minor 0 |
+/// | `InvalidPolicy` | INV_POLICY, minor 0 |
+/// | `NoContext`, `BadInvOrder` | BAD_INV_ORDER, minor 0 / 3 (would deadlock) |
+///
+/// ```
+/// use armillary::poa::PoaError;
+/// use armillary::giop::system_exception::{minor, SystemExceptionKind};
+/// use armillary::SystemException;
+///
+/// let e = SystemException::from(PoaError::AdapterInactive);
+/// assert_eq!(e.kind, SystemExceptionKind::ObjAdapter);
+/// assert_eq!(e.minor, minor::ADAPTER_INACTIVE);
+/// ```
+impl From<PoaError> for SystemException {
+    fn from(error: PoaError) -> SystemException {
+        use armillary_giop::system_exception::{minor, omg_minor};
+        let no = CompletionStatus::No;
+        match error {
+            PoaError::AdapterInactive => SystemException::obj_adapter(minor::ADAPTER_INACTIVE, no),
+            PoaError::WrongPolicy
+            | PoaError::WrongAdapter
+            | PoaError::ServantNotActive
+            | PoaError::ServantAlreadyActive
+            | PoaError::ObjectAlreadyActive => SystemException::obj_adapter(0, no),
+            PoaError::NoServant => SystemException::obj_adapter(omg_minor(3), no),
+            PoaError::ObjectNotActive => {
+                SystemException::object_not_exist(minor::UNREGISTERED_OBJECT, no)
+            }
+            PoaError::AdapterNonExistent | PoaError::Destroyed => {
+                SystemException::object_not_exist(minor::NONEXISTENT_ADAPTER, no)
+            }
+            PoaError::AdapterAlreadyExists | PoaError::WrongInterface(_) => {
+                SystemException::bad_param(0, no)
+            }
+            PoaError::InvalidPolicy(_) => SystemException::inv_policy(0, no),
+            PoaError::NoContext => SystemException::bad_inv_order(0, no),
+            PoaError::BadInvOrder => SystemException::bad_inv_order(omg_minor(3), no),
+        }
+    }
 }
 
 /// Builds references for the POA: the ORB knows its endpoints and the IOR
@@ -509,8 +567,12 @@ impl Poa {
         }
     }
 
-    /// Activates `servant` under a new system-assigned id.
-    pub fn activate_object(&self, servant: Arc<dyn Servant>) -> Result<Vec<u8>, PoaError> {
+    /// Activates `servant` under a new system-assigned id (SYSTEM_ID and
+    /// RETAIN). `servant` is a generated skeleton, an `Arc` of one, or an
+    /// `Arc<dyn Servant>` (see [`IntoServant`]); a generated skeleton's
+    /// `activate` does this and returns the typed reference.
+    pub fn activate_object(&self, servant: impl IntoServant) -> Result<Vec<u8>, PoaError> {
+        let servant = servant.into_servant();
         self.live()?;
         self.require_retain()?;
         if self.inner.policies.id_assignment != IdAssignmentPolicy::SystemId {
@@ -521,12 +583,13 @@ impl Poa {
         Ok(id)
     }
 
-    /// Activates `servant` under `object_id`.
+    /// Activates `servant` under `object_id` (RETAIN).
     pub fn activate_object_with_id(
         &self,
         object_id: &[u8],
-        servant: Arc<dyn Servant>,
+        servant: impl IntoServant,
     ) -> Result<(), PoaError> {
+        let servant = servant.into_servant();
         self.live()?;
         self.require_retain()?;
         self.insert(object_id.to_vec(), servant).map(|_| ())
@@ -591,6 +654,29 @@ impl Poa {
             .registry
             .factory
             .make_reference(type_id, key.encode(), persistent)
+    }
+
+    /// Activates `servant` under a new system-assigned id and returns a
+    /// typed reference to it: what a generated skeleton's `activate` calls
+    /// (`QuoterSkeleton::new(prices).activate(&poa)` gives a `Quoter`).
+    pub fn activate_as<I: Interface>(&self, servant: impl IntoServant) -> Result<I, PoaError> {
+        let servant = servant.into_servant();
+        let type_id = servant.repository_id();
+        let id = self.activate_object(servant)?;
+        Ok(I::from_object(self.make_reference(&id, type_id)))
+    }
+
+    /// Activates `servant` under `object_id` and returns a typed reference
+    /// to it (see [`activate_as`](Self::activate_as)).
+    pub fn activate_with_id_as<I: Interface>(
+        &self,
+        object_id: &[u8],
+        servant: impl IntoServant,
+    ) -> Result<I, PoaError> {
+        let servant = servant.into_servant();
+        let type_id = servant.repository_id();
+        self.activate_object_with_id(object_id, servant)?;
+        Ok(I::from_object(self.make_reference(object_id, type_id)))
     }
 
     /// A reference for a new system-assigned id, with no servant yet.

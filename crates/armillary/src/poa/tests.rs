@@ -381,3 +381,65 @@ fn garbage_keys_fail_cleanly() {
     key.extend_from_slice(&[0; 40]);
     assert!(matches!(registry.resolve(&key, "x"), Resolution::Failed(_)));
 }
+
+#[test]
+fn poa_errors_become_the_standard_system_exceptions() {
+    use armillary_giop::system_exception::{omg_minor, SystemExceptionKind as K};
+    let cases = [
+        (PoaError::AdapterInactive, K::ObjAdapter, omg_minor(1)),
+        (PoaError::WrongPolicy, K::ObjAdapter, 0),
+        (PoaError::WrongAdapter, K::ObjAdapter, 0),
+        (PoaError::ServantNotActive, K::ObjAdapter, 0),
+        (PoaError::ServantAlreadyActive, K::ObjAdapter, 0),
+        (PoaError::ObjectAlreadyActive, K::ObjAdapter, 0),
+        (PoaError::NoServant, K::ObjAdapter, omg_minor(3)),
+        (PoaError::ObjectNotActive, K::ObjectNotExist, omg_minor(1)),
+        (
+            PoaError::AdapterNonExistent,
+            K::ObjectNotExist,
+            omg_minor(2),
+        ),
+        (PoaError::Destroyed, K::ObjectNotExist, omg_minor(2)),
+        (PoaError::AdapterAlreadyExists, K::BadParam, 0),
+        (PoaError::WrongInterface("IDL:X:1.0"), K::BadParam, 0),
+        (PoaError::InvalidPolicy(2), K::InvPolicy, 0),
+        (PoaError::NoContext, K::BadInvOrder, 0),
+        (PoaError::BadInvOrder, K::BadInvOrder, omg_minor(3)),
+    ];
+    for (error, kind, minor) in cases {
+        let e = SystemException::from(error.clone());
+        assert_eq!((e.kind, e.minor), (kind, minor), "{error:?}");
+        assert_eq!(e.completed, CompletionStatus::No, "{error:?}");
+    }
+}
+
+#[test]
+fn activation_takes_servants_arcs_and_trait_objects() {
+    let (registry, root) = setup();
+    let by_value = root.activate_object(Echo("value")).unwrap();
+    let shared = Arc::new(Echo("arc"));
+    let by_arc = root.activate_object(shared.clone()).unwrap();
+    let erased: Arc<dyn Servant> = Arc::new(Echo("dyn"));
+    let by_dyn = root.activate_object(erased.clone()).unwrap();
+    assert_eq!(root.active_object_count(), 3);
+    assert_ne!(by_value, by_arc);
+    // The erased servant keeps its identity: the POA finds its id again.
+    assert_eq!(root.servant_to_id(&erased).unwrap(), by_dyn);
+    // A typed reference straight from activation, served by that servant.
+    let typed: ObjectRef = root.activate_as(Echo("typed")).unwrap();
+    assert_eq!(typed.type_id(), "IDL:Test/Echo:1.0");
+    let (label, _) = call(&registry, &typed, "whoami").unwrap();
+    assert_eq!(label, "typed");
+    let child = root
+        .create_poa(
+            "user-ids",
+            Some(root.the_poa_manager()),
+            &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
+        )
+        .unwrap();
+    let by_id: ObjectRef = child.activate_with_id_as(b"chosen", Echo("id")).unwrap();
+    assert_eq!(
+        call(&registry, &by_id, "whoami").unwrap(),
+        ("id".to_owned(), b"chosen".to_vec())
+    );
+}

@@ -7,13 +7,15 @@
 //!
 //! It prints its IOR on standard output (and writes it to `--ior-file`).
 //! The object key is `Quoter`, so a client may also use
-//! `corbaloc:iiop:HOST:PORT/Quoter`.
+//! `corbaloc:iiop:HOST:PORT/Quoter`. SIGINT or SIGTERM shuts the ORB down
+//! (requests in progress finish, the listener closes) and the server
+//! exits with status 0.
 
 use std::process::ExitCode;
 
 use armillary::Orb;
 use armillary_quoter::stock::QuoterSkeleton;
-use armillary_quoter::QuoterImpl;
+use armillary_quoter::{QuoterImpl, ShutdownOnSignals};
 
 const USAGE: &str =
     "usage: quoter-server [--endpoint iiop://HOST:PORT] [--ior-file FILE] [-ORB<option> VALUE]...";
@@ -58,20 +60,23 @@ fn serve() -> Result<(), String> {
     if let Some(unknown) = rest.get(1) {
         return Err(format!("unknown argument {unknown:?}\n{USAGE}"));
     }
+    // Before the IOR is published: a signal from then on stops us cleanly.
+    let signals = ShutdownOnSignals::install(&orb).map_err(|e| format!("signals: {e}"))?;
     let poa = orb.root_poa();
     poa.the_poa_manager()
         .activate()
         .map_err(|e| e.to_string())?;
-    let servant = QuoterSkeleton::new(QuoterImpl::default()).into_servant();
-    let quoter = poa
-        .servant_to_reference(&servant)
+    let quoter = QuoterSkeleton::new(QuoterImpl::default())
+        .activate(&poa)
         .map_err(|e| e.to_string())?;
-    orb.bind_object_key("Quoter", quoter.clone());
-    let ior = orb.object_to_string(&quoter);
+    orb.bind_object_key("Quoter", quoter.as_object().clone());
+    let ior = orb.object_to_string(quoter.as_object());
     if let Some(path) = &ior_file {
         std::fs::write(path, format!("{ior}\n")).map_err(|e| format!("writing {path}: {e}"))?;
     }
     println!("{ior}");
     orb.run();
+    drop(signals);
+    orb.destroy();
     Ok(())
 }
