@@ -1393,6 +1393,13 @@ impl ServerConnection {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        // Give back what a partly received message held, before the peer
+        // can see the close: once it has, it may rightly expect another
+        // connection to fit in the budget this one freed.
+        let charged = self.charged.swap(0, Ordering::SeqCst);
+        self.shared
+            .partial_bytes
+            .fetch_sub(charged, Ordering::SeqCst);
         let token = self.token.lock().take();
         let mut stream = self.stream.lock();
         let _ = stream.flush();
@@ -1407,11 +1414,6 @@ impl ServerConnection {
             *stream = ConnStream::Closed;
         }
         drop(stream);
-        // Give back what a partly received message held.
-        let charged = self.charged.swap(0, Ordering::SeqCst);
-        self.shared
-            .partial_bytes
-            .fetch_sub(charged, Ordering::SeqCst);
         if let Some(mut decoder) = self.decoder.try_lock() {
             *decoder = FrameDecoder::new(self.shared.limits.frame);
         }
