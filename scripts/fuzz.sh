@@ -12,8 +12,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(frame_decoder ior_parse typecode_any giop_message giop_body idl_frontend)
-vectors="${ARMILLARY_VECTORS:-../shared/vectors/omniorb-4.2}"
-[ -d "$vectors" ] || vectors="../../shared/vectors/omniorb-4.2"
+vectors="${ARMILLARY_VECTORS:-tests/vectors/omniorb-4.2}"
 
 python3 - "$vectors" <<'PY'
 import os, sys, hashlib
