@@ -619,7 +619,7 @@ fn a_newer_giop_version_gets_message_error_in_1_2() {
 /// process (`HOSTILE_CHILD_MODEL` names the model). Prints its port and
 /// object key, then serves until its standard input closes.
 #[test]
-#[ignore]
+#[ignore = "not a test: the server the descriptor-exhaustion test runs as a child process"]
 fn child_server() {
     let Ok(model) = std::env::var("HOSTILE_CHILD_MODEL") else {
         return;
