@@ -5,6 +5,7 @@
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::SystemExceptionKind;
+use armillary::poa::PoaError;
 use armillary::{ObjectRef, Orb};
 use armillary_naming::cos_naming::naming_context::{
     AlreadyBound, BindContextError, BindError, BindNewContextError, CannotProceed, DestroyError,
@@ -540,11 +541,18 @@ fn is_reached_by_corbaloc_and_initial_reference() {
     let initial = s.orb.resolve_initial_references("NameService").unwrap();
     let root = NamingContextExt::narrow(&initial).unwrap().unwrap();
     assert_eq!(root.resolve_str("x").unwrap(), x);
-    // One naming service per ORB.
+    // One naming service per ORB; the POA's refusal is the error's source.
+    let e = armillary_naming::start(&s.orb).expect_err("a second naming service");
     assert!(matches!(
-        armillary_naming::start(&s.orb),
-        Err(StartError::CreatePoa(_))
+        e,
+        StartError::CreatePoa(PoaError::AdapterAlreadyExists)
     ));
+    assert_eq!(e.to_string(), "cannot create the NameService POA");
+    let source = std::error::Error::source(&e).expect("the POA error is the source");
+    assert_eq!(
+        source.downcast_ref::<PoaError>(),
+        Some(&PoaError::AdapterAlreadyExists)
+    );
 }
 
 #[test]
