@@ -611,3 +611,34 @@ fn generated_code_is_rustfmt_clean() {
     };
     assert!(status.success(), "rustfmt --check found differences");
 }
+
+/// A generated error enum is a `std::error::Error` whose source is the
+/// exception it carries, user or system, and `?` reaches it from the
+/// ORB's and the POA's errors.
+#[test]
+fn generated_errors_expose_their_exception_as_source() {
+    use armillary::poa::PoaError;
+    use armillary::{minor, OrbError};
+    use std::error::Error;
+
+    let failure = Failure {
+        code: 3,
+        reason: "why".into(),
+        details: vec![],
+    };
+    let e = FailError::from(failure.clone());
+    let source = e.source().expect("the user exception is the source");
+    assert_eq!(source.downcast_ref::<Failure>(), Some(&failure));
+
+    let system = SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
+    let e = FailError::from(system.clone());
+    let source = e.source().expect("the system exception is the source");
+    assert_eq!(source.downcast_ref::<SystemException>(), Some(&system));
+
+    let e = FailError::from(PoaError::AdapterInactive);
+    let source = e.source().and_then(|s| s.downcast_ref::<SystemException>());
+    assert_eq!(source.map(|s| s.minor()), Some(minor::ADAPTER_INACTIVE));
+    let e = FailError::from(OrbError::Destroyed);
+    let source = e.source().and_then(|s| s.downcast_ref::<SystemException>());
+    assert_eq!(source.map(|s| s.minor()), Some(minor::ORB_SHUT_DOWN));
+}
