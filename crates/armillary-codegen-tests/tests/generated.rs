@@ -328,7 +328,7 @@ impl PeerServant for CountingGreeter {
         let wrong = armillary::poa::PoaCurrent
             .this::<Everything>()
             .map_err(SystemException::from);
-        assert_eq!(wrong.unwrap_err().kind, SystemExceptionKind::BadParam);
+        assert_eq!(wrong.unwrap_err().kind(), SystemExceptionKind::BadParam);
         Ok(format!("{text} from {}", me.as_object().type_id()))
     }
 }
@@ -541,8 +541,8 @@ fn stubs_call_skeletons_through_an_orb() {
     }
     assert!(matches!(e.fail(0), Err(FailError::Empty(_))));
     let system = e.fail_system(5).unwrap_err();
-    assert_eq!(system.kind, SystemExceptionKind::NoPermission);
-    assert_eq!(system.minor, 5);
+    assert_eq!(system.kind(), SystemExceptionKind::NoPermission);
+    assert_eq!(system.minor(), 5);
 
     // Object references as results and parameters, a callback.
     let me = e.get_self().unwrap();
@@ -577,20 +577,23 @@ fn stubs_call_skeletons_through_an_orb() {
 
     // A bounded sequence over its bound fails on the client, before sending.
     let err = e.echo_bounded(&[1, 2, 3, 4, 5]).unwrap_err();
-    assert_eq!(err.kind, SystemExceptionKind::BadParam);
-    assert_eq!(err.completed, CompletionStatus::No);
+    assert_eq!(err.kind(), SystemExceptionKind::BadParam);
+    assert_eq!(err.completed(), CompletionStatus::No);
     // An operation the skeleton does not have is BAD_OPERATION.
     let unknown: Result<(), SystemException> =
         object.invoke("no_such_op", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(_) => Ok(Ok(())),
             ReplyBody::UserException { .. } => Ok(Ok(())),
         });
-    assert_eq!(unknown.unwrap_err().kind, SystemExceptionKind::BadOperation);
+    assert_eq!(
+        unknown.unwrap_err().kind(),
+        SystemExceptionKind::BadOperation
+    );
     // A nil reference as a typed stub.
     let nil = Everything::from_object(ObjectRef::nil());
     assert!(nil.is_nil());
     assert_eq!(
-        nil.echo_long(1).unwrap_err().kind,
+        nil.echo_long(1).unwrap_err().kind(),
         SystemExceptionKind::InvObjref
     );
     orb.shutdown(true);

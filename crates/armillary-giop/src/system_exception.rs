@@ -214,18 +214,22 @@ kinds! {
     ThreadCancelled => "THREAD_CANCELLED", thread_cancelled;
 }
 
-/// A CORBA system exception.
+/// A CORBA system exception. Made with [`SystemException::new`] or the
+/// constructor named after its kind (`SystemException::transient(..)`),
+/// read with [`kind`](Self::kind), [`minor`](Self::minor) and
+/// [`completed`](Self::completed).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SystemException {
     /// Which exception.
-    pub kind: SystemExceptionKind,
+    pub(crate) kind: SystemExceptionKind,
     /// The minor code (vendor id in the upper 20 bits).
-    pub minor: u32,
+    pub(crate) minor: u32,
     /// Whether the operation completed.
-    pub completed: CompletionStatus,
+    pub(crate) completed: CompletionStatus,
     /// The repository id as received, when it named no standard exception
     /// (the kind is then `UNKNOWN`).
-    pub foreign_id: Option<String>,
+    pub(crate) foreign_id: Option<String>,
 }
 
 impl SystemException {

@@ -273,7 +273,7 @@ fn rebind_keeps_the_binding_type() {
     assert_eq!(s.root.resolve_str("ctx").unwrap(), ctx.into_object());
     // A nil reference cannot be bound.
     match s.root.bind(&n("nil"), &ObjectRef::nil()) {
-        Err(BindError::System(e)) => assert_eq!(e.kind, SystemExceptionKind::BadParam),
+        Err(BindError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::BadParam),
         other => panic!("{other:?}"),
     }
     match s
@@ -281,7 +281,7 @@ fn rebind_keeps_the_binding_type() {
         .bind_context(&n("nil"), &NamingContext::from_object(ObjectRef::nil()))
     {
         Err(BindContextError::System(e)) => {
-            assert_eq!(e.kind, SystemExceptionKind::BadParam)
+            assert_eq!(e.kind(), SystemExceptionKind::BadParam)
         }
         other => panic!("{other:?}"),
     }
@@ -410,10 +410,10 @@ fn lists_with_an_iterator() {
     assert_eq!(iterator.next_n(10).unwrap(), (false, vec![]));
     assert!(!iterator.next_one().unwrap().0);
     let e = iterator.next_n(0).unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::BadParam);
+    assert_eq!(e.kind(), SystemExceptionKind::BadParam);
     iterator.destroy().unwrap();
     let e = iterator.next_one().unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
 
     // list(0): everything through the iterator, which is a snapshot.
     let (list, iterator) = ctx.list(0).unwrap();
@@ -430,7 +430,7 @@ fn lists_with_an_iterator() {
         last = Some(ctx.list(1).unwrap().1);
     }
     let e = first.next_one().unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
     let last: BindingIterator = last.unwrap();
     assert_eq!(last.next_one().unwrap(), (true, all[1].clone()));
 }
@@ -451,9 +451,9 @@ fn destroys_only_empty_contexts() {
     inner.destroy().unwrap();
     ctx.destroy().unwrap();
     let e = ctx.list(1).unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
     match inner.resolve(&n("x")) {
-        Err(ResolveError::System(e)) => assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist),
+        Err(ResolveError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist),
         other => panic!("{other:?}"),
     }
     // An unbound new context, destroyed.
@@ -462,7 +462,7 @@ fn destroys_only_empty_contexts() {
     lone.destroy().unwrap();
     // The root stays.
     match s.root.destroy() {
-        Err(DestroyError::System(e)) => assert_eq!(e.kind, SystemExceptionKind::NoPermission),
+        Err(DestroyError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::NoPermission),
         other => panic!("{other:?}"),
     }
 }
@@ -616,9 +616,9 @@ fn corbaname_urls_resolve_through_the_service() {
     let e = client
         .string_to_object(&format!("corbaname::127.0.0.1:{port}#missing"))
         .unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::BadParam);
+    assert_eq!(e.kind(), SystemExceptionKind::BadParam);
     assert_eq!(
-        e.minor,
+        e.minor(),
         armillary::giop::system_exception::minor::CORBANAME_UNRESOLVED
     );
     client.shutdown(true);

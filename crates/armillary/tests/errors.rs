@@ -50,7 +50,7 @@ fn a_shut_down_orb_reports_destroyed_and_bad_inv_order() {
 /// `?` turns both error types into the exception an operation returns.
 fn operation(orb: &Orb, poa_error: Option<PoaError>) -> Result<usize, SystemException> {
     if let Some(e) = poa_error {
-        return Err(e)?;
+        Err(e)?;
     }
     Ok(orb.endpoints()?.len())
 }

@@ -32,32 +32,6 @@ impl From<SystemException> for ServantManagerError {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::error::Error;
-
-    use armillary_giop::system_exception::{CompletionStatus, SystemException};
-
-    use super::ServantManagerError;
-    use crate::object::ObjectRef;
-
-    #[test]
-    fn errors_display_and_expose_their_exception_as_source() {
-        let ex = SystemException::transient(0, CompletionStatus::No);
-        let e = ServantManagerError::from(ex.clone());
-        assert_eq!(
-            e.to_string(),
-            "the servant manager raised a system exception"
-        );
-        let source = e.source().expect("a system exception is the source");
-        assert_eq!(source.downcast_ref::<SystemException>(), Some(&ex));
-
-        let forward = ServantManagerError::Forward(ObjectRef::nil());
-        assert!(forward.to_string().starts_with("forward request"));
-        assert!(forward.source().is_none());
-    }
-}
-
 /// Incarnates servants on first use for a RETAIN POA with
 /// USE_SERVANT_MANAGER; the servant then stays in the active object map.
 pub trait ServantActivator: Send + Sync + 'static {
@@ -111,4 +85,30 @@ pub trait ServantLocator: Send + Sync + 'static {
 pub trait AdapterActivator: Send + Sync + 'static {
     /// Creates the child `name` of `parent` and returns true if it did.
     fn unknown_adapter(&self, parent: &Poa, name: &str) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use armillary_giop::system_exception::{CompletionStatus, SystemException};
+
+    use super::ServantManagerError;
+    use crate::object::ObjectRef;
+
+    #[test]
+    fn errors_display_and_expose_their_exception_as_source() {
+        let ex = SystemException::transient(0, CompletionStatus::No);
+        let e = ServantManagerError::from(ex.clone());
+        assert_eq!(
+            e.to_string(),
+            "the servant manager raised a system exception"
+        );
+        let source = e.source().expect("a system exception is the source");
+        assert_eq!(source.downcast_ref::<SystemException>(), Some(&ex));
+
+        let forward = ServantManagerError::Forward(ObjectRef::nil());
+        assert!(forward.to_string().starts_with("forward request"));
+        assert!(forward.source().is_none());
+    }
 }
