@@ -266,7 +266,10 @@ fn threaded_models_leave_no_work_to_the_application() {
         ] {
             assert_eq!(
                 (e.kind(), e.minor()),
-                (SystemExceptionKind::BadInvOrder, 4),
+                (
+                    SystemExceptionKind::BadInvOrder,
+                    armillary::minor::ORB_SHUT_DOWN
+                ),
                 "{concurrency:?}"
             );
         }
