@@ -45,7 +45,8 @@ pub enum DemoError {
 }
 
 /// The failure of a step, with the chain of its causes (`source`) in the
-/// reason: "cannot create the NameService POA: the POA already exists".
+/// reason: "cannot create the NameService POA: a child POA with this name
+/// already exists".
 fn step<E: std::error::Error>(step: &'static str) -> impl FnOnce(E) -> DemoError {
     move |e| {
         let mut reason = e.to_string();
