@@ -328,7 +328,7 @@ impl PeerServant for CountingGreeter {
         let wrong = armillary::poa::PoaCurrent
             .this::<Everything>()
             .map_err(SystemException::from);
-        assert_eq!(wrong.unwrap_err().kind, SystemExceptionKind::BadParam);
+        assert_eq!(wrong.unwrap_err().kind(), SystemExceptionKind::BadParam);
         Ok(format!("{text} from {}", me.as_object().type_id()))
     }
 }
@@ -541,8 +541,8 @@ fn stubs_call_skeletons_through_an_orb() {
     }
     assert!(matches!(e.fail(0), Err(FailError::Empty(_))));
     let system = e.fail_system(5).unwrap_err();
-    assert_eq!(system.kind, SystemExceptionKind::NoPermission);
-    assert_eq!(system.minor, 5);
+    assert_eq!(system.kind(), SystemExceptionKind::NoPermission);
+    assert_eq!(system.minor(), 5);
 
     // Object references as results and parameters, a callback.
     let me = e.get_self().unwrap();
@@ -577,20 +577,23 @@ fn stubs_call_skeletons_through_an_orb() {
 
     // A bounded sequence over its bound fails on the client, before sending.
     let err = e.echo_bounded(&[1, 2, 3, 4, 5]).unwrap_err();
-    assert_eq!(err.kind, SystemExceptionKind::BadParam);
-    assert_eq!(err.completed, CompletionStatus::No);
+    assert_eq!(err.kind(), SystemExceptionKind::BadParam);
+    assert_eq!(err.completed(), CompletionStatus::No);
     // An operation the skeleton does not have is BAD_OPERATION.
     let unknown: Result<(), SystemException> =
         object.invoke("no_such_op", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(_) => Ok(Ok(())),
             ReplyBody::UserException { .. } => Ok(Ok(())),
         });
-    assert_eq!(unknown.unwrap_err().kind, SystemExceptionKind::BadOperation);
+    assert_eq!(
+        unknown.unwrap_err().kind(),
+        SystemExceptionKind::BadOperation
+    );
     // A nil reference as a typed stub.
     let nil = Everything::from_object(ObjectRef::nil());
     assert!(nil.is_nil());
     assert_eq!(
-        nil.echo_long(1).unwrap_err().kind,
+        nil.echo_long(1).unwrap_err().kind(),
         SystemExceptionKind::InvObjref
     );
     orb.shutdown(true);
@@ -610,4 +613,35 @@ fn generated_code_is_rustfmt_clean() {
         return;
     };
     assert!(status.success(), "rustfmt --check found differences");
+}
+
+/// A generated error enum is a `std::error::Error` whose source is the
+/// exception it carries, user or system, and `?` reaches it from the
+/// ORB's and the POA's errors.
+#[test]
+fn generated_errors_expose_their_exception_as_source() {
+    use armillary::poa::PoaError;
+    use armillary::{minor, OrbError};
+    use std::error::Error;
+
+    let failure = Failure {
+        code: 3,
+        reason: "why".into(),
+        details: vec![],
+    };
+    let e = FailError::from(failure.clone());
+    let source = e.source().expect("the user exception is the source");
+    assert_eq!(source.downcast_ref::<Failure>(), Some(&failure));
+
+    let system = SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
+    let e = FailError::from(system.clone());
+    let source = e.source().expect("the system exception is the source");
+    assert_eq!(source.downcast_ref::<SystemException>(), Some(&system));
+
+    let e = FailError::from(PoaError::AdapterInactive);
+    let source = e.source().and_then(|s| s.downcast_ref::<SystemException>());
+    assert_eq!(source.map(|s| s.minor()), Some(minor::ADAPTER_INACTIVE));
+    let e = FailError::from(OrbError::Destroyed);
+    let source = e.source().and_then(|s| s.downcast_ref::<SystemException>());
+    assert_eq!(source.map(|s| s.minor()), Some(minor::ORB_SHUT_DOWN));
 }

@@ -217,7 +217,7 @@ fn generated_stub_session(version: GiopVersion, ior: &str) {
     assert!(matches!(e.fail(0), Err(FailError::Empty(_))));
     let system = e.fail_system(5).unwrap_err();
     assert_eq!(
-        (system.kind, system.minor, system.completed),
+        (system.kind(), system.minor(), system.completed()),
         (SystemExceptionKind::NoPermission, 5, CompletionStatus::Yes)
     );
 

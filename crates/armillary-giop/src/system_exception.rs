@@ -45,6 +45,8 @@ pub mod minor {
     pub const ADAPTER_INACTIVE: u32 = omg_minor(1);
     /// BAD_OPERATION 2: the servant does not implement the operation.
     pub const UNKNOWN_OPERATION: u32 = omg_minor(2);
+    /// BAD_INV_ORDER 4: the ORB has shut down.
+    pub const ORB_SHUT_DOWN: u32 = omg_minor(4);
     /// UNKNOWN 1: a user exception the caller does not know.
     pub const UNLISTED_USER_EXCEPTION: u32 = omg_minor(1);
     /// MARSHAL: a malformed message or value (Armillary's own).
@@ -212,18 +214,22 @@ kinds! {
     ThreadCancelled => "THREAD_CANCELLED", thread_cancelled;
 }
 
-/// A CORBA system exception.
+/// A CORBA system exception. Made with [`SystemException::new`] or the
+/// constructor named after its kind (`SystemException::transient(..)`),
+/// read with [`kind`](Self::kind), [`minor`](Self::minor) and
+/// [`completed`](Self::completed).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SystemException {
     /// Which exception.
-    pub kind: SystemExceptionKind,
+    pub(crate) kind: SystemExceptionKind,
     /// The minor code (vendor id in the upper 20 bits).
-    pub minor: u32,
+    pub(crate) minor: u32,
     /// Whether the operation completed.
-    pub completed: CompletionStatus,
+    pub(crate) completed: CompletionStatus,
     /// The repository id as received, when it named no standard exception
     /// (the kind is then `UNKNOWN`).
-    pub foreign_id: Option<String>,
+    pub(crate) foreign_id: Option<String>,
 }
 
 impl SystemException {
@@ -235,6 +241,70 @@ impl SystemException {
             completed,
             foreign_id: None,
         }
+    }
+
+    /// Which standard exception (`UNKNOWN` for a foreign one).
+    pub fn kind(&self) -> SystemExceptionKind {
+        self.kind
+    }
+
+    /// The minor code (vendor id in the upper 20 bits; see [`minor`]).
+    pub fn minor(&self) -> u32 {
+        self.minor
+    }
+
+    /// Whether the operation completed before the exception was raised.
+    pub fn completed(&self) -> CompletionStatus {
+        self.completed
+    }
+
+    /// The repository id as received, when it named no standard exception
+    /// (the kind is then `UNKNOWN`).
+    pub fn foreign_id(&self) -> Option<&str> {
+        self.foreign_id.as_deref()
+    }
+
+    /// This exception with another completion status (a server that
+    /// learns the operation ran before it failed, for example).
+    pub fn with_completed(mut self, completed: CompletionStatus) -> Self {
+        self.completed = completed;
+        self
+    }
+
+    /// Whether this is a `TRANSIENT`: the request did not reach a servant
+    /// and may succeed if tried again (the server is starting, discarding
+    /// requests, or could not be connected).
+    pub fn is_transient(&self) -> bool {
+        self.kind == SystemExceptionKind::Transient
+    }
+
+    /// Whether this is a `TIMEOUT`: no reply within the call timeout.
+    pub fn is_timeout(&self) -> bool {
+        self.kind == SystemExceptionKind::Timeout
+    }
+
+    /// Whether this is a `COMM_FAILURE`: the connection failed while the
+    /// request was in progress (see [`completed`](Self::completed) for
+    /// whether it ran).
+    pub fn is_comm_failure(&self) -> bool {
+        self.kind == SystemExceptionKind::CommFailure
+    }
+
+    /// Whether this is an `OBJECT_NOT_EXIST`: the object is gone for good
+    /// and the reference can be dropped.
+    pub fn is_object_not_exist(&self) -> bool {
+        self.kind == SystemExceptionKind::ObjectNotExist
+    }
+
+    /// Whether this is a `NO_PERMISSION` (including the TLS refusals).
+    pub fn is_no_permission(&self) -> bool {
+        self.kind == SystemExceptionKind::NoPermission
+    }
+
+    /// Whether the operation surely did not run (`COMPLETED_NO`), so that
+    /// trying it again cannot do it twice.
+    pub fn is_completed_no(&self) -> bool {
+        self.completed == CompletionStatus::No
     }
 
     /// The repository id (the received one for foreign exceptions).
@@ -333,6 +403,29 @@ mod tests {
                 assert_eq!(SystemException::decode_body(&mut r).unwrap(), e);
             }
         }
+    }
+
+    #[test]
+    fn accessors_and_helpers_read_the_exception() {
+        let e = SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
+        assert_eq!(e.kind(), SystemExceptionKind::Transient);
+        assert_eq!(e.minor(), minor::CONNECT_FAILED);
+        assert_eq!(e.completed(), CompletionStatus::No);
+        assert_eq!(e.foreign_id(), None);
+        assert!(e.is_transient() && e.is_completed_no());
+        assert!(!e.is_timeout() && !e.is_comm_failure() && !e.is_object_not_exist());
+        let e = e.with_completed(CompletionStatus::Maybe);
+        assert_eq!(e.completed(), CompletionStatus::Maybe);
+        assert!(!e.is_completed_no());
+        assert!(
+            SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::Maybe).is_timeout()
+        );
+        assert!(
+            SystemException::comm_failure(minor::CONNECTION_LOST, CompletionStatus::Maybe)
+                .is_comm_failure()
+        );
+        assert!(SystemException::object_not_exist(0, CompletionStatus::No).is_object_not_exist());
+        assert!(SystemException::no_permission(0, CompletionStatus::No).is_no_permission());
     }
 
     #[test]

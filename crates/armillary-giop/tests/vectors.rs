@@ -121,8 +121,8 @@ fn check_message(session: &str, entry: &Value, bytes: &[u8]) -> usize {
                 ReplyStatus::SystemException => {
                     let e = SystemException::decode_body(&mut body).unwrap();
                     eq("exception_id", e.repository_id().into());
-                    eq("minor", e.minor.into());
-                    eq("completed", e.completed.name().into());
+                    eq("minor", e.minor().into());
+                    eq("completed", e.completed().name().into());
                 }
                 _ => {}
             }

@@ -79,7 +79,7 @@ impl BindingIteratorServant for BindingIteratorImpl {
         self.shared.forget_iterator(self.id);
         match self.shared.poa().deactivate_object(&iterator_id(self.id)) {
             Ok(()) | Err(PoaError::ObjectNotActive) => Ok(()),
-            Err(_) => Err(SystemException::obj_adapter(0, CompletionStatus::No)),
+            Err(e) => Err(SystemException::from(e)),
         }
     }
 }

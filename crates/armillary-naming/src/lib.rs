@@ -43,23 +43,24 @@ armillary::include_idl!("cos_naming");
 /// (`corbaloc:iiop:host:port/NameService`).
 pub const NAME_SERVICE: &str = "NameService";
 
-/// Why the naming service could not start.
+/// Why the naming service could not start. The POA's refusal is the
+/// [`source`](std::error::Error::source), not part of the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
     /// The `NameService` POA could not be made: most likely the ORB
     /// already runs a naming service ([`PoaError::AdapterAlreadyExists`]),
     /// or the root POA was destroyed.
-    #[error("cannot create the NameService POA: {0}")]
-    CreatePoa(PoaError),
+    #[error("cannot create the NameService POA")]
+    CreatePoa(#[source] PoaError),
     /// The POA manager could not be activated (it was deactivated).
-    #[error("cannot activate the NameService POA manager: {0}")]
-    ActivateManager(PoaError),
+    #[error("cannot activate the NameService POA manager")]
+    ActivateManager(#[source] PoaError),
     /// The root context could not be activated: the POA's policies do not
     /// allow `activate_object_with_id` (it needs RETAIN), or it is
     /// destroyed, or it already serves a naming service.
-    #[error("cannot activate the root naming context: {0}")]
-    ActivateRoot(PoaError),
+    #[error("cannot activate the root naming context")]
+    ActivateRoot(#[source] PoaError),
 }
 
 /// Starts an in-memory naming service in `orb` and returns its root

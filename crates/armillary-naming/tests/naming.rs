@@ -5,6 +5,7 @@
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::SystemExceptionKind;
+use armillary::poa::PoaError;
 use armillary::{ObjectRef, Orb};
 use armillary_naming::cos_naming::naming_context::{
     AlreadyBound, BindContextError, BindError, BindNewContextError, CannotProceed, DestroyError,
@@ -272,7 +273,7 @@ fn rebind_keeps_the_binding_type() {
     assert_eq!(s.root.resolve_str("ctx").unwrap(), ctx.into_object());
     // A nil reference cannot be bound.
     match s.root.bind(&n("nil"), &ObjectRef::nil()) {
-        Err(BindError::System(e)) => assert_eq!(e.kind, SystemExceptionKind::BadParam),
+        Err(BindError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::BadParam),
         other => panic!("{other:?}"),
     }
     match s
@@ -280,7 +281,7 @@ fn rebind_keeps_the_binding_type() {
         .bind_context(&n("nil"), &NamingContext::from_object(ObjectRef::nil()))
     {
         Err(BindContextError::System(e)) => {
-            assert_eq!(e.kind, SystemExceptionKind::BadParam)
+            assert_eq!(e.kind(), SystemExceptionKind::BadParam)
         }
         other => panic!("{other:?}"),
     }
@@ -409,10 +410,10 @@ fn lists_with_an_iterator() {
     assert_eq!(iterator.next_n(10).unwrap(), (false, vec![]));
     assert!(!iterator.next_one().unwrap().0);
     let e = iterator.next_n(0).unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::BadParam);
+    assert_eq!(e.kind(), SystemExceptionKind::BadParam);
     iterator.destroy().unwrap();
     let e = iterator.next_one().unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
 
     // list(0): everything through the iterator, which is a snapshot.
     let (list, iterator) = ctx.list(0).unwrap();
@@ -429,7 +430,7 @@ fn lists_with_an_iterator() {
         last = Some(ctx.list(1).unwrap().1);
     }
     let e = first.next_one().unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
     let last: BindingIterator = last.unwrap();
     assert_eq!(last.next_one().unwrap(), (true, all[1].clone()));
 }
@@ -450,9 +451,9 @@ fn destroys_only_empty_contexts() {
     inner.destroy().unwrap();
     ctx.destroy().unwrap();
     let e = ctx.list(1).unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
     match inner.resolve(&n("x")) {
-        Err(ResolveError::System(e)) => assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist),
+        Err(ResolveError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist),
         other => panic!("{other:?}"),
     }
     // An unbound new context, destroyed.
@@ -461,7 +462,7 @@ fn destroys_only_empty_contexts() {
     lone.destroy().unwrap();
     // The root stays.
     match s.root.destroy() {
-        Err(DestroyError::System(e)) => assert_eq!(e.kind, SystemExceptionKind::NoPermission),
+        Err(DestroyError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::NoPermission),
         other => panic!("{other:?}"),
     }
 }
@@ -540,11 +541,18 @@ fn is_reached_by_corbaloc_and_initial_reference() {
     let initial = s.orb.resolve_initial_references("NameService").unwrap();
     let root = NamingContextExt::narrow(&initial).unwrap().unwrap();
     assert_eq!(root.resolve_str("x").unwrap(), x);
-    // One naming service per ORB.
+    // One naming service per ORB; the POA's refusal is the error's source.
+    let e = armillary_naming::start(&s.orb).expect_err("a second naming service");
     assert!(matches!(
-        armillary_naming::start(&s.orb),
-        Err(StartError::CreatePoa(_))
+        e,
+        StartError::CreatePoa(PoaError::AdapterAlreadyExists)
     ));
+    assert_eq!(e.to_string(), "cannot create the NameService POA");
+    let source = std::error::Error::source(&e).expect("the POA error is the source");
+    assert_eq!(
+        source.downcast_ref::<PoaError>(),
+        Some(&PoaError::AdapterAlreadyExists)
+    );
 }
 
 #[test]
@@ -608,9 +616,9 @@ fn corbaname_urls_resolve_through_the_service() {
     let e = client
         .string_to_object(&format!("corbaname::127.0.0.1:{port}#missing"))
         .unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::BadParam);
+    assert_eq!(e.kind(), SystemExceptionKind::BadParam);
     assert_eq!(
-        e.minor,
+        e.minor(),
         armillary::giop::system_exception::minor::CORBANAME_UNRESOLVED
     );
     client.shutdown(true);

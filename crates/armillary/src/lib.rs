@@ -35,7 +35,9 @@ pub use orb::{Orb, OrbError, ReferenceError};
 pub use servant::{IntoServant, Servant, ServerRequest};
 pub use transport::server::ServerStats;
 
-pub use armillary_giop::system_exception::{CompletionStatus, SystemException};
+pub use armillary_giop::system_exception::{
+    minor, CompletionStatus, SystemException, SystemExceptionKind,
+};
 
 /// The CDR types that generated code uses, under one short path.
 pub mod cdr {

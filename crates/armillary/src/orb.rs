@@ -48,6 +48,37 @@ pub enum OrbError {
     /// The TLS configuration cannot be used (files, certificates, keys).
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
+    /// The ORB has been shut down or destroyed: it starts no server and
+    /// publishes no endpoints any more.
+    #[error("the ORB has been shut down")]
+    Destroyed,
+}
+
+/// The system exception an ORB error becomes when it crosses an operation
+/// (`?` in a servant method or in code that returns `SystemException`).
+/// Every mapping is COMPLETED_NO: nothing was done.
+///
+/// | `OrbError` | system exception |
+/// |---|---|
+/// | `Option`, `Listen`, `Tls` | INITIALIZE, minor 0 (the ORB cannot be set up as configured) |
+/// | `Destroyed` | BAD_INV_ORDER, minor 4 (`minor::ORB_SHUT_DOWN`) |
+///
+/// ```
+/// use armillary::{minor, OrbError, SystemException, SystemExceptionKind};
+///
+/// let e = SystemException::from(OrbError::Destroyed);
+/// assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder);
+/// assert_eq!(e.minor(), minor::ORB_SHUT_DOWN);
+/// ```
+impl From<OrbError> for SystemException {
+    fn from(error: OrbError) -> SystemException {
+        match error {
+            OrbError::Option(_) | OrbError::Listen { .. } | OrbError::Tls(_) => {
+                SystemException::initialize(0, CompletionStatus::No)
+            }
+            OrbError::Destroyed => shut_down_error(),
+        }
+    }
 }
 
 /// Why a string could not be turned into a reference
@@ -160,8 +191,7 @@ impl Poa {
 const RUN_WAIT: Duration = Duration::from_millis(500);
 
 fn shut_down_error() -> SystemException {
-    // BAD_INV_ORDER minor 4: the ORB has shut down.
-    SystemException::bad_inv_order(4, CompletionStatus::No)
+    SystemException::bad_inv_order(minor::ORB_SHUT_DOWN, CompletionStatus::No)
 }
 
 /// The invoker of a local object the ORB hands out (POA Current): the
@@ -552,13 +582,15 @@ impl Orb {
     }
 
     /// The endpoints the server listens on, as (host published, port);
-    /// starts the server if it was not running.
+    /// starts the server if it was not running. [`OrbError::Destroyed`]
+    /// once the ORB has been shut down.
     pub fn endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
         Ok(self.core.server()?.published())
     }
 
     /// The TLS endpoints the server listens on, as (host published,
     /// port); starts the server if it was not running.
+    /// [`OrbError::Destroyed`] once the ORB has been shut down.
     pub fn tls_endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
         Ok(self.core.server()?.published_tls())
     }
@@ -577,10 +609,10 @@ impl OrbCore {
         if let Some(s) = &*slot {
             return Ok(s.clone());
         }
-        let core = self.me.upgrade().ok_or_else(|| OrbError::Listen {
-            endpoint: String::new(),
-            source: std::io::Error::other("the ORB is gone"),
-        })?;
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(OrbError::Destroyed);
+        }
+        let core = self.me.upgrade().ok_or(OrbError::Destroyed)?;
         let server = Server::start(core)?;
         *slot = Some(server.clone());
         drop(slot);
@@ -962,7 +994,7 @@ impl Invoker for OrbCore {
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException> {
         if self.shut_down.load(Ordering::SeqCst) {
-            return Err(SystemException::bad_inv_order(4, CompletionStatus::No));
+            return Err(shut_down_error());
         }
         let deadline = self.deadline();
         let mut target = target.clone();

@@ -121,7 +121,7 @@ fn assert_exception(
 ) {
     let e = result.expect_err("the call fails");
     assert_eq!(
-        (e.kind, e.minor, e.completed),
+        (e.kind(), e.minor(), e.completed()),
         (kind, minor, completed),
         "{e:?}"
     );
@@ -282,7 +282,7 @@ fn a_refused_connection_gives_transient_completed_no() {
     // A oneway is refused the same way.
     let e = obj.invoke_oneway("echo_long", &|_| Ok(())).unwrap_err();
     assert_eq!(
-        (e.kind, e.completed),
+        (e.kind(), e.completed()),
         (SystemExceptionKind::Transient, CompletionStatus::No)
     );
     orb.destroy();
@@ -488,10 +488,10 @@ fn a_server_that_stops_reading_times_out_the_send() {
     let (reader_gone, _) = listener.accept().unwrap();
     let result = call.join().unwrap();
     let e = result.unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::Timeout, "{e:?}");
-    assert_eq!(e.minor, minor::CALL_TIMEOUT);
+    assert_eq!(e.kind(), SystemExceptionKind::Timeout, "{e:?}");
+    assert_eq!(e.minor(), minor::CALL_TIMEOUT);
     // The whole request never left: the server cannot have run it.
-    assert_eq!(e.completed, CompletionStatus::No);
+    assert_eq!(e.completed(), CompletionStatus::No);
     drop(reader_gone);
     orb.destroy();
 }
@@ -619,7 +619,7 @@ fn a_hung_server_under_a_call_timeout_gives_timeout_completed_maybe() {
             // hung; never anything else.
             match result {
                 Ok(v) => assert_eq!(v, i as i32),
-                Err(e) => assert_eq!(e.kind, SystemExceptionKind::Timeout, "{e:?}"),
+                Err(e) => assert_eq!(e.kind(), SystemExceptionKind::Timeout, "{e:?}"),
             }
         }
     }

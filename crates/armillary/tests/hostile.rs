@@ -843,7 +843,7 @@ fn a_malformed_reference_says_what_is_wrong() {
         let ex = orb.string_to_object(input).unwrap_err();
         assert_eq!(ex, SystemException::from(e));
         assert_eq!(
-            ex.kind,
+            ex.kind(),
             armillary::giop::system_exception::SystemExceptionKind::BadParam
         );
     }

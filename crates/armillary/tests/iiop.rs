@@ -220,11 +220,11 @@ fn calls_in_every_giop_version_with(concurrency: ConcurrencyModel) {
         assert_eq!(e, FailError::Oops(Oops { code: 9 }));
         let e = long_call(&remote, "boom", 0).unwrap_err();
         assert_eq!(
-            (e.kind, e.minor, e.completed),
+            (e.kind(), e.minor(), e.completed()),
             (SystemExceptionKind::NoResources, 3, CompletionStatus::Yes)
         );
         let e = long_call(&remote, "nope", 0).unwrap_err();
-        assert_eq!(e.kind, SystemExceptionKind::BadOperation);
+        assert_eq!(e.kind(), SystemExceptionKind::BadOperation);
         // Two oneways, then a two-way on the same connection. The ordered
         // models have run the oneways before the two-way; a thread pool
         // keeps no order between a connection's requests (see
@@ -258,7 +258,7 @@ fn corbaloc_keys_and_unknown_objects() {
         .string_to_object(&format!("corbaloc::{host}:{port}/Missing"))
         .unwrap();
     assert_eq!(
-        long_call(&missing, "echo_long", 3).unwrap_err().kind,
+        long_call(&missing, "echo_long", 3).unwrap_err().kind(),
         SystemExceptionKind::ObjectNotExist
     );
     // A reference whose object was deactivated.
@@ -269,7 +269,7 @@ fn corbaloc_keys_and_unknown_objects() {
         .unwrap();
     poa.deactivate_object(&id).unwrap();
     assert_eq!(
-        long_call(&remote, "echo_long", 3).unwrap_err().kind,
+        long_call(&remote, "echo_long", 3).unwrap_err().kind(),
         SystemExceptionKind::ObjectNotExist
     );
     orb.shutdown(true);
@@ -296,7 +296,7 @@ fn a_holding_manager_queues_requests_until_activated() {
         .string_to_object(&server_orb.object_to_string(&obj))
         .unwrap();
     assert_eq!(
-        long_call(&remote, "echo_long", 3).unwrap_err().kind,
+        long_call(&remote, "echo_long", 3).unwrap_err().kind(),
         SystemExceptionKind::Transient
     );
     orb.shutdown(true);
@@ -531,7 +531,7 @@ fn location_forward_is_followed_transparently_and_bounded() {
         .string_to_object(&server_orb.object_to_string(&looping))
         .unwrap();
     assert_eq!(
-        long_call(&remote, "echo_long", 1).unwrap_err().kind,
+        long_call(&remote, "echo_long", 1).unwrap_err().kind(),
         SystemExceptionKind::Transient
     );
     orb.shutdown(true);
@@ -597,7 +597,7 @@ fn ipv6_endpoints_work_end_to_end() {
         .string_to_object(&format!("corbaloc:iiop:1.2@[::1]:{}/x", profile.port))
         .unwrap();
     assert_eq!(
-        long_call(&by_url, "echo_long", 6).unwrap_err().kind,
+        long_call(&by_url, "echo_long", 6).unwrap_err().kind(),
         SystemExceptionKind::ObjectNotExist
     );
     orb.shutdown(true);
@@ -634,7 +634,7 @@ fn oneway_sync_scopes_wait_as_far_as_asked() {
         let e = remote
             .invoke_oneway_with(scope, "ping", &|_| Ok(()))
             .unwrap_err();
-        assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+        assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
     }
     remote
         .invoke_oneway_with(SyncScope::None, "ping", &|_| Ok(()))

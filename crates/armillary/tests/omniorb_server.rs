@@ -166,14 +166,14 @@ fn run_session(version: GiopVersion, ior: &str) {
         )
         .unwrap_err();
     assert_eq!(
-        (e.kind, e.minor, e.completed),
+        (e.kind(), e.minor(), e.completed()),
         (SystemExceptionKind::NoPermission, 5, CompletionStatus::Yes)
     );
     // An unknown operation.
     let e = obj
         .invoke::<(), SystemException>("no_such_op", &|_| Ok(()), |_| Ok(Ok(())))
         .unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::BadOperation);
+    assert_eq!(e.kind(), SystemExceptionKind::BadOperation);
     // inout and out parameters.
     let (r, b, c) = obj
         .invoke::<_, SystemException>(
@@ -256,7 +256,7 @@ fn run_session(version: GiopVersion, ior: &str) {
         ))
         .unwrap();
     let e = echo_long(&bogus, 1).unwrap_err();
-    assert_eq!(e.kind, SystemExceptionKind::ObjectNotExist);
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
     // LocateRequest, answered by omniORB.
     assert_eq!(obj.locate().unwrap(), armillary::Location::Here);
     assert_eq!(bogus.locate().unwrap(), armillary::Location::Unknown);
@@ -289,7 +289,7 @@ fn a_vanished_server_is_a_clean_exception() {
     let e = echo_long(&obj, 2).unwrap_err();
     assert!(
         matches!(
-            e.kind,
+            e.kind(),
             SystemExceptionKind::Transient | SystemExceptionKind::CommFailure
         ),
         "{e}"

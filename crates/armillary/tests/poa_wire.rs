@@ -223,7 +223,7 @@ fn poa_current_raises_no_context_outside_an_upcall() {
                 }
             })
             .unwrap_err();
-        assert_eq!(raised.kind, SystemExceptionKind::Unknown);
+        assert_eq!(raised.kind(), SystemExceptionKind::Unknown);
     }
     assert!(obj.is_a(armillary::poa::current::REPOSITORY_ID).unwrap());
     // A remote object is not this thread's Current.

@@ -265,8 +265,11 @@ fn threaded_models_leave_no_work_to_the_application() {
             server_orb.perform_work().unwrap_err(),
         ] {
             assert_eq!(
-                (e.kind, e.minor),
-                (SystemExceptionKind::BadInvOrder, 4),
+                (e.kind(), e.minor()),
+                (
+                    SystemExceptionKind::BadInvOrder,
+                    armillary::minor::ORB_SHUT_DOWN
+                ),
                 "{concurrency:?}"
             );
         }

@@ -143,9 +143,9 @@ fn client(tls: TlsConfig) -> Orb {
 }
 
 fn assert_refused(e: &SystemException, minor_code: u32) {
-    assert_eq!(e.kind, SystemExceptionKind::NoPermission, "{e}");
-    assert_eq!(e.minor, minor_code, "{e}");
-    assert_eq!(e.completed, CompletionStatus::No, "{e}");
+    assert_eq!(e.kind(), SystemExceptionKind::NoPermission, "{e}");
+    assert_eq!(e.minor(), minor_code, "{e}");
+    assert_eq!(e.completed(), CompletionStatus::No, "{e}");
 }
 
 #[test]
@@ -432,7 +432,7 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
         let e = echo_long(&obj, 1).unwrap_err();
         assert!(
             matches!(
-                e.kind,
+                e.kind(),
                 SystemExceptionKind::CommFailure | SystemExceptionKind::Transient
             ),
             "{e}"

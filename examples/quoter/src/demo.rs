@@ -11,7 +11,6 @@
 //!
 //! Every step is printed; any failure is a [`DemoError`] naming the step.
 
-use std::fmt::Display;
 use std::io::Write;
 
 use armillary::config::OrbConfig;
@@ -45,10 +44,19 @@ pub enum DemoError {
     Output(#[from] std::io::Error),
 }
 
-fn step<E: Display>(step: &'static str) -> impl FnOnce(E) -> DemoError {
-    move |e| DemoError::Step {
-        step,
-        reason: e.to_string(),
+/// The failure of a step, with the chain of its causes (`source`) in the
+/// reason: "cannot create the NameService POA: a child POA with this name
+/// already exists".
+fn step<E: std::error::Error>(step: &'static str) -> impl FnOnce(E) -> DemoError {
+    move |e| {
+        let mut reason = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            reason.push_str(": ");
+            reason.push_str(&c.to_string());
+            cause = c.source();
+        }
+        DemoError::Step { step, reason }
     }
 }
 

@@ -490,6 +490,12 @@ impl Generator<'_> {
                 }
             }
 
+            impl ::core::convert::From<::armillary::OrbError> for #name {
+                fn from(e: ::armillary::OrbError) -> Self {
+                    Self::System(e.into())
+                }
+            }
+
             #(
                 impl ::core::convert::From<#types> for #name {
                     fn from(e: #types) -> Self {
@@ -507,7 +513,16 @@ impl Generator<'_> {
                 }
             }
 
-            impl ::std::error::Error for #name {}
+            /// The source is the exception itself, user or system (the
+            /// message is the exception's own).
+            impl ::std::error::Error for #name {
+                fn source(&self) -> ::core::option::Option<&(dyn ::std::error::Error + 'static)> {
+                    match self {
+                        #(Self::#variants(e) => ::core::option::Option::Some(e),)*
+                        Self::System(e) => ::core::option::Option::Some(e),
+                    }
+                }
+            }
         }
     }
 

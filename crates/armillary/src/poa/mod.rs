@@ -111,12 +111,11 @@ pub enum PoaError {
 ///
 /// ```
 /// use armillary::poa::PoaError;
-/// use armillary::giop::system_exception::{minor, SystemExceptionKind};
-/// use armillary::SystemException;
+/// use armillary::{minor, SystemException, SystemExceptionKind};
 ///
 /// let e = SystemException::from(PoaError::AdapterInactive);
-/// assert_eq!(e.kind, SystemExceptionKind::ObjAdapter);
-/// assert_eq!(e.minor, minor::ADAPTER_INACTIVE);
+/// assert_eq!(e.kind(), SystemExceptionKind::ObjAdapter);
+/// assert_eq!(e.minor(), minor::ADAPTER_INACTIVE);
 /// ```
 impl From<PoaError> for SystemException {
     fn from(error: PoaError) -> SystemException {

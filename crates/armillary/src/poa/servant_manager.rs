@@ -11,13 +11,19 @@ use crate::object::ObjectRef;
 use crate::servant::Servant;
 
 /// What a servant manager may answer instead of a servant.
-#[derive(Debug, Clone)]
+///
+/// `?` on a [`SystemException`] (or anything that converts into one, such
+/// as a `PoaError`, through `SystemException::from`) gives `System`; its
+/// [`source`](std::error::Error::source) is that exception.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ServantManagerError {
     /// `ForwardRequest`: the client is told to use this reference instead
     /// (a LOCATION_FORWARD reply).
+    #[error("forward request to an object of type {:?}", .0.type_id())]
     Forward(ObjectRef),
     /// A system exception for the client.
-    System(SystemException),
+    #[error("the servant manager raised a system exception")]
+    System(#[source] SystemException),
 }
 
 impl From<SystemException> for ServantManagerError {
@@ -79,4 +85,30 @@ pub trait ServantLocator: Send + Sync + 'static {
 pub trait AdapterActivator: Send + Sync + 'static {
     /// Creates the child `name` of `parent` and returns true if it did.
     fn unknown_adapter(&self, parent: &Poa, name: &str) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use armillary_giop::system_exception::{CompletionStatus, SystemException};
+
+    use super::ServantManagerError;
+    use crate::object::ObjectRef;
+
+    #[test]
+    fn errors_display_and_expose_their_exception_as_source() {
+        let ex = SystemException::transient(0, CompletionStatus::No);
+        let e = ServantManagerError::from(ex.clone());
+        assert_eq!(
+            e.to_string(),
+            "the servant manager raised a system exception"
+        );
+        let source = e.source().expect("a system exception is the source");
+        assert_eq!(source.downcast_ref::<SystemException>(), Some(&ex));
+
+        let forward = ServantManagerError::Forward(ObjectRef::nil());
+        assert!(forward.to_string().starts_with("forward request"));
+        assert!(forward.source().is_none());
+    }
 }

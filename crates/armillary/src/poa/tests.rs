@@ -408,8 +408,8 @@ fn poa_errors_become_the_standard_system_exceptions() {
     ];
     for (error, kind, minor) in cases {
         let e = SystemException::from(error.clone());
-        assert_eq!((e.kind, e.minor), (kind, minor), "{error:?}");
-        assert_eq!(e.completed, CompletionStatus::No, "{error:?}");
+        assert_eq!((e.kind(), e.minor()), (kind, minor), "{error:?}");
+        assert_eq!(e.completed(), CompletionStatus::No, "{error:?}");
     }
 }
 

@@ -472,7 +472,7 @@ mod tests {
             [r("127.0.0.1", 4433, true)]
         );
         assert_eq!(
-            routes(&only_tls, false, false).unwrap_err().minor,
+            routes(&only_tls, false, false).unwrap_err().minor(),
             minor::TLS_NOT_CONFIGURED
         );
         assert_eq!(
@@ -480,7 +480,7 @@ mod tests {
             [r("127.0.0.1", 2809, false)]
         );
         let e = routes(&plain, true, true).unwrap_err();
-        assert_eq!(e.minor, minor::TLS_REQUIRED);
+        assert_eq!(e.minor(), minor::TLS_REQUIRED);
     }
 
     #[test]
