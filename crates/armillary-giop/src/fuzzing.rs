@@ -230,20 +230,7 @@ fn forward(r: &mut CdrReader<'_>, order: ByteOrder, version: GiopVersion) {
 /// `any` (a TypeCode, then the value it describes), at the body's own
 /// alignment. What decodes encodes and decodes to the same bytes.
 fn values(r: &mut CdrReader<'_>, order: ByteOrder, version: GiopVersion) {
-    let Ok(any) = Any::decode(r) else {
-        return;
-    };
-    let cs = CodeSets::NATIVE;
-    let mut w = CdrWriter::new(order, version).with_codesets(cs);
-    if any.encode(&mut w).is_ok() {
-        let mut r2 = CdrReader::new(w.as_bytes(), order, version).with_codesets(cs);
-        let back = Any::decode(&mut r2).expect("an encoded any decodes");
-        let mut w2 = CdrWriter::new(order, version).with_codesets(cs);
-        back.encode(&mut w2).expect("a decoded any encodes");
-        assert_eq!(
-            w.as_bytes(),
-            w2.as_bytes(),
-            "an any changed in a round trip"
-        );
+    if let Ok(any) = Any::decode(r) {
+        crate::any::check_round_trip(&any, order, version);
     }
 }
