@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod collocated;
+mod completion;
 pub mod config;
 mod exception;
 mod idl_type;
@@ -25,6 +26,7 @@ pub mod tls;
 mod transport;
 
 pub use armillary_giop as giop;
+pub use completion::WaitForCompletion;
 pub use exception::UserException;
 pub use idl_type::IdlType;
 pub use object::{
