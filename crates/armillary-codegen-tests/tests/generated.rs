@@ -474,10 +474,7 @@ fn stubs_call_skeletons_through_an_orb() {
     // Two server threads: `call_peer` calls back into this same ORB while
     // its request is being served, and a thread blocked waiting for a reply
     // serves nothing meanwhile (wait-on-read).
-    let config = OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPool(2),
-        ..OrbConfig::default()
-    };
+    let config = OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2));
     let orb = Orb::with_config(config).unwrap();
     let poa = orb.root_poa();
     poa.the_poa_manager().activate().unwrap();

@@ -78,13 +78,11 @@ fn shape(points: usize) -> Shape {
 }
 
 fn generated_stub_session(version: GiopVersion, ior: &str) {
-    let config = OrbConfig {
-        max_giop_version: version,
+    let config = OrbConfig::new()
+        .max_giop_version(version.try_into().unwrap())
         // The Peer callback arrives while the test thread waits for
         // `call_peer`'s reply: a server thread must be free to serve it.
-        concurrency: ConcurrencyModel::ThreadPool(2),
-        ..OrbConfig::default()
-    };
+        .concurrency(ConcurrencyModel::ThreadPool(2));
     let orb = Orb::with_config(config).unwrap();
     let object = orb.string_to_object(ior).unwrap();
     let e = Everything::narrow(&object)

@@ -34,10 +34,7 @@ impl Drop for Service {
 }
 
 fn service() -> Service {
-    let config = OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPool(2),
-        ..OrbConfig::default()
-    };
+    let config = OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2));
     let orb = Orb::with_config(config).unwrap();
     let root = armillary_naming::start(&orb).unwrap();
     let root = remote(&orb, root.as_object());

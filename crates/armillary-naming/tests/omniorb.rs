@@ -23,11 +23,7 @@ use armillary_testkit::Peer;
 const LIMIT: Duration = Duration::from_secs(30);
 
 fn orb() -> Orb {
-    Orb::with_config(OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPool(2),
-        ..OrbConfig::default()
-    })
-    .unwrap()
+    Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap()
 }
 
 fn n(sn: &str) -> Name {

@@ -73,6 +73,7 @@ use armillary_giop::GiopVersion;
 /// loop: they are not ordered with the requests the connection brings
 /// after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConcurrencyModel {
     /// One reactor thread reads every connection and runs every upcall.
     /// A connection's requests run in the order they arrived.
@@ -95,77 +96,266 @@ pub enum ConcurrencyModel {
     ApplicationThreads,
 }
 
-/// One listening endpoint as configured.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One listening endpoint: a host name or address and a port.
+///
+/// ```
+/// use armillary::config::ListenEndpoint;
+/// let any = ListenEndpoint::new("0.0.0.0", 2809);
+/// assert_eq!((any.host(), any.port()), ("0.0.0.0", 2809));
+/// let v6 = ListenEndpoint::from(std::net::SocketAddr::from(([0u16, 0, 0, 0, 0, 0, 0, 1], 0)));
+/// assert_eq!(v6.host(), "::1");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ListenEndpoint {
-    /// Host name or address to bind (`0.0.0.0` or `::` for every interface).
-    pub host: String,
-    /// Port; 0 lets the system choose.
-    pub port: u16,
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
-/// Everything an ORB is configured with.
-#[derive(Debug, Clone)]
+impl ListenEndpoint {
+    /// An endpoint on `host` (a name or address; `0.0.0.0` or `::` for
+    /// every interface) and `port` (0 lets the system choose).
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        ListenEndpoint {
+            host: host.into(),
+            port,
+        }
+    }
+
+    /// The host name or address to bind.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port; 0 lets the system choose.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl From<std::net::SocketAddr> for ListenEndpoint {
+    fn from(addr: std::net::SocketAddr) -> Self {
+        ListenEndpoint::new(addr.ip().to_string(), addr.port())
+    }
+}
+
+/// The highest GIOP version an ORB speaks and publishes in its references
+/// (`-ORBGIOPVersion`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum MaxGiopVersion {
+    /// GIOP 1.0: no fragments, no code set negotiation; IIOP 1.0 profiles
+    /// carry no components (so no TLS endpoints).
+    V1_0,
+    /// GIOP 1.1: fragments, code sets.
+    V1_1,
+    /// GIOP 1.2: interleaved fragments, bidirectional-ready headers.
+    #[default]
+    V1_2,
+}
+
+/// The wire version, as the messages and profiles of
+/// [`armillary::giop`](crate::giop) spell it.
+impl From<MaxGiopVersion> for GiopVersion {
+    fn from(version: MaxGiopVersion) -> GiopVersion {
+        match version {
+            MaxGiopVersion::V1_0 => GiopVersion::V1_0,
+            MaxGiopVersion::V1_1 => GiopVersion::V1_1,
+            MaxGiopVersion::V1_2 => GiopVersion::V1_2,
+        }
+    }
+}
+
+/// The setting for a wire version (an IOR profile's, say); a version
+/// Armillary does not speak is given back as the error.
+///
+/// ```
+/// use armillary::cdr::GiopVersion;
+/// use armillary::config::MaxGiopVersion;
+/// assert_eq!(MaxGiopVersion::try_from(GiopVersion::V1_1), Ok(MaxGiopVersion::V1_1));
+/// let v1_3 = GiopVersion { major: 1, minor: 3 };
+/// assert_eq!(MaxGiopVersion::try_from(v1_3), Err(v1_3));
+/// ```
+impl TryFrom<GiopVersion> for MaxGiopVersion {
+    type Error = GiopVersion;
+
+    fn try_from(version: GiopVersion) -> Result<Self, GiopVersion> {
+        match version {
+            GiopVersion::V1_0 => Ok(MaxGiopVersion::V1_0),
+            GiopVersion::V1_1 => Ok(MaxGiopVersion::V1_1),
+            GiopVersion::V1_2 => Ok(MaxGiopVersion::V1_2),
+            other => Err(other),
+        }
+    }
+}
+
+impl MaxGiopVersion {
+    /// The version an `-ORBGIOPVersion` value names.
+    fn parse(value: &str) -> Option<Self> {
+        match value {
+            "1.0" => Some(MaxGiopVersion::V1_0),
+            "1.1" => Some(MaxGiopVersion::V1_1),
+            "1.2" => Some(MaxGiopVersion::V1_2),
+            _ => None,
+        }
+    }
+}
+
+/// The native code set for `char` and `string` data
+/// (`-ORBNativeCharCodeSet`). The other one is offered as a conversion
+/// code set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CharCodeSet {
+    /// UTF-8 (`0x05010001`).
+    #[default]
+    Utf8,
+    /// ISO 8859-1, Latin-1 (`0x00010001`).
+    Iso8859_1,
+}
+
+impl CharCodeSet {
+    const ALL: [CharCodeSet; 2] = [CharCodeSet::Utf8, CharCodeSet::Iso8859_1];
+
+    /// The OSF registry id.
+    fn id(self) -> u32 {
+        match self {
+            CharCodeSet::Utf8 => codeset::UTF_8,
+            CharCodeSet::Iso8859_1 => codeset::ISO_8859_1,
+        }
+    }
+
+    /// The code set an `-ORBNativeCharCodeSet` value names.
+    fn parse(value: &str) -> Option<Self> {
+        match value.to_ascii_uppercase().as_str() {
+            "UTF-8" | "UTF8" => Some(CharCodeSet::Utf8),
+            "ISO-8859-1" | "ISO8859-1" | "LATIN-1" => Some(CharCodeSet::Iso8859_1),
+            _ => None,
+        }
+    }
+}
+
+/// The native code set for `wchar` and `wstring` data
+/// (`-ORBNativeWCharCodeSet`). The other one is offered as a conversion
+/// code set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcharCodeSet {
+    /// UTF-16 (`0x00010109`).
+    #[default]
+    Utf16,
+    /// UCS-2, level 1 (`0x00010100`).
+    Ucs2,
+}
+
+impl WcharCodeSet {
+    const ALL: [WcharCodeSet; 2] = [WcharCodeSet::Utf16, WcharCodeSet::Ucs2];
+
+    /// The OSF registry id.
+    fn id(self) -> u32 {
+        match self {
+            WcharCodeSet::Utf16 => codeset::UTF_16,
+            WcharCodeSet::Ucs2 => codeset::UCS_2,
+        }
+    }
+
+    /// The code set an `-ORBNativeWCharCodeSet` value names.
+    fn parse(value: &str) -> Option<Self> {
+        match value.to_ascii_uppercase().as_str() {
+            "UTF-16" | "UTF16" => Some(WcharCodeSet::Utf16),
+            "UCS-2" | "UCS2" => Some(WcharCodeSet::Ucs2),
+            _ => None,
+        }
+    }
+}
+
+/// A code set component naming `native` and offering the rest of `all`
+/// for conversion.
+fn code_set_component(native: u32, all: impl IntoIterator<Item = u32>) -> CodeSetComponent {
+    CodeSetComponent {
+        native_code_set: native,
+        conversion_code_sets: all.into_iter().filter(|c| *c != native).collect(),
+    }
+}
+
+/// Everything an ORB is configured with: build it with the chained
+/// setters below, or with the `-ORB…` options ([`apply_args`](Self::apply_args),
+/// which [`Orb::init`](crate::Orb::init) calls), or both.
+///
+/// Every setter takes the configuration by value and returns it, so they
+/// chain; each takes a value that is already typed and so cannot fail
+/// (parsing text is the business of the `-ORB…` options). Collections are
+/// added to one item at a time ([`listen`](Self::listen),
+/// [`initial_reference`](Self::initial_reference)). Read a value back
+/// with the getter of the same name with `get_` in front, as
+/// [`std::process::Command`] does. The defaults are those of the options
+/// table in the [module documentation](self).
+///
+/// ```
+/// use std::time::Duration;
+/// use armillary::config::{ConcurrencyModel, ListenEndpoint, MaxGiopVersion, OrbConfig};
+///
+/// let mut config = OrbConfig::new()
+///     .listen(ListenEndpoint::new("127.0.0.1", 0))
+///     .concurrency(ConcurrencyModel::ThreadPool(4))
+///     .max_giop_version(MaxGiopVersion::V1_1)
+///     .call_timeout(Duration::from_secs(2))
+///     .idle_timeout(None)
+///     .max_message_size(1 << 20)
+///     .initial_reference("NameService", "corbaloc::localhost:2809/NameService");
+/// // Command-line options apply on top and hand back the other arguments.
+/// let rest = config.apply_args(["app", "-ORBMaxConnections", "64"])?;
+/// assert_eq!(rest, ["app"]);
+/// assert_eq!(config.get_concurrency(), ConcurrencyModel::ThreadPool(4));
+/// assert_eq!(config.get_call_timeout(), Some(Duration::from_secs(2)));
+/// assert_eq!(config.get_max_connections(), 64);
+/// assert_eq!(config.get_endpoints(), [ListenEndpoint::new("127.0.0.1", 0)]);
+/// let orb = armillary::Orb::with_config(config)?;
+/// # drop(orb);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OrbConfig {
     /// Where to listen; empty means 127.0.0.1 on a system-chosen port,
     /// opened the first time a server object is created.
-    pub endpoints: Vec<ListenEndpoint>,
+    pub(crate) endpoints: Vec<ListenEndpoint>,
     /// Host to publish in IORs instead of the bound address.
-    pub publish_host: Option<String>,
+    pub(crate) publish_host: Option<String>,
     /// `-ORBInitRef` entries.
-    pub initial_references: HashMap<String, String>,
+    pub(crate) initial_references: HashMap<String, String>,
     /// `-ORBDefaultInitRef`.
-    pub default_initial_reference: Option<String>,
-    /// Highest GIOP version spoken (and published).
-    pub max_giop_version: GiopVersion,
-    /// Native and conversion code sets published and negotiated.
-    pub codesets: CodeSetComponentInfo,
+    pub(crate) default_initial_reference: Option<String>,
+    /// Highest GIOP version spoken (and published); see
+    /// [`giop_version`](Self::giop_version).
+    pub(crate) max_giop_version: MaxGiopVersion,
+    /// Native code set for char data; see [`code_sets`](Self::code_sets).
+    pub(crate) char_code_set: CharCodeSet,
+    /// Native code set for wchar data.
+    pub(crate) wchar_code_set: WcharCodeSet,
     /// Server concurrency model.
-    pub concurrency: ConcurrencyModel,
+    pub(crate) concurrency: ConcurrencyModel,
     /// Idle connections are closed (with CloseConnection) after this long
-    /// (default 180 s; `None`: never).
-    pub idle_timeout: Option<Duration>,
+    /// (`None`: never).
+    pub(crate) idle_timeout: Option<Duration>,
     // The server's limits on what one client can make it hold; see
-    // `docs/reliability.md`.
-    /// Time a client has to finish a message once its first byte arrived;
-    /// after it the connection gets MessageError and is closed (default
-    /// 5 s; `None`: no limit).
-    pub message_timeout: Option<Duration>,
-    /// Largest message the server accepts, header included, and largest
-    /// message reassembled from fragments (default 64 MiB).
-    pub max_message_size: usize,
-    /// Most bytes all partly received messages of the server may hold
-    /// together; a connection that needs more gets MessageError (default
-    /// 256 MiB).
-    pub max_partial_bytes: usize,
-    /// Most fragments one message may come in (default 16,384).
-    pub max_fragments: usize,
-    /// Most requests of one connection read and not answered yet
-    /// (running or held); beyond, the server stops reading the
-    /// connection until some are answered (default 256).
-    pub max_outstanding_requests: usize,
-    /// Most reply bytes queued for a client that does not read them;
-    /// beyond, the server stops reading the connection until the client
-    /// takes its replies (default 16 MiB).
-    pub max_queued_reply_bytes: usize,
-    /// Most connections open at once; a connection beyond it is accepted
-    /// and closed at once (default 4,096).
-    pub max_connections: usize,
-    /// Thread per connection: most connection threads; a connection
-    /// beyond it is accepted and closed at once (default 1,024).
-    pub max_connection_threads: usize,
+    // `docs/reliability.md` and the setters' docs.
+    pub(crate) message_timeout: Option<Duration>,
+    pub(crate) max_message_size: usize,
+    pub(crate) max_partial_bytes: usize,
+    pub(crate) max_fragments: usize,
+    pub(crate) max_outstanding_requests: usize,
+    pub(crate) max_queued_reply_bytes: usize,
+    pub(crate) max_connections: usize,
+    pub(crate) max_connection_threads: usize,
     /// Most requests a holding POA manager queues.
-    pub hold_limit: usize,
+    pub(crate) hold_limit: usize,
     /// Most LOCATION_FORWARD hops one invocation follows.
-    pub max_forwards: u32,
-    /// IIOP over TLS: TLS endpoints, certificates, trusted roots, client
-    /// authentication (see [`crate::tls`]).
-    pub tls: crate::tls::TlsConfig,
-    /// The longest a call this ORB makes may take, connecting, sending and
-    /// waiting for its reply included; `None` waits for ever. A call that
-    /// runs out of time fails with TIMEOUT (`minor::CALL_TIMEOUT`) and its
-    /// reply, should it come later, is discarded.
-    pub call_timeout: Option<Duration>,
+    pub(crate) max_forwards: u32,
+    /// IIOP over TLS (see [`crate::tls`]).
+    pub(crate) tls: crate::tls::TlsConfig,
+    /// The longest a call this ORB makes may take (`None`: no limit).
+    pub(crate) call_timeout: Option<Duration>,
 }
 
 impl Default for OrbConfig {
@@ -175,8 +365,9 @@ impl Default for OrbConfig {
             publish_host: None,
             initial_references: HashMap::new(),
             default_initial_reference: None,
-            max_giop_version: GiopVersion::V1_2,
-            codesets: CodeSetComponentInfo::armillary(),
+            max_giop_version: MaxGiopVersion::default(),
+            char_code_set: CharCodeSet::default(),
+            wchar_code_set: WcharCodeSet::default(),
             concurrency: ConcurrencyModel::SingleThreadedReactive,
             idle_timeout: Some(Duration::from_secs(180)),
             message_timeout: Some(Duration::from_secs(5)),
@@ -191,6 +382,323 @@ impl Default for OrbConfig {
             max_forwards: 16,
             tls: crate::tls::TlsConfig::default(),
             call_timeout: None,
+        }
+    }
+}
+
+/// A duration setter's argument: `None` or zero means no limit, as 0 does
+/// in the `-ORB…` options.
+fn limit(d: impl Into<Option<Duration>>) -> Option<Duration> {
+    d.into().filter(|d| !d.is_zero())
+}
+
+impl OrbConfig {
+    /// The default configuration (the same as [`OrbConfig::default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a plain IIOP endpoint to listen on (`-ORBListenEndpoints
+    /// iiop://host:port`); the server listens on every endpoint added.
+    /// Without any, it listens on 127.0.0.1 on a port the system
+    /// chooses, opened the first time a server object is created. A host
+    /// of `0.0.0.0` or `::` listens on every interface and publishes the
+    /// host's real addresses. TLS endpoints are added with
+    /// [`TlsConfig::listen`](crate::tls::TlsConfig::listen).
+    pub fn listen(mut self, endpoint: impl Into<ListenEndpoint>) -> Self {
+        self.endpoints.push(endpoint.into());
+        self
+    }
+
+    /// Sets the host name or address to put in references instead of the
+    /// bound address (`-ORBEndpointPublish`).
+    pub fn publish_host(mut self, host: impl Into<String>) -> Self {
+        self.publish_host = Some(host.into());
+        self
+    }
+
+    /// Sets what [`Orb::resolve_initial_references`](crate::Orb::resolve_initial_references)
+    /// returns for `name`: the object `url` (an IOR, `corbaloc:` or
+    /// `corbaname:` URL) names (`-ORBInitRef Name=URL`). A second call with
+    /// the same name replaces the first.
+    pub fn initial_reference(mut self, name: impl Into<String>, url: impl Into<String>) -> Self {
+        self.initial_references.insert(name.into(), url.into());
+        self
+    }
+
+    /// Sets the prefix for initial references not given by
+    /// [`initial_reference`](Self::initial_reference): `prefix/Name`
+    /// (`-ORBDefaultInitRef`).
+    pub fn default_initial_reference(mut self, prefix: impl Into<String>) -> Self {
+        self.default_initial_reference = Some(prefix.into());
+        self
+    }
+
+    /// Sets the highest GIOP version to speak and publish (default 1.2,
+    /// `-ORBGIOPVersion`).
+    pub fn max_giop_version(mut self, version: MaxGiopVersion) -> Self {
+        self.max_giop_version = version;
+        self
+    }
+
+    /// Sets the native code set for char data (default UTF-8,
+    /// `-ORBNativeCharCodeSet`).
+    pub fn char_code_set(mut self, code_set: CharCodeSet) -> Self {
+        self.char_code_set = code_set;
+        self
+    }
+
+    /// Sets the native code set for wchar data (default UTF-16,
+    /// `-ORBNativeWCharCodeSet`).
+    pub fn wchar_code_set(mut self, code_set: WcharCodeSet) -> Self {
+        self.wchar_code_set = code_set;
+        self
+    }
+
+    /// Sets the server concurrency model (default
+    /// [`SingleThreadedReactive`](ConcurrencyModel::SingleThreadedReactive),
+    /// `-ORBConcurrency`).
+    pub fn concurrency(mut self, model: ConcurrencyModel) -> Self {
+        self.concurrency = model;
+        self
+    }
+
+    /// Sets how long a connection may stay idle before it is closed with
+    /// CloseConnection (default 180 s; `None` or zero: never;
+    /// `-ORBIdleTimeout`).
+    pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.idle_timeout = limit(timeout);
+        self
+    }
+
+    /// Sets the time a client has to finish a message once its first byte
+    /// arrived; after it the connection gets MessageError and is closed
+    /// (default 5 s; `None` or zero: no limit; `-ORBMessageTimeout`).
+    pub fn message_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.message_timeout = limit(timeout);
+        self
+    }
+
+    /// Sets the largest message the server accepts, header included, and
+    /// the largest message reassembled from fragments; a larger one gets
+    /// MessageError (default 64 MiB, at least 1; `-ORBMaxMessageSize`).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes.max(1);
+        self
+    }
+
+    /// Sets the most bytes all partly received messages of the server may
+    /// hold together; a connection that needs more gets MessageError
+    /// (default 256 MiB, at least 1; `-ORBMaxPartialBytes`).
+    pub fn max_partial_bytes(mut self, bytes: usize) -> Self {
+        self.max_partial_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets the most fragments one message may come in (default 16,384,
+    /// at least 1; `-ORBMaxFragments`).
+    pub fn max_fragments(mut self, count: usize) -> Self {
+        self.max_fragments = count.max(1);
+        self
+    }
+
+    /// Sets the most requests of one connection read and not answered yet
+    /// (running or held); beyond, the server stops reading the connection
+    /// until some are answered (default 256, at least 1;
+    /// `-ORBMaxOutstandingRequests`).
+    pub fn max_outstanding_requests(mut self, count: usize) -> Self {
+        self.max_outstanding_requests = count.max(1);
+        self
+    }
+
+    /// Sets the most reply bytes queued for a client that does not read
+    /// them; beyond, the server stops reading the connection until the
+    /// client takes its replies (default 16 MiB, at least 1;
+    /// `-ORBMaxQueuedReplyBytes`).
+    pub fn max_queued_reply_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_reply_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets the most connections open at once; a connection beyond it is
+    /// accepted and closed at once (default 4,096, at least 1;
+    /// `-ORBMaxConnections`).
+    pub fn max_connections(mut self, count: usize) -> Self {
+        self.max_connections = count.max(1);
+        self
+    }
+
+    /// Sets the most connection threads under
+    /// [`ThreadPerConnection`](ConcurrencyModel::ThreadPerConnection); a
+    /// connection beyond it is accepted and closed at once (default
+    /// 1,024, at least 1; `-ORBMaxConnectionThreads`).
+    pub fn max_connection_threads(mut self, count: usize) -> Self {
+        self.max_connection_threads = count.max(1);
+        self
+    }
+
+    /// Sets the most requests a holding POA manager queues; beyond, a
+    /// request is answered with TRANSIENT (default 1,024; `-ORBHoldLimit`).
+    pub fn hold_limit(mut self, count: usize) -> Self {
+        self.hold_limit = count;
+        self
+    }
+
+    /// Sets the most LOCATION_FORWARD hops one invocation follows
+    /// (default 16).
+    pub fn max_forwards(mut self, hops: u32) -> Self {
+        self.max_forwards = hops;
+        self
+    }
+
+    /// Sets the IIOP over TLS configuration: TLS endpoints, certificates,
+    /// trusted roots, client authentication (`-ORBTls…`; see
+    /// [`crate::tls`]).
+    pub fn tls(mut self, tls: crate::tls::TlsConfig) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Sets the longest a call this ORB makes may take, connecting,
+    /// sending and waiting for its reply included (default and `None` or
+    /// zero: no limit; `-ORBClientCallTimeout`). A call that runs out of
+    /// time fails with TIMEOUT (`minor::CALL_TIMEOUT`) and its reply,
+    /// should it come later, is discarded.
+    pub fn call_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.call_timeout = limit(timeout);
+        self
+    }
+
+    /// The plain IIOP endpoints to listen on, in the order added.
+    pub fn get_endpoints(&self) -> &[ListenEndpoint] {
+        &self.endpoints
+    }
+
+    /// The host published in references, if one is set.
+    pub fn get_publish_host(&self) -> Option<&str> {
+        self.publish_host.as_deref()
+    }
+
+    /// The URL set for the initial reference `name`, if any.
+    pub fn get_initial_reference(&self, name: &str) -> Option<&str> {
+        self.initial_references.get(name).map(String::as_str)
+    }
+
+    /// Every initial reference set, as `(name, url)` pairs in no
+    /// particular order.
+    pub fn get_initial_references(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.initial_references
+            .iter()
+            .map(|(name, url)| (name.as_str(), url.as_str()))
+    }
+
+    /// The prefix for other initial references, if one is set.
+    pub fn get_default_initial_reference(&self) -> Option<&str> {
+        self.default_initial_reference.as_deref()
+    }
+
+    /// The highest GIOP version spoken.
+    pub fn get_max_giop_version(&self) -> MaxGiopVersion {
+        self.max_giop_version
+    }
+
+    /// The native code set for char data.
+    pub fn get_char_code_set(&self) -> CharCodeSet {
+        self.char_code_set
+    }
+
+    /// The native code set for wchar data.
+    pub fn get_wchar_code_set(&self) -> WcharCodeSet {
+        self.wchar_code_set
+    }
+
+    /// The server concurrency model.
+    pub fn get_concurrency(&self) -> ConcurrencyModel {
+        self.concurrency
+    }
+
+    /// How long a connection may stay idle (`None`: for ever).
+    pub fn get_idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+
+    /// The time a client has to finish a message (`None`: no limit).
+    pub fn get_message_timeout(&self) -> Option<Duration> {
+        self.message_timeout
+    }
+
+    /// The largest message the server accepts, in bytes.
+    pub fn get_max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    /// The most bytes partly received messages may hold together.
+    pub fn get_max_partial_bytes(&self) -> usize {
+        self.max_partial_bytes
+    }
+
+    /// The most fragments one message may come in.
+    pub fn get_max_fragments(&self) -> usize {
+        self.max_fragments
+    }
+
+    /// The most requests of one connection read and not answered yet.
+    pub fn get_max_outstanding_requests(&self) -> usize {
+        self.max_outstanding_requests
+    }
+
+    /// The most reply bytes queued for a client that does not read them.
+    pub fn get_max_queued_reply_bytes(&self) -> usize {
+        self.max_queued_reply_bytes
+    }
+
+    /// The most connections open at once.
+    pub fn get_max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// The most connection threads under thread per connection.
+    pub fn get_max_connection_threads(&self) -> usize {
+        self.max_connection_threads
+    }
+
+    /// The most requests a holding POA manager queues.
+    pub fn get_hold_limit(&self) -> usize {
+        self.hold_limit
+    }
+
+    /// The most LOCATION_FORWARD hops one invocation follows.
+    pub fn get_max_forwards(&self) -> u32 {
+        self.max_forwards
+    }
+
+    /// The IIOP over TLS configuration.
+    pub fn get_tls(&self) -> &crate::tls::TlsConfig {
+        &self.tls
+    }
+
+    /// The longest a call this ORB makes may take (`None`: no limit).
+    pub fn get_call_timeout(&self) -> Option<Duration> {
+        self.call_timeout
+    }
+
+    /// The highest GIOP version, as the wire layer spells it.
+    pub(crate) fn giop_version(&self) -> GiopVersion {
+        self.max_giop_version.into()
+    }
+
+    /// The code sets published in references and negotiated: each native
+    /// code set, with the other code set of its kind for conversion.
+    pub(crate) fn code_sets(&self) -> CodeSetComponentInfo {
+        CodeSetComponentInfo {
+            for_char_data: code_set_component(
+                self.char_code_set.id(),
+                CharCodeSet::ALL.map(CharCodeSet::id),
+            ),
+            for_wchar_data: code_set_component(
+                self.wchar_code_set.id(),
+                WcharCodeSet::ALL.map(WcharCodeSet::id),
+            ),
         }
     }
 }
@@ -261,14 +769,12 @@ fn host_port_endpoint(
 ) -> Result<ListenEndpoint, OrbOptionError> {
     let rest = rest.trim_end_matches('/');
     let (host, port) = split_host_port(rest).ok_or_else(|| bad(option, value, "bad host:port"))?;
-    Ok(ListenEndpoint {
-        host: if host.is_empty() {
-            "127.0.0.1".to_owned()
-        } else {
-            host
-        },
-        port,
-    })
+    let host = if host.is_empty() {
+        "127.0.0.1".to_owned()
+    } else {
+        host
+    };
+    Ok(ListenEndpoint::new(host, port))
 }
 
 fn parse_endpoint(option: &str, value: &str) -> Result<ListenEndpoint, OrbOptionError> {
@@ -283,16 +789,6 @@ fn parse_endpoint(option: &str, value: &str) -> Result<ListenEndpoint, OrbOption
             )
         })?;
     host_port_endpoint(option, value, rest)
-}
-
-fn code_set_named(option: &str, value: &str) -> Result<u32, OrbOptionError> {
-    match value.to_ascii_uppercase().as_str() {
-        "UTF-8" | "UTF8" => Ok(codeset::UTF_8),
-        "ISO-8859-1" | "ISO8859-1" | "LATIN-1" => Ok(codeset::ISO_8859_1),
-        "UTF-16" | "UTF16" => Ok(codeset::UTF_16),
-        "UCS-2" | "UCS2" => Ok(codeset::UCS_2),
-        _ => Err(bad(option, value, "unknown code set")),
-    }
 }
 
 /// A byte count with an optional `K`, `M` or `G` suffix (powers of 1,024).
@@ -385,34 +881,18 @@ impl OrbConfig {
                 "-ORBDefaultInitRef" => self.default_initial_reference = Some(value()?),
                 "-ORBGIOPVersion" | "-ORBmaxGIOPVersion" => {
                     let v = value()?;
-                    self.max_giop_version = match v.as_str() {
-                        "1.0" => GiopVersion::V1_0,
-                        "1.1" => GiopVersion::V1_1,
-                        "1.2" => GiopVersion::V1_2,
-                        _ => return Err(bad(&option, &v, "expected 1.0, 1.1 or 1.2")),
-                    };
+                    self.max_giop_version = MaxGiopVersion::parse(&v)
+                        .ok_or_else(|| bad(&option, &v, "expected 1.0, 1.1 or 1.2"))?;
                 }
                 "-ORBNativeCharCodeSet" => {
                     let v = value()?;
-                    let id = code_set_named(&option, &v)?;
-                    self.codesets.for_char_data = CodeSetComponent {
-                        native_code_set: id,
-                        conversion_code_sets: [codeset::UTF_8, codeset::ISO_8859_1]
-                            .into_iter()
-                            .filter(|c| *c != id)
-                            .collect(),
-                    };
+                    self.char_code_set = CharCodeSet::parse(&v)
+                        .ok_or_else(|| bad(&option, &v, "expected UTF-8 or ISO-8859-1"))?;
                 }
                 "-ORBNativeWCharCodeSet" => {
                     let v = value()?;
-                    let id = code_set_named(&option, &v)?;
-                    self.codesets.for_wchar_data = CodeSetComponent {
-                        native_code_set: id,
-                        conversion_code_sets: [codeset::UTF_16, codeset::UCS_2]
-                            .into_iter()
-                            .filter(|c| *c != id)
-                            .collect(),
-                    };
+                    self.wchar_code_set = WcharCodeSet::parse(&v)
+                        .ok_or_else(|| bad(&option, &v, "expected UTF-16 or UCS-2"))?;
                 }
                 "-ORBConcurrency" => {
                     let v = value()?;
@@ -517,7 +997,7 @@ mod tests {
             c.initial_references["NameService"],
             "corbaloc::localhost:2809/NameService"
         );
-        assert_eq!(c.max_giop_version, GiopVersion::V1_1);
+        assert_eq!(c.max_giop_version, MaxGiopVersion::V1_1);
         assert_eq!(c.concurrency, ConcurrencyModel::ThreadPool(4));
         for (value, model) in [
             ("reactive", ConcurrencyModel::SingleThreadedReactive),
@@ -681,5 +1161,302 @@ mod tests {
             OrbConfig::default().apply_args(["-ORBBogus", "1"]),
             Err(OrbOptionError::Unknown(_))
         ));
+    }
+
+    /// Every `-ORB…` option and the setter that stands for it give equal
+    /// configurations.
+    #[test]
+    fn every_option_has_a_setter_with_the_same_effect() {
+        use crate::tls::{ClientAuth, TlsConfig};
+        let ms = Duration::from_millis;
+        let cases: Vec<(Vec<&str>, OrbConfig)> = vec![
+            (
+                vec!["-ORBListenEndpoints", "iiop://[::1]:2809;giop:tcp::0"],
+                OrbConfig::new()
+                    .listen(ListenEndpoint::new("::1", 2809))
+                    .listen(ListenEndpoint::new("127.0.0.1", 0)),
+            ),
+            (
+                vec!["-ORBEndpointPublish", "host.example"],
+                OrbConfig::new().publish_host("host.example"),
+            ),
+            (
+                vec![
+                    "-ORBInitRef",
+                    "A=corbaloc::h:1/A",
+                    "-ORBInitRef=B=corbaloc::h:2/B",
+                ],
+                OrbConfig::new()
+                    .initial_reference("A", "corbaloc::h:1/A")
+                    .initial_reference("B", "corbaloc::h:2/B"),
+            ),
+            (
+                vec!["-ORBDefaultInitRef", "corbaloc::h:1"],
+                OrbConfig::new().default_initial_reference("corbaloc::h:1"),
+            ),
+            (
+                vec!["-ORBGIOPVersion", "1.0"],
+                OrbConfig::new().max_giop_version(MaxGiopVersion::V1_0),
+            ),
+            (
+                vec!["-ORBNativeCharCodeSet", "ISO-8859-1"],
+                OrbConfig::new().char_code_set(CharCodeSet::Iso8859_1),
+            ),
+            (
+                vec!["-ORBNativeWCharCodeSet", "UCS-2"],
+                OrbConfig::new().wchar_code_set(WcharCodeSet::Ucs2),
+            ),
+            (
+                vec!["-ORBConcurrency", "thread-pool:3"],
+                OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(3)),
+            ),
+            (
+                vec!["-ORBIdleTimeout", "0"],
+                OrbConfig::new().idle_timeout(None),
+            ),
+            (
+                vec!["-ORBIdleTimeout", "2.5"],
+                OrbConfig::new().idle_timeout(ms(2500)),
+            ),
+            (
+                vec!["-ORBMessageTimeout", "0"],
+                OrbConfig::new().message_timeout(Duration::ZERO),
+            ),
+            (
+                vec!["-ORBMaxMessageSize", "2M"],
+                OrbConfig::new().max_message_size(2 << 20),
+            ),
+            (
+                vec!["-ORBgiopMaxMsgSize", "4096"],
+                OrbConfig::new().max_message_size(4096),
+            ),
+            (
+                vec!["-ORBMaxPartialBytes", "1G"],
+                OrbConfig::new().max_partial_bytes(1 << 30),
+            ),
+            (
+                vec!["-ORBMaxFragments", "8"],
+                OrbConfig::new().max_fragments(8),
+            ),
+            (
+                vec!["-ORBMaxOutstandingRequests", "4"],
+                OrbConfig::new().max_outstanding_requests(4),
+            ),
+            (
+                vec!["-ORBMaxQueuedReplyBytes", "64K"],
+                OrbConfig::new().max_queued_reply_bytes(64 << 10),
+            ),
+            (
+                vec!["-ORBMaxConnections", "10"],
+                OrbConfig::new().max_connections(10),
+            ),
+            (
+                vec!["-ORBMaxConnectionThreads", "3"],
+                OrbConfig::new().max_connection_threads(3),
+            ),
+            (vec!["-ORBHoldLimit", "0"], OrbConfig::new().hold_limit(0)),
+            (
+                vec!["-ORBClientCallTimeout", "250"],
+                OrbConfig::new().call_timeout(ms(250)),
+            ),
+            (
+                vec![
+                    "-ORBListenEndpoints",
+                    "iiops://0.0.0.0:4433",
+                    "-ORBTlsCert",
+                    "cert.pem",
+                    "-ORBTlsKey",
+                    "key.pem",
+                    "-ORBTlsCa",
+                    "ca.pem",
+                    "-ORBTlsClientAuth",
+                    "required",
+                    "-ORBTlsRequire",
+                    "yes",
+                ],
+                OrbConfig::new().tls(
+                    TlsConfig::new()
+                        .listen(ListenEndpoint::new("0.0.0.0", 4433))
+                        .certificate_file("cert.pem")
+                        .private_key_file("key.pem")
+                        .trusted_roots_file("ca.pem")
+                        .client_auth(ClientAuth::Required)
+                        .require(true),
+                ),
+            ),
+        ];
+        for (args, built) in cases {
+            let mut parsed = OrbConfig::new();
+            assert_eq!(parsed.apply_args(args.iter().copied()), Ok(vec![]));
+            assert_eq!(parsed, built, "{args:?}");
+            assert_ne!(parsed, OrbConfig::default(), "{args:?} changed nothing");
+        }
+        // The one option without a command-line form.
+        assert_eq!(OrbConfig::new().max_forwards(2).get_max_forwards(), 2);
+    }
+
+    #[test]
+    fn getters_read_back_what_the_setters_set() {
+        let c = OrbConfig::new()
+            .listen(std::net::SocketAddr::from(([127, 0, 0, 1], 7)))
+            .publish_host("h")
+            .initial_reference("A", "corbaloc::h:1/A")
+            .default_initial_reference("corbaloc::h:2")
+            .max_giop_version(MaxGiopVersion::V1_1)
+            .char_code_set(CharCodeSet::Iso8859_1)
+            .wchar_code_set(WcharCodeSet::Ucs2)
+            .concurrency(ConcurrencyModel::ThreadPerConnection)
+            .idle_timeout(Duration::from_secs(1))
+            .message_timeout(None)
+            .max_message_size(1)
+            .max_partial_bytes(2)
+            .max_fragments(3)
+            .max_outstanding_requests(4)
+            .max_queued_reply_bytes(5)
+            .max_connections(6)
+            .max_connection_threads(7)
+            .hold_limit(8)
+            .max_forwards(9)
+            .tls(crate::tls::TlsConfig::new().require(true))
+            .call_timeout(Duration::from_secs(10));
+        assert_eq!(c.get_endpoints(), [ListenEndpoint::new("127.0.0.1", 7)]);
+        assert_eq!(c.get_publish_host(), Some("h"));
+        assert_eq!(c.get_initial_reference("A"), Some("corbaloc::h:1/A"));
+        assert_eq!(c.get_initial_reference("B"), None);
+        assert_eq!(
+            c.get_initial_references().collect::<Vec<_>>(),
+            [("A", "corbaloc::h:1/A")]
+        );
+        assert_eq!(c.get_default_initial_reference(), Some("corbaloc::h:2"));
+        assert_eq!(c.get_max_giop_version(), MaxGiopVersion::V1_1);
+        assert_eq!(c.get_char_code_set(), CharCodeSet::Iso8859_1);
+        assert_eq!(c.get_wchar_code_set(), WcharCodeSet::Ucs2);
+        assert_eq!(c.get_concurrency(), ConcurrencyModel::ThreadPerConnection);
+        assert_eq!(c.get_idle_timeout(), Some(Duration::from_secs(1)));
+        assert_eq!(c.get_message_timeout(), None);
+        assert_eq!(
+            [
+                c.get_max_message_size(),
+                c.get_max_partial_bytes(),
+                c.get_max_fragments(),
+                c.get_max_outstanding_requests(),
+                c.get_max_queued_reply_bytes(),
+                c.get_max_connections(),
+                c.get_max_connection_threads(),
+                c.get_hold_limit(),
+            ],
+            [1, 2, 3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(c.get_max_forwards(), 9);
+        assert!(c.get_tls().get_require());
+        assert_eq!(c.get_call_timeout(), Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn setters_keep_limits_meaningful() {
+        // A zero duration is no limit, as 0 is in the options; a zero
+        // count would refuse everything, so it is raised to one.
+        let c = OrbConfig::new()
+            .call_timeout(Duration::ZERO)
+            .idle_timeout(Duration::ZERO)
+            .max_connections(0)
+            .max_message_size(0);
+        assert_eq!(c.get_call_timeout(), None);
+        assert_eq!(c.get_idle_timeout(), None);
+        assert_eq!(c.get_max_connections(), 1);
+        assert_eq!(c.get_max_message_size(), 1);
+        assert_eq!(OrbConfig::new(), OrbConfig::default());
+    }
+
+    #[test]
+    fn user_level_enums_convert_to_the_wire_values() {
+        for (text, version, wire) in [
+            ("1.0", MaxGiopVersion::V1_0, GiopVersion::V1_0),
+            ("1.1", MaxGiopVersion::V1_1, GiopVersion::V1_1),
+            ("1.2", MaxGiopVersion::V1_2, GiopVersion::V1_2),
+        ] {
+            assert_eq!(MaxGiopVersion::parse(text), Some(version));
+            assert_eq!(GiopVersion::from(version), wire);
+            assert_eq!(MaxGiopVersion::try_from(wire), Ok(version));
+            let mut c = OrbConfig::new();
+            c.apply_args(["-ORBmaxGIOPVersion", text]).unwrap();
+            assert_eq!(c.giop_version(), wire);
+        }
+        assert_eq!(OrbConfig::new().giop_version(), GiopVersion::V1_2);
+        assert!(MaxGiopVersion::V1_0 < MaxGiopVersion::V1_2);
+
+        // The default publishes what Armillary always published.
+        assert_eq!(
+            OrbConfig::new().code_sets(),
+            CodeSetComponentInfo::armillary()
+        );
+        for (names, set, native, conversion) in [
+            (
+                &["UTF-8", "utf8"][..],
+                CharCodeSet::Utf8,
+                codeset::UTF_8,
+                codeset::ISO_8859_1,
+            ),
+            (
+                &["ISO-8859-1", "iso8859-1", "Latin-1"][..],
+                CharCodeSet::Iso8859_1,
+                codeset::ISO_8859_1,
+                codeset::UTF_8,
+            ),
+        ] {
+            for name in names {
+                let mut c = OrbConfig::new();
+                c.apply_args(["-ORBNativeCharCodeSet", name]).unwrap();
+                assert_eq!(c.get_char_code_set(), set, "{name}");
+                let info = c.code_sets();
+                assert_eq!(info.for_char_data.native_code_set, native);
+                assert_eq!(info.for_char_data.conversion_code_sets, [conversion]);
+                assert_eq!(
+                    info.for_wchar_data,
+                    CodeSetComponentInfo::armillary().for_wchar_data
+                );
+            }
+        }
+        for (names, set, native, conversion) in [
+            (
+                &["UTF-16", "utf16"][..],
+                WcharCodeSet::Utf16,
+                codeset::UTF_16,
+                codeset::UCS_2,
+            ),
+            (
+                &["UCS-2", "ucs2"][..],
+                WcharCodeSet::Ucs2,
+                codeset::UCS_2,
+                codeset::UTF_16,
+            ),
+        ] {
+            for name in names {
+                let mut c = OrbConfig::new();
+                c.apply_args(["-ORBNativeWCharCodeSet", name]).unwrap();
+                assert_eq!(c.get_wchar_code_set(), set, "{name}");
+                let info = c.code_sets();
+                assert_eq!(info.for_wchar_data.native_code_set, native);
+                assert_eq!(info.for_wchar_data.conversion_code_sets, [conversion]);
+                assert_eq!(
+                    info.for_char_data,
+                    CodeSetComponentInfo::armillary().for_char_data
+                );
+            }
+        }
+        // A wchar code set is no char code set, and the other way round.
+        for (option, value) in [
+            ("-ORBNativeCharCodeSet", "UTF-16"),
+            ("-ORBNativeWCharCodeSet", "UTF-8"),
+            ("-ORBNativeCharCodeSet", "EBCDIC"),
+        ] {
+            assert!(
+                matches!(
+                    OrbConfig::new().apply_args([option, value]),
+                    Err(OrbOptionError::BadValue { .. })
+                ),
+                "{option} {value}"
+            );
+        }
     }
 }

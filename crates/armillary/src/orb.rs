@@ -261,7 +261,7 @@ impl Orb {
     /// 127.0.0.1 the first time a reference is made.
     pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
         let hold_limit = config.hold_limit;
-        config.tls.check_version(config.max_giop_version)?;
+        config.tls.check_version(config.giop_version())?;
         let client_tls = config.tls.client_config()?;
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
@@ -530,10 +530,9 @@ impl Orb {
     ///
     /// ```
     /// use armillary::config::{ConcurrencyModel, OrbConfig};
-    /// let orb = armillary::Orb::with_config(OrbConfig {
-    ///     concurrency: ConcurrencyModel::ApplicationThreads,
-    ///     ..OrbConfig::default()
-    /// })
+    /// let orb = armillary::Orb::with_config(
+    ///     OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads),
+    /// )
     /// .unwrap();
     /// // The application's main loop, interleaved with its other work.
     /// for _ in 0..3 {
@@ -569,7 +568,7 @@ impl Orb {
         }
         self.core
             .connections
-            .close_all(self.core.config.max_giop_version);
+            .close_all(self.core.config.giop_version());
         let _guard = self.core.shutdown_lock.lock();
         self.core.shutdown_signal.notify_all();
     }
@@ -626,7 +625,7 @@ impl OrbCore {
         let server = self.server().ok();
         let published = server.as_ref().map(|s| s.published()).unwrap_or_default();
         let published_tls = server.map(|s| s.published_tls()).unwrap_or_default();
-        let version = self.config.max_giop_version;
+        let version = self.config.giop_version();
         let mut profiles = Vec::new();
         // A server with only TLS endpoints publishes port 0 in the profile
         // itself, as omniORB does: the TLS components say where to go.
@@ -641,7 +640,7 @@ impl OrbCore {
                 body.components
                     .push(TaggedComponent::orb_type(ORB_TYPE_ARMILLARY));
                 body.components
-                    .push(TaggedComponent::code_sets(&self.config.codesets));
+                    .push(TaggedComponent::code_sets(&self.config.code_sets()));
                 body.components
                     .extend(crate::transport::tls::ior_components(
                         &self.config.tls,
@@ -723,7 +722,7 @@ impl OrbCore {
             },
             _ => TargetAddress::Key(profile.object_key.clone()),
         };
-        let version = profile.iiop_version.min(self.config.max_giop_version);
+        let version = profile.iiop_version.min(self.config.giop_version());
         let mut last_error = None;
         let routes = crate::transport::tls::routes(
             &profile,
@@ -750,7 +749,7 @@ impl OrbCore {
             } else if version < GiopVersion::V1_1 {
                 CodeSets::DEFAULT
             } else {
-                let chosen = negotiate(&self.config.codesets, profile.code_sets().as_ref())
+                let chosen = negotiate(&self.config.code_sets(), profile.code_sets().as_ref())
                     .map_err(|_| SystemException::codeset_incompatible(0, CompletionStatus::No))?;
                 if conn.codesets.set(chosen).is_ok() {
                     contexts.push(ServiceContext::code_sets(chosen.to_context(), version));
@@ -885,7 +884,7 @@ impl OrbCore {
         let profile = target.iiop_profiles().into_iter().next().ok_or_else(|| {
             SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
         })?;
-        let version = profile.iiop_version.min(self.config.max_giop_version);
+        let version = profile.iiop_version.min(self.config.giop_version());
         let route = crate::transport::tls::routes(
             &profile,
             self.connections.has_tls(),

@@ -8,13 +8,14 @@
 //! of trusted roots verifies both the servers this ORB calls and the
 //! client certificates its TLS endpoints receive.
 //!
-//! - The server side is on when [`TlsConfig::endpoints`] is not empty
-//!   (`-ORBListenEndpoints iiops://host:port`); it needs a certificate and
+//! - The server side is on when TLS endpoints are configured
+//!   ([`TlsConfig::listen`], `-ORBListenEndpoints iiops://host:port`); it needs a certificate and
 //!   a key. Its references announce the TLS endpoints in the IIOP profile
 //!   (`TAG_SSL_SEC_TRANS` and a CSIv2 `TAG_CSI_SEC_MECH_LIST` with a
 //!   `TAG_TLS_SEC_TRANS`, see `transport::tls`). A TLS endpoint serves
 //!   nothing but TLS; plain IIOP is served only on plain endpoints.
-//! - The client side is on when [`TlsConfig::trusted_roots`] is not empty:
+//! - The client side is on when trusted roots are configured
+//!   ([`TlsConfig::trusted_roots_file`], `-ORBTlsCa`):
 //!   references that announce TLS endpoints are then called over TLS only
 //!   (never downgraded to their plain address). With
 //!   [`TlsConfig::require`] a reference without a TLS endpoint is refused
@@ -38,6 +39,7 @@ use crate::config::ListenEndpoint;
 
 /// Where PEM text comes from: a file, or bytes already in memory.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PemSource {
     /// A PEM file, read when the ORB starts.
     File(PathBuf),
@@ -113,46 +115,61 @@ pub enum ClientAuth {
     Required,
 }
 
-/// The TLS block of an ORB's configuration. Build it with the methods
-/// below or with the `-ORBTls…` options.
+/// The TLS block of an ORB's configuration
+/// ([`OrbConfig::tls`](crate::config::OrbConfig::tls)). Build it with the
+/// chained setters below or with the `-ORBTls…` options; as with
+/// [`OrbConfig`](crate::config::OrbConfig), each setter takes the
+/// configuration by value and returns it, and each value reads back with
+/// a `get_` getter. PEM files are read when the ORB starts, so a missing
+/// file is an error of [`Orb::with_config`](crate::Orb::with_config), not
+/// of a setter.
 ///
 /// ```
 /// use armillary::config::{ListenEndpoint, OrbConfig};
 /// use armillary::tls::{ClientAuth, TlsConfig};
-/// let config = OrbConfig {
-///     tls: TlsConfig::default()
-///         .listen(ListenEndpoint { host: "127.0.0.1".into(), port: 0 })
+/// let config = OrbConfig::new().tls(
+///     TlsConfig::new()
+///         .listen(ListenEndpoint::new("127.0.0.1", 0))
 ///         .certificate_file("server.pem")
 ///         .private_key_file("server.key")
 ///         .trusted_roots_file("ca.pem")
 ///         .client_auth(ClientAuth::Required),
-///     ..OrbConfig::default()
-/// };
-/// assert!(config.tls.is_server());
+/// );
+/// assert!(config.get_tls().is_server());
+/// assert_eq!(config.get_tls().get_client_auth(), ClientAuth::Required);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TlsConfig {
     /// Where to listen for IIOP over TLS (`iiops://host:port`).
-    pub endpoints: Vec<ListenEndpoint>,
+    pub(crate) endpoints: Vec<ListenEndpoint>,
     /// This ORB's certificate chain (leaf first); the file may hold the
     /// private key too.
-    pub certificate_chain: Option<PemSource>,
+    pub(crate) certificate_chain: Option<PemSource>,
     /// This ORB's private key; when absent, it is looked for in
     /// `certificate_chain`.
-    pub private_key: Option<PemSource>,
+    pub(crate) private_key: Option<PemSource>,
     /// The roots that verify servers' and clients' certificates.
-    pub trusted_roots: Vec<PemSource>,
+    pub(crate) trusted_roots: Vec<PemSource>,
     /// Whether TLS endpoints ask clients for a certificate.
-    pub client_auth: ClientAuth,
+    pub(crate) client_auth: ClientAuth,
     /// Client side: call only over TLS, refusing references that announce
     /// no TLS endpoint.
-    pub require: bool,
+    pub(crate) require: bool,
 }
 
 impl TlsConfig {
-    /// Adds a TLS listening endpoint.
-    pub fn listen(mut self, endpoint: ListenEndpoint) -> Self {
-        self.endpoints.push(endpoint);
+    /// An empty TLS configuration (the same as [`TlsConfig::default`]):
+    /// no TLS endpoints, no identity, no trusted roots.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a TLS listening endpoint (`-ORBListenEndpoints
+    /// iiops://host:port`); it turns the server side on, which then needs
+    /// a certificate and a key.
+    pub fn listen(mut self, endpoint: impl Into<ListenEndpoint>) -> Self {
+        self.endpoints.push(endpoint.into());
         self
     }
 
@@ -198,10 +215,42 @@ impl TlsConfig {
         self
     }
 
-    /// Sets whether the client calls only over TLS.
+    /// Sets whether the client calls only over TLS (`-ORBTlsRequire`): a
+    /// reference without a TLS endpoint then raises NO_PERMISSION.
     pub fn require(mut self, require: bool) -> Self {
         self.require = require;
         self
+    }
+
+    /// The TLS endpoints to listen on, in the order added.
+    pub fn get_endpoints(&self) -> &[ListenEndpoint] {
+        &self.endpoints
+    }
+
+    /// This ORB's certificate chain, if one is set.
+    pub fn get_certificate_chain(&self) -> Option<&PemSource> {
+        self.certificate_chain.as_ref()
+    }
+
+    /// This ORB's private key, if one is set apart from the certificate
+    /// chain.
+    pub fn get_private_key(&self) -> Option<&PemSource> {
+        self.private_key.as_ref()
+    }
+
+    /// The sources of trusted roots, in the order added.
+    pub fn get_trusted_roots(&self) -> &[PemSource] {
+        &self.trusted_roots
+    }
+
+    /// Whether TLS endpoints ask clients for a certificate.
+    pub fn get_client_auth(&self) -> ClientAuth {
+        self.client_auth
+    }
+
+    /// Whether the client calls only over TLS.
+    pub fn get_require(&self) -> bool {
+        self.require
     }
 
     /// Whether the ORB listens for TLS.

@@ -685,11 +685,7 @@ fn call<T>(
 }
 
 fn client_orb(version: GiopVersion) -> Orb {
-    Orb::with_config(OrbConfig {
-        max_giop_version: version,
-        ..OrbConfig::default()
-    })
-    .unwrap()
+    Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap())).unwrap()
 }
 
 fn marshal(e: CdrError) -> SystemException {

@@ -7,11 +7,7 @@ use armillary::poa::PoaError;
 use armillary::{minor, CompletionStatus, Orb, OrbError, SystemException, SystemExceptionKind};
 
 fn orb() -> Orb {
-    Orb::with_config(OrbConfig {
-        concurrency: ConcurrencyModel::ApplicationThreads,
-        ..OrbConfig::default()
-    })
-    .unwrap()
+    Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads)).unwrap()
 }
 
 #[test]

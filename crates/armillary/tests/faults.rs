@@ -106,11 +106,7 @@ fn hang(obj: &ObjectRef) -> Result<i32, SystemException> {
 }
 
 fn client(call_timeout: Option<Duration>) -> Orb {
-    Orb::with_config(OrbConfig {
-        call_timeout,
-        ..OrbConfig::default()
-    })
-    .unwrap()
+    Orb::with_config(OrbConfig::new().call_timeout(call_timeout)).unwrap()
 }
 
 fn assert_exception(
@@ -560,11 +556,7 @@ fn a_late_reply_is_dropped_and_the_connection_serves_other_calls() {
 // An Armillary server that hangs.
 
 fn hanging_server(concurrency: ConcurrencyModel) -> (Orb, ObjectRef, Arc<Gate>) {
-    let orb = Orb::with_config(OrbConfig {
-        concurrency,
-        ..OrbConfig::default()
-    })
-    .unwrap();
+    let orb = Orb::with_config(OrbConfig::new().concurrency(concurrency)).unwrap();
     let poa = orb.root_poa();
     poa.the_poa_manager().activate().unwrap();
     let gate = Arc::new(Gate::default());

@@ -120,7 +120,7 @@ struct Server {
 
 impl Server {
     fn start(config: OrbConfig) -> Server {
-        let application = config.concurrency == ConcurrencyModel::ApplicationThreads;
+        let application = config.get_concurrency() == ConcurrencyModel::ApplicationThreads;
         let orb = Orb::with_config(config).unwrap();
         let poa = orb.root_poa();
         poa.the_poa_manager().activate().unwrap();
@@ -175,12 +175,10 @@ impl Drop for Server {
 /// A configuration for `model` with the timeouts off, so that only the
 /// behaviour under test can close a connection.
 fn config(model: ConcurrencyModel) -> OrbConfig {
-    OrbConfig {
-        concurrency: model,
-        idle_timeout: None,
-        message_timeout: None,
-        ..OrbConfig::default()
-    }
+    OrbConfig::new()
+        .concurrency(model)
+        .idle_timeout(None)
+        .message_timeout(None)
 }
 
 /// A GIOP 1.2 little-endian request whose body is `args`.
@@ -309,10 +307,7 @@ fn a_peer_that_closes_is_closed_and_a_half_close_still_gets_its_reply() {
 #[test]
 fn slow_and_stalled_senders_are_cut_off_by_the_message_timeout() {
     for model in MODELS {
-        let server = Server::start(OrbConfig {
-            message_timeout: Some(Duration::from_millis(300)),
-            ..config(model)
-        });
+        let server = Server::start(config(model).message_timeout(Duration::from_millis(300)));
         let whole = request(3, &server.key, "echo_long", &7i32.to_le_bytes());
         let mut stalled = server.connect();
         stalled.write_all(&whole[..30]).unwrap();
@@ -358,10 +353,7 @@ fn slow_and_stalled_senders_are_cut_off_by_the_message_timeout() {
 #[test]
 fn replies_nobody_reads_stop_the_reading_not_the_server() {
     for model in MODELS {
-        let server = Server::start(OrbConfig {
-            max_queued_reply_bytes: 256 << 10,
-            ..config(model)
-        });
+        let server = Server::start(config(model).max_queued_reply_bytes(256 << 10));
         let reply_size = 16 << 10;
         let args = (reply_size as i32).to_le_bytes();
         let mut client = server.connect();
@@ -420,10 +412,9 @@ fn replies_nobody_reads_stop_the_reading_not_the_server() {
 /// thread (and a shutdown) never wait on it forever.
 #[test]
 fn thread_per_connection_closes_a_client_that_never_takes_its_reply() {
-    let server = Server::start(OrbConfig {
-        message_timeout: Some(Duration::from_millis(300)),
-        ..config(ConcurrencyModel::ThreadPerConnection)
-    });
+    let server = Server::start(
+        config(ConcurrencyModel::ThreadPerConnection).message_timeout(Duration::from_millis(300)),
+    );
     let mut c = server.connect();
     c.write_all(&request(
         1,
@@ -459,10 +450,7 @@ fn thread_per_connection_closes_a_client_that_never_takes_its_reply() {
 /// it first).
 #[test]
 fn a_connection_at_its_request_limit_is_not_read() {
-    let server = Server::start(OrbConfig {
-        max_outstanding_requests: 1,
-        ..config(ConcurrencyModel::ThreadPool(4))
-    });
+    let server = Server::start(config(ConcurrencyModel::ThreadPool(4)).max_outstanding_requests(1));
     let mut c = server.connect();
     c.write_all(&request(1, &server.key, "park", &1i32.to_le_bytes()))
         .unwrap();
@@ -489,13 +477,12 @@ fn connections_beyond_the_limit_are_closed_at_once() {
             if threads_limit && model != ConcurrencyModel::ThreadPerConnection {
                 continue;
             }
-            let mut cfg = config(model);
-            if threads_limit {
-                cfg.max_connection_threads = 2;
+            let cfg = config(model);
+            let server = Server::start(if threads_limit {
+                cfg.max_connection_threads(2)
             } else {
-                cfg.max_connections = 2;
-            }
-            let server = Server::start(cfg);
+                cfg.max_connections(2)
+            });
             let mut a = server.connect();
             let mut b = server.connect();
             for (c, id) in [(&mut a, 1), (&mut b, 2)] {
@@ -523,12 +510,12 @@ fn connections_beyond_the_limit_are_closed_at_once() {
 #[test]
 fn messages_beyond_the_size_fragment_and_memory_limits_get_message_error() {
     for model in MODELS {
-        let server = Server::start(OrbConfig {
-            max_message_size: 1 << 20,
-            max_fragments: 4,
-            max_partial_bytes: 1 << 20,
-            ..config(model)
-        });
+        let server = Server::start(
+            config(model)
+                .max_message_size(1 << 20)
+                .max_fragments(4)
+                .max_partial_bytes(1 << 20),
+        );
         // Too large: refused on its header alone.
         let mut big = server.connect();
         let message = request(1, &server.key, "size", &octet_seq(&vec![1; 2 << 20]));

@@ -105,11 +105,7 @@ fn server(config: OrbConfig) -> (Orb, ObjectRef) {
 }
 
 fn client(version: GiopVersion) -> Orb {
-    Orb::with_config(OrbConfig {
-        max_giop_version: version,
-        ..OrbConfig::default()
-    })
-    .unwrap()
+    Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap())).unwrap()
 }
 
 fn long_call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> {
@@ -156,10 +152,7 @@ fn calls_in_every_giop_version_with_a_thread_per_connection() {
 }
 
 fn calls_in_every_giop_version_with(concurrency: ConcurrencyModel) {
-    let (server_orb, obj) = server(OrbConfig {
-        concurrency,
-        ..OrbConfig::default()
-    });
+    let (server_orb, obj) = server(OrbConfig::new().concurrency(concurrency));
     let ior = server_orb.object_to_string(&obj);
     assert!(!ior.contains("0.0.0.0"));
     for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
@@ -314,10 +307,7 @@ fn threads_per_connection_serve_concurrent_clients() {
 }
 
 fn concurrent_clients(concurrency: ConcurrencyModel) {
-    let (server_orb, obj) = server(OrbConfig {
-        concurrency,
-        ..OrbConfig::default()
-    });
+    let (server_orb, obj) = server(OrbConfig::new().concurrency(concurrency));
     let ior = server_orb.object_to_string(&obj);
     let orb = client(GiopVersion::V1_2);
     let remote = orb.string_to_object(&ior).unwrap();
@@ -441,10 +431,7 @@ fn orb_options_and_shutdown() {
 
 #[test]
 fn idle_connections_are_closed_and_calls_still_succeed() {
-    let (server_orb, obj) = server(OrbConfig {
-        idle_timeout: Some(Duration::from_secs(1)),
-        ..OrbConfig::default()
-    });
+    let (server_orb, obj) = server(OrbConfig::new().idle_timeout(Duration::from_secs(1)));
     let orb = client(GiopVersion::V1_2);
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&obj))

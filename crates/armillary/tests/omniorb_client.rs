@@ -395,18 +395,16 @@ fn omniorb_ssl_client_against_armillary_tls_server() {
     let ca = write_pem(&dir, "ca.pem", &pki.ca);
     let client_key = write_pem(&dir, "client.pem", &pki.client.combined());
     let rogue_key = write_pem(&dir, "rogue.pem", &pki.rogue_client.combined());
-    let orb = Orb::with_config(OrbConfig {
-        tls: TlsConfig::default()
-            .listen(ListenEndpoint {
-                host: "127.0.0.1".into(),
-                port: 0,
-            })
-            .certificate_pem(pki.server.cert.as_bytes())
-            .private_key_pem(pki.server.key.as_bytes())
-            .trusted_roots_pem(pki.ca.as_bytes())
-            .client_auth(ClientAuth::Required),
-        ..OrbConfig::default()
-    })
+    let orb = Orb::with_config(
+        OrbConfig::new().tls(
+            TlsConfig::new()
+                .listen(ListenEndpoint::new("127.0.0.1", 0))
+                .certificate_pem(pki.server.cert.as_bytes())
+                .private_key_pem(pki.server.key.as_bytes())
+                .trusted_roots_pem(pki.ca.as_bytes())
+                .client_auth(ClientAuth::Required),
+        ),
+    )
     .unwrap();
     let poa = orb.root_poa();
     poa.the_poa_manager().activate().unwrap();

@@ -96,10 +96,7 @@ fn fail(obj: &ObjectRef, code: i32) -> std::result::Result<(), FailError> {
 }
 
 fn run_session(version: GiopVersion, ior: &str) {
-    let config = OrbConfig {
-        max_giop_version: version,
-        ..OrbConfig::default()
-    };
+    let config = OrbConfig::new().max_giop_version(version.try_into().unwrap());
     let orb = Orb::with_config(config).unwrap();
     let obj = orb.string_to_object(ior).unwrap();
     assert!(obj.is_a("IDL:Interop/Everything:1.0").unwrap());

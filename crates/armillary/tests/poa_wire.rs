@@ -125,11 +125,8 @@ fn whoami(obj: &ObjectRef) -> WhoAmI {
 
 #[test]
 fn poa_current_over_iiop_names_the_poa_object_and_reference() {
-    let server_orb = Orb::with_config(OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPool(2),
-        ..OrbConfig::default()
-    })
-    .unwrap();
+    let server_orb =
+        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap();
     let root = server_orb.root_poa();
     let manager = root.the_poa_manager();
     manager.activate().unwrap();
@@ -317,11 +314,8 @@ impl Servant for Busy {
 /// A thread-pool server with one POA of the given thread policy holding
 /// two objects that share a [`Load`]; returns their stringified IORs.
 fn busy_server(policy: ThreadPolicy) -> (Orb, Arc<Load>, [String; 2]) {
-    let orb = Orb::with_config(OrbConfig {
-        concurrency: ConcurrencyModel::ThreadPool(4),
-        ..OrbConfig::default()
-    })
-    .unwrap();
+    let orb =
+        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(4))).unwrap();
     let root = orb.root_poa();
     root.the_poa_manager().activate().unwrap();
     let poa = root

@@ -98,11 +98,7 @@ fn whoami(obj: &ObjectRef) -> Result<ObjectRef, SystemException> {
 }
 
 fn references_while_another_thread_is_in_run(concurrency: ConcurrencyModel) {
-    let orb = Orb::with_config(OrbConfig {
-        concurrency,
-        ..OrbConfig::default()
-    })
-    .unwrap();
+    let orb = Orb::with_config(OrbConfig::new().concurrency(concurrency)).unwrap();
     let (ran, run_returned) = mpsc::channel();
     let runner = orb.clone();
     std::thread::Builder::new()

@@ -108,10 +108,7 @@ fn server(config: OrbConfig) -> (Orb, Arc<Echo>, ObjectRef) {
 }
 
 fn model(concurrency: ConcurrencyModel) -> OrbConfig {
-    OrbConfig {
-        concurrency,
-        ..OrbConfig::default()
-    }
+    OrbConfig::new().concurrency(concurrency)
 }
 
 fn client() -> Orb {
@@ -364,11 +361,8 @@ fn idle_close_waits_for_requests_in_progress() {
         ConcurrencyModel::ThreadPool(2),
         ConcurrencyModel::ThreadPerConnection,
     ] {
-        let (server_orb, echo, obj) = server(OrbConfig {
-            concurrency,
-            idle_timeout: Some(Duration::from_secs(1)),
-            ..OrbConfig::default()
-        });
+        let (server_orb, echo, obj) =
+            server(model(concurrency).idle_timeout(Duration::from_secs(1)));
         let root = server_orb.root_poa();
         let held_poa = root.create_poa("held", None, &[]).unwrap();
         let held_id = held_poa.activate_object(Arc::new(Echo::default())).unwrap();
@@ -471,11 +465,7 @@ fn threaded_models_close_idle_connections_and_calls_still_succeed() {
         ConcurrencyModel::ThreadPool(2),
         ConcurrencyModel::ThreadPerConnection,
     ] {
-        let (server_orb, _, obj) = server(OrbConfig {
-            concurrency,
-            idle_timeout: Some(Duration::from_secs(1)),
-            ..OrbConfig::default()
-        });
+        let (server_orb, _, obj) = server(model(concurrency).idle_timeout(Duration::from_secs(1)));
         let server_port = server_orb.endpoints().unwrap()[0].1;
         let relay = relay(server_port);
         let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
@@ -509,11 +499,8 @@ fn threaded_models_close_idle_connections_and_calls_still_succeed() {
 /// With `ApplicationThreads` the idle checks are ORB work too.
 #[test]
 fn application_threads_close_idle_connections_in_perform_work() {
-    let (server_orb, _, obj) = server(OrbConfig {
-        concurrency: ConcurrencyModel::ApplicationThreads,
-        idle_timeout: Some(Duration::from_secs(1)),
-        ..OrbConfig::default()
-    });
+    let (server_orb, _, obj) =
+        server(model(ConcurrencyModel::ApplicationThreads).idle_timeout(Duration::from_secs(1)));
     let mut raw = raw_connection(&server_orb);
     raw.write_all(&raw_request(5, &key_of(&obj), "echo_long", 50))
         .unwrap();

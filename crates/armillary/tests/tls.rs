@@ -95,10 +95,7 @@ fn echo_octets(obj: &ObjectRef, v: &[u8]) -> Result<Vec<u8>, SystemException> {
 }
 
 fn loopback() -> ListenEndpoint {
-    ListenEndpoint {
-        host: "127.0.0.1".into(),
-        port: 0,
-    }
+    ListenEndpoint::new("127.0.0.1", 0)
 }
 
 /// The TLS block of a server presenting `identity`, trusting `ca` for
@@ -135,11 +132,7 @@ fn server(config: OrbConfig) -> (Orb, String) {
 }
 
 fn client(tls: TlsConfig) -> Orb {
-    Orb::with_config(OrbConfig {
-        tls,
-        ..OrbConfig::default()
-    })
-    .unwrap()
+    Orb::with_config(OrbConfig::new().tls(tls)).unwrap()
 }
 
 fn assert_refused(e: &SystemException, minor_code: u32) {
@@ -157,11 +150,11 @@ fn every_concurrency_model_serves_tls() {
         ConcurrencyModel::ThreadPerConnection,
         ConcurrencyModel::ApplicationThreads,
     ] {
-        let (server_orb, ior) = server(OrbConfig {
-            concurrency,
-            tls: server_tls(&pki.server, &pki.ca, ClientAuth::None),
-            ..OrbConfig::default()
-        });
+        let (server_orb, ior) = server(OrbConfig::new().concurrency(concurrency).tls(server_tls(
+            &pki.server,
+            &pki.ca,
+            ClientAuth::None,
+        )));
         // With application threads, one of the application's threads
         // serves.
         let runner = (concurrency == ConcurrencyModel::ApplicationThreads).then(|| {
@@ -206,10 +199,7 @@ fn the_ior_announces_the_tls_endpoint() {
         (ClientAuth::Optional, 0x66, 0x06),
         (ClientAuth::Required, 0x66, 0x46),
     ] {
-        let (orb, ior) = server(OrbConfig {
-            tls: server_tls(&pki.server, &pki.ca, auth),
-            ..OrbConfig::default()
-        });
+        let (orb, ior) = server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, auth)));
         let port = orb.tls_endpoints().unwrap()[0].1;
         let obj = orb.string_to_object(&ior).unwrap();
         let profile = &obj.ior().iiop_profiles()[0];
@@ -271,11 +261,11 @@ fn the_ior_announces_the_tls_endpoint() {
 #[test]
 fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
     let pki = Pki::generate();
-    let (orb, ior) = server(OrbConfig {
-        endpoints: vec![loopback()],
-        tls: server_tls(&pki.server, &pki.ca, ClientAuth::None),
-        ..OrbConfig::default()
-    });
+    let (orb, ior) = server(OrbConfig::new().listen(loopback()).tls(server_tls(
+        &pki.server,
+        &pki.ca,
+        ClientAuth::None,
+    )));
     let plain_port = orb.endpoints().unwrap()[0].1;
     let tls_port = orb.tls_endpoints().unwrap()[0].1;
     let obj = orb.string_to_object(&ior).unwrap();
@@ -307,10 +297,8 @@ fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
 #[test]
 fn client_authentication_required() {
     let pki = Pki::generate();
-    let (orb, ior) = server(OrbConfig {
-        tls: server_tls(&pki.server, &pki.ca, ClientAuth::Required),
-        ..OrbConfig::default()
-    });
+    let (orb, ior) =
+        server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, ClientAuth::Required)));
     let with_cert = client(client_tls(&pki.ca, Some(&pki.client)));
     let obj = with_cert.string_to_object(&ior).unwrap();
     assert_eq!(echo_long(&obj, 1).unwrap(), 1);
@@ -333,10 +321,8 @@ fn client_authentication_required() {
 #[test]
 fn client_authentication_optional() {
     let pki = Pki::generate();
-    let (orb, ior) = server(OrbConfig {
-        tls: server_tls(&pki.server, &pki.ca, ClientAuth::Optional),
-        ..OrbConfig::default()
-    });
+    let (orb, ior) =
+        server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, ClientAuth::Optional)));
     for identity in [None, Some(&pki.client)] {
         let c = client(client_tls(&pki.ca, identity));
         assert_eq!(echo_long(&c.string_to_object(&ior).unwrap(), 4).unwrap(), 4);
@@ -354,10 +340,8 @@ fn client_authentication_optional() {
 fn an_untrusted_server_certificate_is_refused() {
     let pki = Pki::generate();
     // The server's certificate comes from a CA the client does not trust.
-    let (orb, ior) = server(OrbConfig {
-        tls: server_tls(&pki.rogue_server, &pki.ca, ClientAuth::None),
-        ..OrbConfig::default()
-    });
+    let (orb, ior) =
+        server(OrbConfig::new().tls(server_tls(&pki.rogue_server, &pki.ca, ClientAuth::None)));
     let c = client(client_tls(&pki.ca, None));
     let e = echo_long(&c.string_to_object(&ior).unwrap(), 1).unwrap_err();
     assert_refused(&e, minor::TLS_REFUSED);
@@ -395,11 +379,11 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPerConnection,
     ] {
-        let (orb, ior) = server(OrbConfig {
-            concurrency,
-            tls: server_tls(&pki.server, &pki.ca, ClientAuth::None),
-            ..OrbConfig::default()
-        });
+        let (orb, ior) = server(OrbConfig::new().concurrency(concurrency).tls(server_tls(
+            &pki.server,
+            &pki.ca,
+            ClientAuth::None,
+        )));
         let port = orb.tls_endpoints().unwrap()[0].1;
         let key = orb.string_to_object(&ior).unwrap().ior().iiop_profiles()[0]
             .object_key
@@ -452,10 +436,8 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
 #[test]
 fn clients_refuse_what_their_tls_settings_forbid() {
     let pki = Pki::generate();
-    let (tls_orb, tls_ior) = server(OrbConfig {
-        tls: server_tls(&pki.server, &pki.ca, ClientAuth::None),
-        ..OrbConfig::default()
-    });
+    let (tls_orb, tls_ior) =
+        server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, ClientAuth::None)));
     let (plain_orb, plain_ior) = server(OrbConfig::default());
     // No trusted roots: a TLS-only reference cannot be called.
     let plain = client(TlsConfig::default());
