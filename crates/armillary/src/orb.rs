@@ -24,6 +24,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::collocated::CollocatedInvoker;
 use crate::config::{ConcurrencyModel, OrbConfig, OrbOptionError};
+use crate::deferred::{PendingReply, RemoteDeferred};
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
@@ -128,7 +129,9 @@ pub(crate) struct OrbCore {
     /// Plain object keys bound by the application (`corbaloc` targets).
     pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
     initial: RwLock<HashMap<String, ObjectRef>>,
-    shut_down: AtomicBool,
+    /// Requests sent with `send_multiple_requests`, until collected.
+    deferred: crate::dii::DeferredRequests,
+    pub(crate) shut_down: AtomicBool,
     shutdown_lock: Mutex<()>,
     shutdown_signal: Condvar,
     me: Weak<OrbCore>,
@@ -222,6 +225,20 @@ impl Invoker for LocalInvoker {
             .invoke(target, request)
     }
 
+    fn send_deferred(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        if *target == self.ior {
+            return self.local.send_deferred(target, request);
+        }
+        self.orb
+            .upgrade()
+            .ok_or_else(shut_down_error)?
+            .send_deferred(target, request)
+    }
+
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
         if *target == self.ior {
             return Ok(Location::Here);
@@ -276,6 +293,7 @@ impl Orb {
                 server: Mutex::new(None),
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
+                deferred: crate::dii::DeferredRequests::default(),
                 shut_down: AtomicBool::new(false),
                 shutdown_lock: Mutex::new(()),
                 shutdown_signal: Condvar::new(),
@@ -572,8 +590,19 @@ impl Orb {
         self.core
             .connections
             .close_all(self.core.config.max_giop_version);
+        self.core.deferred.clear();
         let _guard = self.core.shutdown_lock.lock();
         self.core.shutdown_signal.notify_all();
+    }
+
+    /// Whether the ORB has been shut down.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.core.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// The requests sent with `send_multiple_requests`.
+    pub(crate) fn deferred_requests(&self) -> &crate::dii::DeferredRequests {
+        &self.core.deferred
     }
 
     /// Shuts down (if needed) and releases the ORB's resources.
@@ -998,7 +1027,7 @@ impl OrbCore {
 
 impl OrbCore {
     /// When a call starting now must end (the ORB's call timeout).
-    fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.config.call_timeout.map(|t| Instant::now() + t)
     }
 }
@@ -1083,6 +1112,18 @@ impl Progress {
 }
 
 impl Invoker for OrbCore {
+    fn send_deferred(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
+        let me = self.me.upgrade().ok_or_else(shut_down_error)?;
+        Ok(RemoteDeferred::send(me, target, request))
+    }
+
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
         let deadline = self.deadline();
         // An orderly close before the answer: ask again on a new connection.

@@ -37,8 +37,8 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-pub(crate) use super::reply::Awaited;
 use super::reply::sync::SyncSlot;
+pub(crate) use super::reply::Awaited;
 use super::reply::{DispatcherTable, ReplyDispatcher};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
 use crate::net;
@@ -274,7 +274,12 @@ impl ClientConnection {
     /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
     /// `deadline` (for ever without one), reading the socket when no one
     /// else does.
-    pub(crate) fn wait_reply(&self, id: u32, slot: &SyncSlot, deadline: Option<Instant>) -> Awaited {
+    pub(crate) fn wait_reply(
+        &self,
+        id: u32,
+        slot: &SyncSlot,
+        deadline: Option<Instant>,
+    ) -> Awaited {
         if !self.wait_until(deadline, |_| slot.is_ready()) {
             self.time_out(id);
         }
@@ -655,7 +660,10 @@ mod tests {
         // The socket's read timeout is cleared for a wait without deadline.
         let slot5 = expect(&conn, 5);
         server.write_all(&reply(5, 555)).unwrap();
-        assert!(matches!(conn.wait_reply(5, &slot5, None), Awaited::Reply(_)));
+        assert!(matches!(
+            conn.wait_reply(5, &slot5, None),
+            Awaited::Reply(_)
+        ));
         assert_eq!(conn.state.lock().read_timeout, None);
         assert_eq!(conn.stream.socket().read_timeout().unwrap(), None);
     }
