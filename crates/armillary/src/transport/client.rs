@@ -721,4 +721,116 @@ mod tests {
         assert_eq!(patient.join().unwrap(), 555);
         assert!(conn.state.lock().dispatchers.is_empty());
     }
+
+    #[test]
+    fn the_leader_delivers_a_deferred_reply_into_its_dispatcher() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let deferred = Arc::new(DeferredSlot::default());
+        conn.bind(1, deferred.dispatcher(), None);
+        let slot2 = expect(&conn, 2);
+        // The deferred reply comes first: the synchronous caller, leading,
+        // reads it on its way to its own and hands it over.
+        server
+            .write_all(&[reply(1, 111), reply(2, 222)].concat())
+            .unwrap();
+        match conn.wait_reply(2, &slot2, None) {
+            Awaited::Reply(frame) => assert_eq!(value(&frame), 222),
+            _ => panic!("no reply to 2"),
+        }
+        assert!(deferred.is_ready());
+        match deferred.take() {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 111),
+            _ => panic!("no deferred reply"),
+        }
+        assert!(conn.state.lock().dispatchers.is_empty());
+    }
+
+    #[test]
+    fn a_poll_reads_what_has_arrived_without_blocking() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let deferred = Arc::new(DeferredSlot::default());
+        conn.bind(1, deferred.dispatcher(), None);
+        // Nothing has arrived: the poll returns at once, empty-handed.
+        conn.poll();
+        assert!(!deferred.is_ready());
+        server.write_all(&reply(1, 111)).unwrap();
+        // While another thread leads, a poll leaves the socket to it.
+        conn.state.lock().leader = true;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while readiness(conn.stream.socket()) != Readiness::Data {
+            assert!(Instant::now() < deadline, "the reply never arrived");
+            std::thread::yield_now();
+        }
+        conn.poll();
+        assert!(!deferred.is_ready());
+        conn.state.lock().leader = false;
+        // Nobody leads: a poll reads it (the bytes are there already;
+        // should TCP have cut the message, a later poll reads the rest).
+        while !deferred.is_ready() {
+            assert!(Instant::now() < deadline, "the poll never delivered it");
+            conn.poll();
+        }
+        match deferred.take() {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 111),
+            _ => panic!("the poll did not deliver the reply"),
+        }
+        // A deferred request past its deadline is ended by the next poll,
+        // and its late reply is dropped.
+        let late = Arc::new(DeferredSlot::default());
+        conn.bind(2, late.dispatcher(), Some(Instant::now()));
+        conn.poll();
+        assert!(matches!(
+            late.take(),
+            Some(Awaited::TimedOut { silent: true })
+        ));
+        assert!(conn.state.lock().dispatchers.is_empty());
+        assert_eq!(Arc::strong_count(&late), 1);
+        let patient = Arc::new(DeferredSlot::default());
+        conn.bind(3, patient.dispatcher(), None);
+        server
+            .write_all(&[reply(2, 222), reply(3, 333)].concat())
+            .unwrap();
+        assert!(conn.wait_until(None, |_| patient.is_ready()));
+        match patient.take() {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 333),
+            _ => panic!("no reply to 3"),
+        }
+        assert_eq!(conn.state.lock().closed, None);
+    }
+
+    #[test]
+    fn a_closing_connection_ends_every_deferred_request() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let slots: Vec<_> = (1..=3)
+            .map(|id| {
+                let slot = Arc::new(DeferredSlot::default());
+                conn.bind(id, slot.dispatcher(), None);
+                slot
+            })
+            .collect();
+        drop(server);
+        assert!(conn.wait_until(None, |_| false));
+        for slot in &slots {
+            assert!(matches!(slot.take(), Some(Awaited::Closed(Closed::Broken))));
+        }
+        // Bound after the close: told at once.
+        let after = Arc::new(DeferredSlot::default());
+        conn.bind(4, after.dispatcher(), None);
+        assert!(matches!(
+            after.take(),
+            Some(Awaited::Closed(Closed::Broken))
+        ));
+    }
 }
