@@ -279,3 +279,89 @@ fn dii_requests_on_a_local_object_are_answered_at_once() {
     assert!(is_a.return_value().and_then(|v| v.get::<bool>()).is_some());
     orb.shutdown(true);
 }
+
+/// Reads requests from `stream` until one arrives; its id.
+fn next_request_id(
+    stream: &mut std::net::TcpStream,
+    decoder: &mut armillary::giop::giop::FrameDecoder,
+) -> Option<u32> {
+    use std::io::Read;
+    loop {
+        if let Some(frame) = decoder.poll_frame() {
+            let (msg, _) = frame.decode().ok()?;
+            if let armillary::giop::giop::MessageBody::Request(h) = msg.body {
+                return Some(h.request_id);
+            }
+            continue;
+        }
+        let mut buf = [0u8; 4096];
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => decoder.handle_bytes(&buf[..n]).ok()?,
+        }
+    }
+}
+
+#[test]
+fn a_deferred_request_is_sent_again_after_an_orderly_close_and_follows_a_forward() {
+    use armillary::giop::giop::{
+        FrameDecoder, FrameLimits, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus,
+    };
+    use armillary::giop::{ByteOrder, CdrEncode, GiopVersion};
+    use std::io::Write;
+
+    let (server, target) = serve(ConcurrencyModel::ThreadPool(2));
+    let forward_to = target.ior().clone();
+    // A gateway: its first connection is closed in an orderly way before
+    // the request is answered; on the second it forwards to the server.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let gateway = std::thread::spawn(move || {
+        let mut requests = 0;
+        for (n, stream) in listener.incoming().take(2).enumerate() {
+            let mut stream = stream.unwrap();
+            let mut decoder = FrameDecoder::new(FrameLimits::default());
+            let id = next_request_id(&mut stream, &mut decoder).unwrap();
+            requests += 1;
+            let body = if n == 0 {
+                MessageBody::CloseConnection
+            } else {
+                MessageBody::Reply(ReplyHeader {
+                    request_id: id,
+                    reply_status: ReplyStatus::LocationForward,
+                    service_contexts: Vec::new(),
+                })
+            };
+            let mut message =
+                MessageBuilder::new(GiopVersion::V1_2, ByteOrder::NATIVE, &body).unwrap();
+            if n == 1 {
+                forward_to.encode(message.body()).unwrap();
+            }
+            stream.write_all(&message.finish(false)).unwrap();
+            // Wait for the client to hang up.
+            let _ = next_request_id(&mut stream, &mut decoder);
+        }
+        requests
+    });
+    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let obj = client
+        .string_to_object(&format!("corbaloc::1.2@127.0.0.1:{port}/calculator"))
+        .unwrap();
+    let mut request = add(&obj, 20, 22);
+    request.send_deferred().unwrap();
+    request.get_response().unwrap();
+    assert_eq!(
+        request.return_value().and_then(|v| v.get::<i32>()),
+        Some(42)
+    );
+    client.shutdown(true);
+    assert_eq!(gateway.join().unwrap(), 2);
+    server.shutdown(true);
+}
+
+#[test]
+fn requests_are_send() {
+    fn send<T: Send>() {}
+    send::<armillary::Request>();
+    send::<armillary::PendingReply>();
+}
