@@ -91,7 +91,7 @@ impl PendingReply {
         let outcome = match &mut self.inner {
             Inner::Ready(outcome) => outcome.take(),
             Inner::Remote(remote) => {
-                remote.wait(request, None);
+                remote.wait(request, WaitFor::Reply);
                 remote.take()
             }
         };
@@ -113,9 +113,19 @@ impl PendingReply {
         until: Option<Instant>,
     ) {
         if let Inner::Remote(remote) = &mut self.inner {
-            remote.wait(request, Some(until));
+            remote.wait(request, WaitFor::Activity(until));
         }
     }
+}
+
+/// How long [`RemoteDeferred::wait`] waits.
+#[derive(Debug, Clone, Copy)]
+enum WaitFor {
+    /// Until the outcome is there (or the deadline passes).
+    Reply,
+    /// Until the outcome is there, another reply arrives on the same
+    /// connection, or the `Instant` (or the deadline) passes.
+    Activity(Option<Instant>),
 }
 
 /// A request in flight through an ORB, or its outcome.
@@ -241,28 +251,30 @@ impl RemoteDeferred {
         self.advance(request);
     }
 
-    /// Waits for the outcome; with `activity`, returns as well when another
-    /// reply arrives on the connection or when its `Instant` passes.
-    fn wait(&mut self, request: &OutgoingRequest<'_>, activity: Option<Option<Instant>>) {
+    /// Waits for the outcome, or for less (see [`WaitFor`]).
+    fn wait(&mut self, request: &OutgoingRequest<'_>, wait_for: WaitFor) {
+        let activity = matches!(wait_for, WaitFor::Activity(_));
         while let Flight::Sent { sent, slot } = &self.flight {
             let conn = sent.conn.clone();
             let id = sent.id;
             let slot = slot.clone();
-            let until = match activity {
-                Some(Some(until)) => Some(self.deadline.map_or(until, |d| d.min(until))),
+            let until = match wait_for {
+                WaitFor::Activity(Some(until)) => {
+                    Some(self.deadline.map_or(until, |d| d.min(until)))
+                }
                 _ => self.deadline,
             };
             let mut start = None;
             let done = conn.wait_until(until, |state| {
                 let delivered = *start.get_or_insert(state.delivered());
-                slot.is_ready() || (activity.is_some() && state.delivered() != delivered)
+                slot.is_ready() || (activity && state.delivered() != delivered)
             });
             let expired = self.deadline.is_some_and(|d| d <= Instant::now());
             if !done && expired {
                 conn.time_out(id);
             }
             self.advance(request);
-            if activity.is_some() {
+            if activity {
                 return;
             }
         }

@@ -270,36 +270,26 @@ impl NvList {
         Ok(())
     }
 
-    /// Reads the values of the parameters `sent` selects from `r`, in
+    /// Reads the values of the parameters that travel in `message`, in
     /// order, each by its TypeCode.
     pub(crate) fn read_values(
         &mut self,
         r: &mut armillary_giop::cdr::CdrReader<'_>,
-        sent: bool,
+        message: Message,
     ) -> Result<(), CdrError> {
         for argument in &mut self.arguments {
-            let wanted = if sent {
-                argument.mode.is_sent()
-            } else {
-                argument.mode.is_returned()
-            };
-            if wanted {
+            if message.carries(argument.mode) {
                 argument.value = Some(Any::decode_as(&argument.type_code, r)?);
             }
         }
         Ok(())
     }
 
-    /// Writes the values of the parameters `sent` selects, in order. A
-    /// missing value is a BAD_PARAM-worthy error of the caller.
-    pub(crate) fn write_values(&self, w: &mut CdrWriter, sent: bool) -> Result<(), CdrError> {
+    /// Writes the values of the parameters that travel in `message`, in
+    /// order; one without a value is an error.
+    pub(crate) fn write_values(&self, w: &mut CdrWriter, message: Message) -> Result<(), CdrError> {
         for argument in &self.arguments {
-            let wanted = if sent {
-                argument.mode.is_sent()
-            } else {
-                argument.mode.is_returned()
-            };
-            if !wanted {
+            if !message.carries(argument.mode) {
                 continue;
             }
             match &argument.value {
@@ -313,6 +303,24 @@ impl NvList {
             }
         }
         Ok(())
+    }
+}
+
+/// Which message parameter values travel in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Message {
+    /// The request: in and inout values.
+    Request,
+    /// The normal reply: inout and out values (after the result).
+    Reply,
+}
+
+impl Message {
+    fn carries(self, mode: ArgMode) -> bool {
+        match self {
+            Message::Request => mode.is_sent(),
+            Message::Reply => mode.is_returned(),
+        }
     }
 }
 
@@ -520,8 +528,8 @@ impl Request {
         let invoker = self.target.invoker()?.clone();
         let outcome = {
             let arguments = &self.arguments;
-            let args = |w: &mut CdrWriter| arguments.write_values(w, true);
-            let request = outgoing(&self.operation, &args, true);
+            let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+            let request = two_way(&self.operation, &args);
             invoker
                 .invoke(self.target.ior(), &request)
                 .and_then(|reply| {
@@ -537,8 +545,13 @@ impl Request {
         self.check_unsent()?;
         let invoker = self.target.invoker()?;
         let arguments = &self.arguments;
-        let args = |w: &mut CdrWriter| arguments.write_values(w, true);
-        let request = outgoing(&self.operation, &args, false);
+        let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+        let request = OutgoingRequest {
+            operation: &self.operation,
+            response_expected: false,
+            sync_scope: SyncScope::None,
+            args: &args,
+        };
         invoker.invoke(self.target.ior(), &request)?;
         self.state = State::Oneway;
         Ok(())
@@ -554,8 +567,8 @@ impl Request {
         let invoker = self.target.invoker()?;
         let pending = {
             let arguments = &self.arguments;
-            let args = |w: &mut CdrWriter| arguments.write_values(w, true);
-            let request = outgoing(&self.operation, &args, true);
+            let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+            let request = two_way(&self.operation, &args);
             invoker.send_deferred(self.target.ior(), &request)?
         };
         self.state = State::Deferred(pending);
@@ -572,8 +585,8 @@ impl Request {
             State::Done(_) => Ok(true),
             State::Deferred(pending) => {
                 let arguments = &self.arguments;
-                let args = |w: &mut CdrWriter| arguments.write_values(w, true);
-                let request = outgoing(&self.operation, &args, true);
+                let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+                let request = two_way(&self.operation, &args);
                 match pending.poll(&request) {
                     Some(outcome) => {
                         let _ = self.complete(outcome);
@@ -599,8 +612,8 @@ impl Request {
             State::Deferred(pending) => {
                 let outcome = {
                     let arguments = &self.arguments;
-                    let args = |w: &mut CdrWriter| arguments.write_values(w, true);
-                    let request = outgoing(&self.operation, &args, true);
+                    let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+                    let request = two_way(&self.operation, &args);
                     pending.wait(&request)
                 };
                 self.complete(outcome)
@@ -619,8 +632,8 @@ impl Request {
     fn wait_for_activity(&mut self, until: Option<Instant>) {
         if let State::Deferred(pending) = &mut self.state {
             let arguments = &self.arguments;
-            let args = |w: &mut CdrWriter| arguments.write_values(w, true);
-            let request = outgoing(&self.operation, &args, true);
+            let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+            let request = two_way(&self.operation, &args);
             pending.wait_for_activity(&request, until);
             if let Some(outcome) = pending.poll(&request) {
                 let _ = self.complete(outcome);
@@ -663,7 +676,7 @@ impl Request {
             ReplyOutcome::Normal => {
                 let result = Any::decode_as(&self.result_type, &mut body).map_err(marshal)?;
                 self.arguments
-                    .read_values(&mut body, false)
+                    .read_values(&mut body, Message::Reply)
                     .map_err(marshal)?;
                 self.result = Some(result);
                 Ok(())
@@ -689,20 +702,15 @@ impl Request {
     }
 }
 
-/// The request a dynamic request sends: the same as a stub's.
-fn outgoing<'a>(
+/// The two-way request a dynamic request sends: the same as a stub's.
+fn two_way<'a>(
     operation: &'a str,
     args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
-    response_expected: bool,
 ) -> OutgoingRequest<'a> {
     OutgoingRequest {
         operation,
-        response_expected,
-        sync_scope: if response_expected {
-            SyncScope::WithTarget
-        } else {
-            SyncScope::None
-        },
+        response_expected: true,
+        sync_scope: SyncScope::WithTarget,
         args,
     }
 }

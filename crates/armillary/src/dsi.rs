@@ -54,7 +54,7 @@ use armillary_giop::cdr::CdrError;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::typecode::TCKind;
 
-use crate::dii::NvList;
+use crate::dii::{Message, NvList};
 use crate::servant::{Servant, ServerRequest, OBJECT_REPOSITORY_ID};
 
 /// A servant that serves its operations dynamically (CORBA's
@@ -160,7 +160,7 @@ impl<'r, 'a> DynamicRequest<'r, 'a> {
         }
         let mut parameters = parameters;
         self.request
-            .decode_args(|r| parameters.read_values(r, true))?;
+            .decode_args(|r| parameters.read_values(r, Message::Request))?;
         Ok(self.arguments.insert(parameters))
     }
 
@@ -219,7 +219,7 @@ impl<'r, 'a> DynamicRequest<'r, 'a> {
                         result.encode_value(w)?;
                     }
                     match &arguments {
-                        Some(arguments) => arguments.write_values(w, false),
+                        Some(arguments) => arguments.write_values(w, Message::Reply),
                         None => Ok::<(), CdrError>(()),
                     }
                 })
