@@ -242,7 +242,8 @@ fn deferred_replies_are_delivered_by_whichever_call_reads_them() {
     let (server, obj) = serve(ConcurrencyModel::SingleThreadedReactive);
     let client = Orb::with_config(OrbConfig::default()).unwrap();
     let obj = client.string_to_object(&obj.ior().to_string()).unwrap();
-    let mut deferred: Vec<_> = (0..10).map(|i| add(&obj, i, i)).collect();
+    // Many outstanding on one connection: a dispatcher each, no thread.
+    let mut deferred: Vec<_> = (0..500).map(|i| add(&obj, i, i)).collect();
     for request in &mut deferred {
         request.send_deferred().unwrap();
     }
