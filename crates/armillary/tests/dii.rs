@@ -2,7 +2,9 @@
 //! (built from `tests/interop/cpp`), in GIOP 1.0, 1.1 and 1.2: requests
 //! built at run time from `any`s and TypeCodes — invoke, oneway, deferred,
 //! several at once — with results, inout/out values and user exceptions
-//! read by TypeCode; and timeouts against a server that never answers.
+//! read by TypeCode; and timeouts against servers that do not answer (a
+//! socket that never replies, and omniORB's server stuck calling back a
+//! peer that is held).
 //!
 //! The omniORB part needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip it.
@@ -346,4 +348,90 @@ fn deferred_requests_left_behind_are_released_at_shutdown() {
     // A request sent after shutdown fails at once.
     let e = echo_long(&obj, 4).send_deferred().unwrap_err();
     assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder);
+}
+
+/// `Interop::Peer`, served dynamically, whose `hello` waits until the gate
+/// opens (or 10 s pass: a bound that only guards a hang).
+struct GatedPeer {
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl armillary::dsi::DynamicServant for GatedPeer {
+    fn primary_interface(&self) -> &'static str {
+        "IDL:Interop/Peer:1.0"
+    }
+
+    fn invoke(
+        &self,
+        req: &mut armillary::dsi::DynamicRequest<'_, '_>,
+    ) -> Result<(), armillary::SystemException> {
+        let args = req.arguments(NvList::new().with_param(ArgMode::In, TypeCode::string(0)))?;
+        let text = args.value(0).cloned().unwrap_or_else(Any::null);
+        let open = self.open.lock().unwrap();
+        let _open = self
+            .opened
+            .wait_timeout_while(open, Duration::from_secs(10), |open| !*open)
+            .unwrap();
+        req.set_result(text)
+    }
+}
+
+/// omniORB's server made to hang: its `call_peer` calls back a peer that
+/// does not answer until the test lets it. A deferred request times out
+/// with the client's call timeout, and its reply, arriving late, is
+/// dropped; calls go on.
+#[test]
+fn a_deferred_request_to_an_omniorb_server_that_does_not_answer_times_out() {
+    if !omniorb_available() {
+        return;
+    }
+    let peers = build_peers();
+    let (_server, ior) = start_interop_server(&peers, "dii-timeout", &[]);
+    let peer_orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = peer_orb.root_poa();
+    poa.the_poa_manager().activate().unwrap();
+    let gated = std::sync::Arc::new(GatedPeer {
+        open: std::sync::Mutex::new(false),
+        opened: std::sync::Condvar::new(),
+    });
+    let servant: std::sync::Arc<dyn armillary::Servant> = gated.clone();
+    let peer = poa.servant_to_reference(&servant).unwrap();
+    let client = Orb::with_config(OrbConfig {
+        call_timeout: Some(Duration::from_millis(300)),
+        ..OrbConfig::default()
+    })
+    .unwrap();
+    let obj = client.string_to_object(&ior).unwrap();
+    let peer_any = Any::new(interop_types::peer(), DynValue::ObjRef(peer.ior().clone())).unwrap();
+    let mut hanging = obj
+        .request("call_peer")
+        .with_in(peer_any)
+        .with_in(Any::from("anyone there?"))
+        .returns(TypeCode::string(0));
+    hanging.send_deferred().unwrap();
+    assert_timeout(hanging.get_response());
+    // Let omniORB's call finish: its reply to the timed-out request comes
+    // late and is dropped.
+    *gated.open.lock().unwrap() = true;
+    gated.opened.notify_all();
+    let mut next = echo_long(&obj, 5);
+    next.invoke().unwrap();
+    assert_eq!(long_result(&next), Some(5));
+    // The peer answers now: the same request completes in time.
+    let mut answered = obj
+        .request("call_peer")
+        .with_in(Any::new(interop_types::peer(), DynValue::ObjRef(peer.ior().clone())).unwrap())
+        .with_in(Any::from("hello"))
+        .returns(TypeCode::string(0));
+    answered.invoke().unwrap();
+    assert_eq!(
+        answered
+            .return_value()
+            .and_then(|v| v.get::<String>())
+            .as_deref(),
+        Some("hello")
+    );
+    client.shutdown(true);
+    peer_orb.shutdown(true);
 }
