@@ -261,6 +261,24 @@ impl Any {
         .ok()
     }
 
+    /// Reads a value of type `type_code` (a parameter, result or exception
+    /// of a dynamic request or reply) into an `any` that keeps the
+    /// [`Origin`] installed on the calling thread, as a decoded `any` does.
+    pub fn decode_as(type_code: &TypeCode, r: &mut CdrReader<'_>) -> Result<Any, CdrError> {
+        let value = decode_value(type_code, r, &mut Vec::new())?;
+        Ok(Any {
+            type_code: type_code.clone(),
+            value,
+            origin: Origin::current(),
+        })
+    }
+
+    /// Writes the value alone, without its TypeCode (a parameter, result
+    /// or exception of a dynamic request or reply).
+    pub fn encode_value(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        encode_value(&self.type_code, &self.value, w, &mut Vec::new())
+    }
+
     /// Extracts a value of a type that implements [`AnyValue`].
     pub fn get<T: AnyValue>(&self) -> Option<T> {
         T::from_any(self)

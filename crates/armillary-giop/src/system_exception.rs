@@ -47,6 +47,20 @@ pub mod minor {
     pub const UNKNOWN_OPERATION: u32 = omg_minor(2);
     /// BAD_INV_ORDER 4: the ORB has shut down.
     pub const ORB_SHUT_DOWN: u32 = omg_minor(4);
+    /// BAD_INV_ORDER 7: a dynamic servant read its arguments twice, or
+    /// after setting an exception.
+    pub const ARGUMENTS_ALREADY_READ: u32 = omg_minor(7);
+    /// BAD_INV_ORDER 9: a dynamic servant set its result twice, before
+    /// reading its arguments, or after setting an exception.
+    pub const RESULT_ALREADY_SET: u32 = omg_minor(9);
+    /// BAD_INV_ORDER 10: a DII request sent (or invoked) a second time.
+    pub const REQUEST_ALREADY_SENT: u32 = omg_minor(10);
+    /// BAD_INV_ORDER 11: a DII request polled, or its response asked for,
+    /// before it was sent (or `get_next_response` with none outstanding).
+    pub const REQUEST_NOT_SENT: u32 = omg_minor(11);
+    /// BAD_INV_ORDER 12: a DII request's response asked for after it was
+    /// retrieved.
+    pub const RESPONSE_ALREADY_RETRIEVED: u32 = omg_minor(12);
     /// UNKNOWN 1: a user exception the caller does not know.
     pub const UNLISTED_USER_EXCEPTION: u32 = omg_minor(1);
     /// MARSHAL: a malformed message or value (Armillary's own).

@@ -13,6 +13,9 @@
 pub mod collocated;
 mod completion;
 pub mod config;
+mod deferred;
+pub mod dii;
+pub mod dsi;
 mod exception;
 mod idl_type;
 pub mod net;
@@ -27,6 +30,8 @@ mod transport;
 
 pub use armillary_giop as giop;
 pub use completion::WaitForCompletion;
+pub use deferred::PendingReply;
+pub use dii::{Request, RequestError};
 pub use exception::UserException;
 pub use idl_type::IdlType;
 pub use object::{

@@ -16,6 +16,8 @@ use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
 
+use crate::deferred::PendingReply;
+
 /// One request as a stub describes it: the operation and how to write its
 /// arguments. `args` may be called more than once (a LOCATION_FORWARD or a
 /// transparent retry re-encodes the request for another target).
@@ -108,6 +110,21 @@ pub trait Invoker: Send + Sync + 'static {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException>;
+
+    /// Sends the two-way `request` to `target` now; its reply is collected
+    /// later from the [`PendingReply`] (DII `send_deferred`). An invoker
+    /// that cannot defer runs the request at once, which is what this
+    /// default does.
+    fn send_deferred(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        let outcome = self.invoke(target, request).and_then(|reply| {
+            reply.ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))
+        });
+        Ok(PendingReply::ready(outcome))
+    }
 
     /// Asks where `target` is without invoking it (a LocateRequest). An
     /// invoker with no such notion says the object is here.
@@ -259,7 +276,7 @@ impl ObjectRef {
         &self.inner.ior.type_id
     }
 
-    fn invoker(&self) -> Result<&Arc<dyn Invoker>, SystemException> {
+    pub(crate) fn invoker(&self) -> Result<&Arc<dyn Invoker>, SystemException> {
         if self.is_nil() {
             return Err(SystemException::inv_objref(0, CompletionStatus::No));
         }

@@ -24,10 +24,13 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::collocated::CollocatedInvoker;
 use crate::config::{ConcurrencyModel, OrbConfig, OrbOptionError};
+use crate::deferred::{PendingReply, RemoteDeferred};
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
 use crate::transport::client::{Awaited, ClientConnection, Closed, ConnectionCache, SendError};
+use crate::transport::reply::sync::SyncSlot;
+use crate::transport::reply::ReplyDispatcher;
 use crate::transport::server::{Server, ServerStats};
 
 /// Why an ORB could not start.
@@ -126,7 +129,9 @@ pub(crate) struct OrbCore {
     /// Plain object keys bound by the application (`corbaloc` targets).
     pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
     initial: RwLock<HashMap<String, ObjectRef>>,
-    shut_down: AtomicBool,
+    /// Requests sent with `send_multiple_requests`, until collected.
+    deferred: crate::dii::DeferredRequests,
+    pub(crate) shut_down: AtomicBool,
     shutdown_lock: Mutex<()>,
     shutdown_signal: Condvar,
     me: Weak<OrbCore>,
@@ -220,6 +225,20 @@ impl Invoker for LocalInvoker {
             .invoke(target, request)
     }
 
+    fn send_deferred(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        if *target == self.ior {
+            return self.local.send_deferred(target, request);
+        }
+        self.orb
+            .upgrade()
+            .ok_or_else(shut_down_error)?
+            .send_deferred(target, request)
+    }
+
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
         if *target == self.ior {
             return Ok(Location::Here);
@@ -274,6 +293,7 @@ impl Orb {
                 server: Mutex::new(None),
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
+                deferred: crate::dii::DeferredRequests::default(),
                 shut_down: AtomicBool::new(false),
                 shutdown_lock: Mutex::new(()),
                 shutdown_signal: Condvar::new(),
@@ -569,8 +589,19 @@ impl Orb {
         self.core
             .connections
             .close_all(self.core.config.giop_version());
+        self.core.deferred.clear();
         let _guard = self.core.shutdown_lock.lock();
         self.core.shutdown_signal.notify_all();
+    }
+
+    /// Whether the ORB has been shut down.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.core.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// The requests sent with `send_multiple_requests`.
+    pub(crate) fn deferred_requests(&self) -> &crate::dii::DeferredRequests {
+        &self.core.deferred
     }
 
     /// Shuts down (if needed) and releases the ORB's resources.
@@ -695,9 +726,9 @@ impl OrbCore {
         SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::Maybe)
     }
 
-    /// One attempt at `request` on `target`; `addressing` is the GIOP 1.2
-    /// addressing disposition (0 key, 1 profile, 2 whole reference). The
-    /// attempt ends by `deadline` when there is one.
+    /// One synchronous attempt at `request` on `target`; `addressing` is
+    /// the GIOP 1.2 addressing disposition (0 key, 1 profile, 2 whole
+    /// reference). The attempt ends by `deadline` when there is one.
     fn invoke_once(
         &self,
         target: &Ior,
@@ -705,6 +736,28 @@ impl OrbCore {
         addressing: i16,
         deadline: Option<Instant>,
     ) -> Result<Attempt, SystemException> {
+        let slot = Arc::new(SyncSlot::default());
+        let sent = match self.send_once(target, request, addressing, deadline, slot.dispatcher())? {
+            Ok(sent) => sent,
+            Err(attempt) => return Ok(attempt),
+        };
+        let awaited = sent.conn.wait_reply(sent.id, &slot, deadline);
+        self.finish(&sent, awaited, request.response_expected)
+    }
+
+    /// Sends one attempt at `request` on `target` (see
+    /// [`invoke_once`](Self::invoke_once)), its reply to go to
+    /// `dispatcher`: the request as sent, or what the attempt already came
+    /// to (a oneway is done once written; a request that could not be
+    /// written whole is retried).
+    pub(crate) fn send_once(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+        addressing: i16,
+        deadline: Option<Instant>,
+        dispatcher: Box<dyn ReplyDispatcher>,
+    ) -> Result<Result<Sent, Attempt>, SystemException> {
         let (index, profile) = target
             .profiles
             .iter()
@@ -783,14 +836,14 @@ impl OrbCore {
             // Oneways with SYNC_WITH_SERVER or _TARGET still get a reply.
             let wait = request.response_expected || request.sync_scope != SyncScope::None;
             if wait {
-                conn.expect_reply(id);
+                conn.bind(id, dispatcher, deadline);
             }
             if let Err(e) = conn.send(&bytes) {
                 // Not sent whole: the server cannot have run it.
-                conn.forget_reply(id);
+                conn.unbind(id);
                 self.connections.evict(&conn);
                 return match e {
-                    SendError::Failed => Ok(Attempt::Retry),
+                    SendError::Failed => Ok(Err(Attempt::Retry)),
                     SendError::TimedOut => Err(SystemException::timeout(
                         minor::CALL_TIMEOUT,
                         CompletionStatus::No,
@@ -798,35 +851,48 @@ impl OrbCore {
                 };
             }
             if !wait {
-                return Ok(Attempt::Done(None));
+                return Ok(Err(Attempt::Done(None)));
             }
-            return match conn.wait_reply(id, deadline) {
-                Awaited::TimedOut { silent } => Err(self.timed_out(&conn, silent)),
-                Awaited::Closed(Closed::Orderly) => {
-                    self.connections.evict(&conn);
-                    Ok(Attempt::Retry)
-                }
-                Awaited::Closed(Closed::Broken) => {
-                    self.connections.evict(&conn);
-                    Err(SystemException::comm_failure(
-                        minor::CONNECTION_LOST,
-                        CompletionStatus::Maybe,
-                    ))
-                }
-                Awaited::Closed(Closed::Refused) => {
-                    self.connections.evict(&conn);
-                    Err(crate::transport::tls::refused())
-                }
-                Awaited::Reply(frame) => match self.reply(frame, codesets)? {
-                    // A synchronised oneway only needed to know it arrived.
-                    Attempt::Done(_) if !request.response_expected => Ok(Attempt::Done(None)),
-                    other => Ok(other),
-                },
-            };
+            return Ok(Ok(Sent { conn, id, codesets }));
         }
         Err(last_error.unwrap_or_else(|| {
             SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No)
         }))
+    }
+
+    /// What the outcome of a sent attempt means for the call: its reply,
+    /// or why there is none (a request that a server closed the
+    /// connection on before answering is retried).
+    pub(crate) fn finish(
+        &self,
+        sent: &Sent,
+        awaited: Awaited,
+        response_expected: bool,
+    ) -> Result<Attempt, SystemException> {
+        let conn = &sent.conn;
+        match awaited {
+            Awaited::TimedOut { silent } => Err(self.timed_out(conn, silent)),
+            Awaited::Closed(Closed::Orderly) => {
+                self.connections.evict(conn);
+                Ok(Attempt::Retry)
+            }
+            Awaited::Closed(Closed::Broken) => {
+                self.connections.evict(conn);
+                Err(SystemException::comm_failure(
+                    minor::CONNECTION_LOST,
+                    CompletionStatus::Maybe,
+                ))
+            }
+            Awaited::Closed(Closed::Refused) => {
+                self.connections.evict(conn);
+                Err(crate::transport::tls::refused())
+            }
+            Awaited::Reply(frame) => match self.reply(frame, sent.codesets)? {
+                // A synchronised oneway only needed to know it arrived.
+                Attempt::Done(_) if !response_expected => Ok(Attempt::Done(None)),
+                other => Ok(other),
+            },
+        }
     }
 
     fn reply(
@@ -902,9 +968,10 @@ impl OrbCore {
         let bytes = MessageBuilder::new(version, ByteOrder::NATIVE, &fields)
             .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?
             .finish(false);
-        conn.expect_reply(id);
+        let slot = Arc::new(SyncSlot::default());
+        conn.bind(id, slot.dispatcher(), deadline);
         if let Err(e) = conn.send(&bytes) {
-            conn.forget_reply(id);
+            conn.unbind(id);
             self.connections.evict(&conn);
             return match e {
                 SendError::Failed => Ok(None),
@@ -914,7 +981,7 @@ impl OrbCore {
                 )),
             };
         }
-        let frame = match conn.wait_reply(id, deadline) {
+        let frame = match conn.wait_reply(id, &slot, deadline) {
             Awaited::Reply(frame) => frame,
             Awaited::TimedOut { silent } => return Err(self.timed_out(&conn, silent)),
             Awaited::Closed(Closed::Orderly) => {
@@ -959,12 +1026,13 @@ impl OrbCore {
 
 impl OrbCore {
     /// When a call starting now must end (the ORB's call timeout).
-    fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.config.call_timeout.map(|t| Instant::now() + t)
     }
 }
 
-enum Attempt {
+/// What one attempt at a request came to.
+pub(crate) enum Attempt {
     Done(Option<ReplyMessage>),
     Forward(Ior),
     /// The server wants another addressing disposition.
@@ -972,7 +1040,89 @@ enum Attempt {
     Retry,
 }
 
+/// A request sent on a connection, its reply awaited.
+pub(crate) struct Sent {
+    pub(crate) conn: Arc<ClientConnection>,
+    pub(crate) id: u32,
+    /// The connection's code sets, which the reply is read with.
+    codesets: CodeSets,
+}
+
+/// Where a request goes next: its target (which forwards change), its
+/// addressing disposition, and the forwards and retries spent so far.
+pub(crate) struct Progress {
+    pub(crate) target: Ior,
+    pub(crate) addressing: i16,
+    forwards: u32,
+    retries: u32,
+}
+
+impl Progress {
+    pub(crate) fn new(target: &Ior) -> Self {
+        Progress {
+            target: target.clone(),
+            addressing: 0,
+            forwards: 0,
+            retries: 0,
+        }
+    }
+
+    /// Takes in what an attempt came to: the reply (`Some`) when the call
+    /// is done, `None` when it must be sent again (re-addressed, forwarded,
+    /// or refused by an orderly close), an error when it cannot be.
+    pub(crate) fn after(
+        &mut self,
+        attempt: Attempt,
+        max_forwards: u32,
+    ) -> Result<Option<Option<ReplyMessage>>, SystemException> {
+        match attempt {
+            Attempt::Readdress(wanted) => {
+                if wanted == self.addressing || !(0..=2).contains(&wanted) {
+                    return Err(SystemException::marshal(
+                        minor::MALFORMED,
+                        CompletionStatus::No,
+                    ));
+                }
+                self.addressing = wanted;
+            }
+            Attempt::Done(reply) => return Ok(Some(reply)),
+            Attempt::Forward(to) => {
+                self.forwards += 1;
+                if self.forwards > max_forwards {
+                    return Err(SystemException::transient(
+                        minor::FORWARD_LIMIT,
+                        CompletionStatus::No,
+                    ));
+                }
+                self.target = to;
+            }
+            Attempt::Retry => {
+                self.retries += 1;
+                if self.retries > 3 {
+                    return Err(SystemException::transient(
+                        minor::CONNECT_FAILED,
+                        CompletionStatus::No,
+                    ));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl Invoker for OrbCore {
+    fn send_deferred(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
+        let me = self.me.upgrade().ok_or_else(shut_down_error)?;
+        Ok(RemoteDeferred::send(me, target, request))
+    }
+
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
         let deadline = self.deadline();
         // An orderly close before the answer: ask again on a new connection.
@@ -996,10 +1146,7 @@ impl Invoker for OrbCore {
             return Err(shut_down_error());
         }
         let deadline = self.deadline();
-        let mut target = target.clone();
-        let mut forwards = 0;
-        let mut retries = 0;
-        let mut addressing = 0;
+        let mut progress = Progress::new(target);
         loop {
             // Every attempt so far ended before the server ran the request
             // (re-addressed, forwarded, or refused by an orderly close).
@@ -1009,36 +1156,10 @@ impl Invoker for OrbCore {
                     CompletionStatus::No,
                 ));
             }
-            match self.invoke_once(&target, request, addressing, deadline)? {
-                Attempt::Readdress(wanted) => {
-                    if wanted == addressing || !(0..=2).contains(&wanted) {
-                        return Err(SystemException::marshal(
-                            minor::MALFORMED,
-                            CompletionStatus::No,
-                        ));
-                    }
-                    addressing = wanted;
-                }
-                Attempt::Done(reply) => return Ok(reply),
-                Attempt::Forward(to) => {
-                    forwards += 1;
-                    if forwards > self.config.max_forwards {
-                        return Err(SystemException::transient(
-                            minor::FORWARD_LIMIT,
-                            CompletionStatus::No,
-                        ));
-                    }
-                    target = to;
-                }
-                Attempt::Retry => {
-                    retries += 1;
-                    if retries > 3 {
-                        return Err(SystemException::transient(
-                            minor::CONNECT_FAILED,
-                            CompletionStatus::No,
-                        ));
-                    }
-                }
+            let attempt =
+                self.invoke_once(&progress.target, request, progress.addressing, deadline)?;
+            if let Some(reply) = progress.after(attempt, self.config.max_forwards)? {
+                return Ok(reply);
             }
         }
     }

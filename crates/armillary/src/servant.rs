@@ -191,6 +191,18 @@ impl<'a> ServerRequest<'a> {
         written.map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::Yes))
     }
 
+    /// Replaces the reply with a user exception given as an `any` of its
+    /// exception TypeCode (a dynamic servant's `set_exception`).
+    pub(crate) fn raise_any(
+        &mut self,
+        exception: &armillary_giop::any::Any,
+    ) -> Result<(), SystemException> {
+        self.reset(ReplyKind::UserException);
+        exception
+            .encode_value(&mut self.reply)
+            .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::Yes))
+    }
+
     /// Replaces the reply with a system exception.
     pub fn raise_system(&mut self, exception: &SystemException) {
         self.reset(ReplyKind::SystemException);

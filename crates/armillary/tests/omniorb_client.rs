@@ -1,9 +1,9 @@
 //! omniORB's `interop_client` (built from `tests/interop/cpp`) against an
 //! Armillary server, in GIOP 1.0, 1.1 and 1.2: every operation of
 //! `Interop::Everything` (tests/interop/idl/interop.idl), checked by the
-//! omniORB side. The servant here is written against the dynamic
-//! skeleton: each operation's parameters are read and written from their
-//! TypeCodes, so no generated code is needed.
+//! omniORB side. The servant here is a `DynamicServant` (the public DSI):
+//! each operation's parameters are read and written as `any`s by
+//! TypeCode, so no generated code is needed.
 //!
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
@@ -12,278 +12,124 @@ use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
+use armillary::cdr::Any;
 use armillary::config::OrbConfig;
-use armillary::giop::any::{read_value, write_value, DynValue};
+use armillary::dii::{ArgMode, NvList};
+use armillary::dsi::{DynamicRequest, DynamicServant};
+use armillary::giop::any::DynValue;
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
-use armillary::giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
+use armillary::giop::typecode::{TCKind, TypeCode};
 use armillary::poa::PoaCurrent;
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
-use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use armillary::{ObjectRef, Orb, Servant};
 
-fn member(name: &str, type_code: TypeCode) -> StructMember {
-    StructMember {
-        name: name.into(),
-        type_code,
-    }
-}
+mod interop_types;
+use interop_types::{echo_type, empty, everything, failure, peer, shape};
 
-fn id(name: &str) -> String {
-    format!("IDL:Interop/{name}:1.0")
-}
-
-struct Types {
-    shape: TypeCode,
-}
-
-fn point() -> TypeCode {
-    TypeCode::struct_tc(
-        &id("Point"),
-        "Point",
-        vec![member("x", TypeCode::long()), member("y", TypeCode::long())],
-    )
-}
-
-fn color() -> TypeCode {
-    TypeCode::enum_tc(&id("Color"), "Color", &["red", "green", "blue"])
-}
-
-fn shape() -> TypeCode {
-    TypeCode::struct_tc(
-        &id("Shape"),
-        "Shape",
-        vec![
-            member("name", TypeCode::string(0)),
-            member("hue", color()),
-            member(
-                "points",
-                TypeCode::alias(&id("PointSeq"), "PointSeq", TypeCode::sequence(point(), 0)),
-            ),
-            member("origin", point()),
-        ],
-    )
-}
-
-/// The TypeCode of each `echo_*` operation's parameter and result.
-fn echo_type(op: &str) -> Option<TypeCode> {
-    let union_member = |label: i128, name: &str, tc: TypeCode| UnionMember {
-        label,
-        name: name.into(),
-        type_code: tc,
-    };
-    Some(match op {
-        "echo_short" => TypeCode::short(),
-        "echo_ushort" => TypeCode::ushort(),
-        "echo_long" => TypeCode::long(),
-        "echo_ulong" => TypeCode::ulong(),
-        "echo_longlong" => TypeCode::longlong(),
-        "echo_ulonglong" => TypeCode::ulonglong(),
-        "echo_float" => TypeCode::float(),
-        "echo_double" => TypeCode::double(),
-        "echo_boolean" => TypeCode::boolean(),
-        "echo_char" => TypeCode::char(),
-        "echo_wchar" => TypeCode::wchar(),
-        "echo_octet" => TypeCode::octet(),
-        "echo_primitives" => TypeCode::struct_tc(
-            &id("Primitives"),
-            "Primitives",
-            vec![
-                member("s", TypeCode::short()),
-                member("us", TypeCode::ushort()),
-                member("l", TypeCode::long()),
-                member("ul", TypeCode::ulong()),
-                member("ll", TypeCode::longlong()),
-                member("ull", TypeCode::ulonglong()),
-                member("f", TypeCode::float()),
-                member("d", TypeCode::double()),
-                member("b", TypeCode::boolean()),
-                member("c", TypeCode::char()),
-                member("wc", TypeCode::wchar()),
-                member("o", TypeCode::octet()),
-            ],
-        ),
-        "echo_money" => TypeCode::fixed(10, 2),
-        "echo_string" => TypeCode::string(0),
-        "echo_wstring" => TypeCode::wstring(0),
-        "echo_short_string" => TypeCode::string(16),
-        "echo_longs" => TypeCode::sequence(TypeCode::long(), 0),
-        "echo_strings" => TypeCode::sequence(TypeCode::string(0), 0),
-        "echo_octets" => TypeCode::sequence(TypeCode::octet(), 0),
-        "echo_bounded" => TypeCode::sequence(TypeCode::long(), 4),
-        "echo_matrix" => TypeCode::array(TypeCode::array(TypeCode::long(), 4), 3),
-        "echo_shape" => shape(),
-        "echo_color" => color(),
-        "echo_value" => TypeCode::union_tc(
-            &id("Value"),
-            "Value",
-            TypeCode::long(),
-            4,
-            vec![
-                union_member(1, "as_long", TypeCode::long()),
-                union_member(2, "as_string", TypeCode::string(0)),
-                union_member(3, "as_point", point()),
-                union_member(4, "as_point", point()),
-                union_member(0, "as_double", TypeCode::double()),
-            ],
-        ),
-        "echo_choice" => TypeCode::union_tc(
-            &id("Choice"),
-            "Choice",
-            color(),
-            -1,
-            vec![
-                union_member(0, "label", TypeCode::string(0)),
-                union_member(1, "numbers", TypeCode::sequence(TypeCode::short(), 0)),
-            ],
-        ),
-        "echo_flag" => TypeCode::union_tc(
-            &id("Flag"),
-            "Flag",
-            TypeCode::boolean(),
-            -1,
-            vec![
-                union_member(1, "yes", TypeCode::ulong()),
-                union_member(0, "no", TypeCode::char()),
-            ],
-        ),
-        "echo_any" => TypeCode::any(),
-        _ => return None,
-    })
-}
-
-#[derive(Debug)]
-struct Failure {
-    code: i32,
-    reason: String,
-    details: Vec<String>,
-}
-
-impl CdrEncode for Failure {
-    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        w.write_long(self.code);
-        w.write_string(&self.reason)?;
-        self.details.encode(w)
-    }
-}
-
-impl CdrDecode for Failure {
-    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ok(Failure {
-            code: r.read_long()?,
-            reason: r.read_string()?,
-            details: r.read()?,
-        })
-    }
-}
-
-impl UserException for Failure {
-    const REPOSITORY_ID: &'static str = "IDL:Interop/Failure:1.0";
-}
-
-#[derive(Debug)]
-struct Empty;
-
-impl CdrEncode for Empty {
-    fn encode(&self, _: &mut CdrWriter) -> Result<(), CdrError> {
-        Ok(())
-    }
-}
-
-impl CdrDecode for Empty {
-    fn decode(_: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ok(Empty)
-    }
-}
-
-impl UserException for Empty {
-    const REPOSITORY_ID: &'static str = "IDL:Interop/Empty:1.0";
-}
-
+/// `Interop::Everything`, served through the dynamic skeleton: each
+/// operation declares its parameters by TypeCode and answers with `any`s.
 struct Everything {
-    types: Types,
     counter: AtomicI32,
     oneways: AtomicI32,
 }
 
-fn marshal(e: CdrError) -> SystemException {
-    SystemException::from_cdr_error(&e, CompletionStatus::No)
+impl Everything {
+    fn new() -> Self {
+        Everything {
+            counter: AtomicI32::new(0),
+            oneways: AtomicI32::new(0),
+        }
+    }
 }
 
-impl Servant for Everything {
-    fn repository_id(&self) -> &'static str {
+/// An `any` of `tc` holding `value` (the tests build only values that fit).
+fn any(tc: TypeCode, value: DynValue) -> Any {
+    Any::new(tc, value).expect("the value fits its TypeCode")
+}
+
+fn long_of(args: &NvList, i: usize) -> i32 {
+    args.value(i)
+        .and_then(|v| v.get::<i32>())
+        .unwrap_or_default()
+}
+
+impl DynamicServant for Everything {
+    fn primary_interface(&self) -> &'static str {
         "IDL:Interop/Everything:1.0"
     }
 
-    fn is_a(&self, repository_id: &str) -> bool {
-        matches!(
-            repository_id,
-            "IDL:Interop/Everything:1.0" | "IDL:Interop/Base:1.0"
-        )
+    fn base_interfaces(&self) -> &[&'static str] {
+        &["IDL:Interop/Base:1.0"]
     }
 
-    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+    fn invoke(&self, req: &mut DynamicRequest<'_, '_>) -> Result<(), SystemException> {
         let op = req.operation();
+        let ins = |tcs: &[TypeCode]| {
+            tcs.iter()
+                .fold(NvList::new(), |l, tc| l.with_param(ArgMode::In, tc.clone()))
+        };
         if let Some(tc) = echo_type(op) {
-            let v = read_value(&tc, req.args()).map_err(marshal)?;
-            return write_value(&tc, &v, req.results()).map_err(marshal);
+            let v = req.arguments(ins(&[tc]))?.value(0).cloned();
+            return req.set_result(v.unwrap_or_else(Any::null));
         }
         match op {
-            "base_op" => req.results().write_string("base").map_err(marshal),
-            "_get_base_name" => req
-                .results()
-                .write_string("Armillary base")
-                .map_err(marshal),
-            "_get_name" => req
-                .results()
-                .write_string("Armillary everything")
-                .map_err(marshal),
-            "_get_counter" => {
-                req.results()
-                    .write_long(self.counter.load(Ordering::SeqCst));
-                Ok(())
-            }
+            "base_op" => req.set_result(Any::from("base")),
+            "_get_base_name" => req.set_result(Any::from("Armillary base")),
+            "_get_name" => req.set_result(Any::from("Armillary everything")),
+            "_get_counter" => req.set_result(Any::from(self.counter.load(Ordering::SeqCst))),
             "_set_counter" => {
-                let v = req.args().read_long().map_err(marshal)?;
-                self.counter.store(v, Ordering::SeqCst);
-                req.results();
+                let args = req.arguments(ins(&[TypeCode::long()]))?;
+                self.counter.store(long_of(args, 0), Ordering::SeqCst);
                 Ok(())
             }
             "split" => {
-                let a = req.args().read_long().map_err(marshal)?;
-                let b = req.args().read_long().map_err(marshal)?;
-                let w = req.results();
-                w.write_long(a + b);
-                w.write_long(b * 2);
-                w.write_long(a - b);
-                Ok(())
+                let args = req.arguments(
+                    NvList::new()
+                        .with_param(ArgMode::In, TypeCode::long())
+                        .with_param(ArgMode::InOut, TypeCode::long())
+                        .with_param(ArgMode::Out, TypeCode::long()),
+                )?;
+                let (a, b) = (long_of(args, 0), long_of(args, 1));
+                args.set_value(1, Any::from(b * 2))?;
+                args.set_value(2, Any::from(a - b))?;
+                req.set_result(Any::from(a + b))
             }
             "out_shape" => {
+                let args = req.arguments(
+                    NvList::new()
+                        .with_param(ArgMode::Out, shape())
+                        .with_param(ArgMode::Out, TypeCode::string(0)),
+                )?;
                 let points = (0..3)
                     .map(|i| DynValue::Struct(vec![DynValue::Long(i), DynValue::Long(i * i)]))
                     .collect();
-                let shape = DynValue::Struct(vec![
+                let value = DynValue::Struct(vec![
                     DynValue::String("triangle".into()),
                     DynValue::Enum(2),
                     DynValue::Sequence(points),
                     DynValue::Struct(vec![DynValue::Long(-1), DynValue::Long(-2)]),
                 ]);
-                let w = req.results();
-                write_value(&self.types.shape, &shape, w).map_err(marshal)?;
-                w.write_string("out").map_err(marshal)
+                args.set_value(0, any(shape(), value))?;
+                args.set_value(1, Any::from("out"))?;
+                Ok(())
             }
             "fail" => {
-                let code = req.args().read_long().map_err(marshal)?;
-                if code == 0 {
-                    req.raise(&Empty)
+                let code = long_of(req.arguments(ins(&[TypeCode::long()]))?, 0);
+                req.set_exception(if code == 0 {
+                    any(empty(), DynValue::Struct(Vec::new()))
                 } else {
-                    req.raise(&Failure {
-                        code,
-                        reason: "failed on purpose".into(),
-                        details: vec!["first".into(), "second".into()],
-                    })
-                }
+                    let details = ["first", "second"].map(|d| DynValue::String(d.into()));
+                    any(
+                        failure(),
+                        DynValue::Struct(vec![
+                            DynValue::Long(code),
+                            DynValue::String("failed on purpose".into()),
+                            DynValue::Sequence(details.to_vec()),
+                        ]),
+                    )
+                })
             }
             "fail_system" => {
-                let minor = req.args().read_long().map_err(marshal)?;
+                let minor = long_of(req.arguments(ins(&[TypeCode::long()]))?, 0);
                 Err(SystemException::no_permission(
                     minor as u32,
                     CompletionStatus::Yes,
@@ -293,38 +139,37 @@ impl Servant for Everything {
                 let me = PoaCurrent
                     .get_reference()
                     .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
-                me.encode(req.results()).map_err(marshal)
+                req.set_result(any(everything(), DynValue::ObjRef(me.ior().clone())))
             }
             "call_peer" => {
-                let peer: ObjectRef = req.args().read().map_err(marshal)?;
-                let text = req.args().read_string().map_err(marshal)?;
-                let answer: String =
-                    peer.invoke("hello", &|w| w.write_string(&text), |reply| match reply {
-                        ReplyBody::Result(r) => Ok(Ok(r.read_string()?)),
-                        ReplyBody::UserException { .. } => {
-                            Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
-                        }
-                    })?;
-                req.results().write_string(&answer).map_err(marshal)
+                let args = req.arguments(ins(&[peer(), TypeCode::string(0)]))?;
+                // The reference belongs to the ORB that received the request.
+                let peer: ObjectRef = args
+                    .value(0)
+                    .and_then(|p| p.to_cdr_value(&peer()))
+                    .ok_or_else(|| SystemException::bad_param(0, CompletionStatus::No))?;
+                let text = args.value(1).cloned().unwrap_or_else(Any::null);
+                let mut hello = peer
+                    .request("hello")
+                    .with_in(text)
+                    .returns(TypeCode::string(0));
+                hello.invoke()?;
+                let answer = hello.return_value().cloned().unwrap_or_else(Any::null);
+                req.set_result(answer)
             }
             "same_object" => {
-                let a: ObjectRef = req.args().read().map_err(marshal)?;
-                let b: ObjectRef = req.args().read().map_err(marshal)?;
-                req.results().write_bool(a == b);
-                Ok(())
+                let object = TypeCode::objref("IDL:omg.org/CORBA/Object:1.0", "Object");
+                let args = req.arguments(ins(&[object.clone(), object]))?;
+                let same = args.value(0).map(|a| &a.value) == args.value(1).map(|b| &b.value);
+                req.set_result(Any::from(same))
             }
             "ping" => {
-                let n = req.args().read_long().map_err(marshal)?;
-                if n >= 0 {
+                if long_of(req.arguments(ins(&[TypeCode::long()]))?, 0) >= 0 {
                     self.oneways.fetch_add(1, Ordering::SeqCst);
                 }
                 Ok(())
             }
-            "oneway_count" => {
-                req.results()
-                    .write_long(self.oneways.load(Ordering::SeqCst));
-                Ok(())
-            }
+            "oneway_count" => req.set_result(Any::from(self.oneways.load(Ordering::SeqCst))),
             _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
         }
     }
@@ -339,11 +184,7 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = orb.root_poa();
     poa.the_poa_manager().activate().unwrap();
-    let servant: Arc<dyn Servant> = Arc::new(Everything {
-        types: Types { shape: shape() },
-        counter: AtomicI32::new(0),
-        oneways: AtomicI32::new(0),
-    });
+    let servant: Arc<dyn Servant> = Arc::new(Everything::new());
     assert_eq!(TypeCode::any().kind(), TCKind::Any);
     let obj = poa.servant_to_reference(&servant).unwrap();
     let ior_file = peers.join(format!("armillary-server-{}.ior", std::process::id()));
@@ -408,11 +249,7 @@ fn omniorb_ssl_client_against_armillary_tls_server() {
     .unwrap();
     let poa = orb.root_poa();
     poa.the_poa_manager().activate().unwrap();
-    let servant: Arc<dyn Servant> = Arc::new(Everything {
-        types: Types { shape: shape() },
-        counter: AtomicI32::new(0),
-        oneways: AtomicI32::new(0),
-    });
+    let servant: Arc<dyn Servant> = Arc::new(Everything::new());
     let obj = poa.servant_to_reference(&servant).unwrap();
     assert_eq!(obj.ior().iiop_profiles()[0].port, 0, "TLS only");
     let ior_file = dir.join("armillary-tls-server.ior");

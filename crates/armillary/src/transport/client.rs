@@ -1,15 +1,27 @@
 //! The client side of IIOP: connections cached by endpoint, requests
-//! written by the calling thread, replies read by whichever waiting caller
-//! leads (Leader/Followers: the leader reads the socket and hands each
-//! reply to its owner; followers sleep until their reply or leadership
-//! arrives). With one caller this is wait-on-read: the caller reads its own
-//! reply, with no thread switch.
+//! written by the calling thread, replies read by whichever thread leads
+//! (Leader/Followers: the leader reads the socket and hands each reply to
+//! the [reply dispatcher](super::reply) bound to its request id; followers
+//! sleep until their reply or leadership arrives). With one caller this is
+//! wait-on-read: the caller reads its own reply, with no thread switch.
 //!
-//! Every wait may have a deadline (the ORB's call timeout): a follower
-//! sleeps no longer than its own deadline, and a leader reads with a socket
-//! timeout that ends at its own deadline, then hands the socket on. A
-//! caller that gives up removes its entry, so a reply that comes later is
+//! Sending and collecting are separate: a request binds its dispatcher,
+//! is sent, and its reply is collected later by whichever thread reads the
+//! connection — a synchronous caller waiting for it ([`wait_reply`]), a
+//! waiter for a deferred reply ([`wait_until`]), or a caller polling
+//! without blocking ([`poll`], which reads only what has arrived and only
+//! when nobody leads).
+//!
+//! Every request may have a deadline (the ORB's call timeout): a follower
+//! sleeps no longer than its own deadline, a leader reads with a socket
+//! timeout that ends at its own deadline, then hands the socket on, and
+//! whoever reads ends the requests whose deadline has passed. A request
+//! that ends unbinds its dispatcher, so a reply that comes later is
 //! dropped like any reply nobody waits for.
+//!
+//! [`wait_reply`]: ClientConnection::wait_reply
+//! [`wait_until`]: ClientConnection::wait_until
+//! [`poll`]: ClientConnection::poll
 //!
 //! **Invariant:** a connection is read by at most one thread at a time.
 
@@ -23,8 +35,11 @@ use std::time::{Duration, Instant};
 use armillary_giop::giop::{Frame, FrameDecoder, MessageBody, MessageType};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::GiopVersion;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::reply::sync::SyncSlot;
+pub(crate) use super::reply::Awaited;
+use super::reply::{DispatcherTable, ReplyDispatcher};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
 use crate::net;
 
@@ -50,31 +65,38 @@ pub(crate) enum Closed {
     Refused,
 }
 
-/// A request whose reply is awaited.
-struct Pending {
-    /// The reply, once it arrived.
-    reply: Option<Frame>,
-    /// `ReadState::frames` when the request was registered: if it has not
-    /// moved when the caller gives up, the server said nothing at all
-    /// meanwhile.
-    frames_before: u64,
-}
-
-struct ReadState {
+pub(crate) struct ReadState {
     decoder: FrameDecoder,
     /// The leader's read buffer, allocated once (zeroing 64 KiB per read
     /// showed up as the largest user-space cost of a call).
     buf: Vec<u8>,
-    /// Requests awaiting their reply, by request id.
-    replies: HashMap<u32, Pending>,
+    /// The dispatchers of the requests awaiting their reply, by request id.
+    dispatchers: DispatcherTable,
     /// Messages received on the connection so far.
     frames: u64,
-    /// When the last of them arrived (or the connection opened).
+    /// Replies handed to their dispatchers so far.
+    delivered: u64,
+    /// When the last message arrived (or the connection opened).
     last_received: Instant,
     /// The read timeout currently set on the socket.
     read_timeout: Option<Duration>,
     leader: bool,
     closed: Option<Closed>,
+}
+
+impl ReadState {
+    /// Marks the connection closed (keeping the first reason) and ends
+    /// every outstanding request with it.
+    fn close(&mut self, why: Closed) {
+        let why = *self.closed.get_or_insert(why);
+        self.dispatchers.close_all(why);
+    }
+
+    /// Replies handed to their dispatchers so far: a waiter for "any
+    /// reply" watches it move.
+    pub(crate) fn delivered(&self) -> u64 {
+        self.delivered
+    }
 }
 
 /// One TCP (or TLS) connection to a server endpoint.
@@ -94,16 +116,12 @@ pub(crate) struct ClientConnection {
     pub(crate) codesets: std::sync::OnceLock<armillary_giop::cdr::codeset::CodeSets>,
 }
 
-/// What waiting for a reply produced.
-pub(crate) enum Awaited {
-    Reply(Frame),
-    Closed(Closed),
-    /// The deadline passed first. `silent`: nothing at all arrived on the
-    /// connection since the request was registered (a hung server, or a
-    /// peer gone without closing).
-    TimedOut {
-        silent: bool,
-    },
+impl std::fmt::Debug for ClientConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConnection")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a request could not be written.
@@ -115,6 +133,10 @@ pub(crate) enum SendError {
     /// connection is closed (part of a message may have left).
     TimedOut,
 }
+
+/// How long a non-blocking [`ClientConnection::poll`] may spend reading
+/// once the socket has bytes: a TLS record cut in two may need its rest.
+const POLL_READ: Duration = Duration::from_millis(1);
 
 impl ClientConnection {
     /// Connects within `connect_timeout` (and, with `tls`, runs the TLS
@@ -149,8 +171,9 @@ impl ClientConnection {
             state: Mutex::new(ReadState {
                 decoder: FrameDecoder::new(super::frame_limits()),
                 buf: vec![0; super::READ_BUFFER],
-                replies: HashMap::new(),
+                dispatchers: DispatcherTable::default(),
                 frames: 0,
+                delivered: 0,
                 last_received: Instant::now(),
                 read_timeout: None,
                 leader: false,
@@ -179,34 +202,52 @@ impl ClientConnection {
         if state.closed.is_some() {
             return true;
         }
-        if state.leader || !state.replies.is_empty() || state.last_received.elapsed() < TRUST_RECENT
+        if state.leader
+            || !state.dispatchers.is_empty()
+            || state.last_received.elapsed() < TRUST_RECENT
         {
             return false;
         }
-        if peer_has_closed(self.stream.socket()) {
-            state.closed = Some(Closed::Broken);
+        if readiness(self.stream.socket()) == Readiness::Closed {
+            state.close(Closed::Broken);
             let _ = self.stream.socket().shutdown(Shutdown::Both);
             return true;
         }
         false
     }
 
-    /// Registers interest in the reply to `id` (before sending it).
-    pub(crate) fn expect_reply(&self, id: u32) {
+    /// Binds `dispatcher` to the reply of `id` (before the request is
+    /// sent); with a `deadline`, whoever reads the connection after it
+    /// ends the request as timed out. On a closed connection the
+    /// dispatcher learns it at once.
+    pub(crate) fn bind(
+        &self,
+        id: u32,
+        dispatcher: Box<dyn ReplyDispatcher>,
+        deadline: Option<Instant>,
+    ) {
         let mut state = self.state.lock();
-        let frames_before = state.frames;
-        state.replies.insert(
-            id,
-            Pending {
-                reply: None,
-                frames_before,
-            },
-        );
+        match state.closed {
+            Some(closed) => dispatcher.dispatch(Awaited::Closed(closed)),
+            None => {
+                let frames = state.frames;
+                state.dispatchers.bind(id, dispatcher, frames, deadline);
+            }
+        }
     }
 
-    /// Forgets a reply nobody will wait for.
-    pub(crate) fn forget_reply(&self, id: u32) {
-        self.state.lock().replies.remove(&id);
+    /// Forgets the dispatcher of a reply nobody will collect; a reply that
+    /// comes later is dropped.
+    pub(crate) fn unbind(&self, id: u32) {
+        self.state.lock().dispatchers.unbind(id);
+    }
+
+    /// Ends the request `id` as timed out now (its owner's deadline
+    /// passed), unless its outcome was dispatched already.
+    pub(crate) fn time_out(&self, id: u32) {
+        let mut state = self.state.lock();
+        let frames = state.frames;
+        state.dispatchers.time_out(id, frames);
     }
 
     /// Writes a whole message. An error means the request did not reach
@@ -222,7 +263,7 @@ impl ClientConnection {
             return Ok(());
         };
         let _ = self.stream.socket().shutdown(Shutdown::Both);
-        self.state.lock().closed.get_or_insert(Closed::Broken);
+        self.state.lock().close(Closed::Broken);
         self.wake.notify_all();
         Err(match e.kind() {
             ErrorKind::WouldBlock | ErrorKind::TimedOut => SendError::TimedOut,
@@ -230,29 +271,39 @@ impl ClientConnection {
         })
     }
 
-    /// Waits for the reply to `id` until `deadline` (for ever without
-    /// one), reading the socket when no one else does.
-    pub(crate) fn wait_reply(&self, id: u32, deadline: Option<Instant>) -> Awaited {
+    /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
+    /// `deadline` (for ever without one), reading the socket when no one
+    /// else does.
+    pub(crate) fn wait_reply(
+        &self,
+        id: u32,
+        slot: &SyncSlot,
+        deadline: Option<Instant>,
+    ) -> Awaited {
+        if !self.wait_until(deadline, |_| slot.is_ready()) {
+            self.time_out(id);
+        }
+        // The dispatcher ran (reply, close or time-out) unless the request
+        // was never bound; then nothing can come.
+        slot.take().unwrap_or(Awaited::TimedOut { silent: true })
+    }
+
+    /// Leads or follows on the connection until `done` (asked with the
+    /// read state locked, after each thing that may change it) is true,
+    /// the connection has closed (true), or `deadline` passes (false).
+    pub(crate) fn wait_until(
+        &self,
+        deadline: Option<Instant>,
+        mut done: impl FnMut(&ReadState) -> bool,
+    ) -> bool {
         let mut state = self.state.lock();
         loop {
-            if let Some(pending) = state.replies.get_mut(&id) {
-                if let Some(frame) = pending.reply.take() {
-                    state.replies.remove(&id);
-                    return Awaited::Reply(frame);
-                }
-            }
-            if let Some(closed) = state.closed {
-                state.replies.remove(&id);
-                return Awaited::Closed(closed);
+            if done(&state) || state.closed.is_some() {
+                return true;
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| d <= now) {
-                let frames = state.frames;
-                let silent = state
-                    .replies
-                    .remove(&id)
-                    .is_none_or(|p| p.frames_before == frames);
-                return Awaited::TimedOut { silent };
+                return false;
             }
             if state.leader {
                 match deadline {
@@ -263,83 +314,81 @@ impl ClientConnection {
                 }
                 continue;
             }
-            // Lead: read without holding the lock, no longer than our own
-            // deadline allows (1 ms at least: a zero timeout means none).
+            // Lead: read no longer than our own deadline allows (1 ms at
+            // least: a zero timeout means none).
             let timeout = deadline.map(|d| (d - now).max(Duration::from_millis(1)));
-            if timeout.is_some() || state.read_timeout.is_some() {
-                if self.stream.socket().set_read_timeout(timeout).is_err() {
-                    state.closed = Some(Closed::Broken);
-                    let _ = self.stream.socket().shutdown(Shutdown::Both);
-                    self.wake.notify_all();
-                    continue;
-                }
-                state.read_timeout = timeout;
-            }
-            state.leader = true;
-            let mut buf = std::mem::take(&mut state.buf);
-            drop(state);
-            let read = self.stream.read(&mut buf);
-            state = self.state.lock();
-            state.leader = false;
-            match read {
-                Err(e) if is_tls_refusal(&e) => {
-                    state.closed.get_or_insert(Closed::Refused);
-                }
-                // Out of time, or a signal: the loop looks at the deadline.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                    ) => {}
-                Ok(0) | Err(_) => {
-                    state.closed.get_or_insert(Closed::Broken);
-                }
-                Ok(n) => {
-                    if state.decoder.handle_bytes(&buf[..n]).is_err() {
-                        state.closed = Some(Closed::Broken);
-                    }
-                    let before = state.frames;
-                    while let Some(frame) = state.decoder.poll_frame() {
-                        state.frames += 1;
-                        self.accept(&mut state, frame);
-                    }
-                    if state.frames != before {
-                        state.last_received = Instant::now();
-                    }
-                }
-            }
-            state.buf = buf;
-            if state.closed.is_some() {
-                self.stream.shutdown();
-            }
-            // Wake the followers: one may have its reply, one must lead.
-            self.wake.notify_all();
+            self.lead_once(&mut state, timeout);
         }
     }
 
-    fn accept(&self, state: &mut ReadState, frame: Frame) {
-        let Ok(header) = armillary_giop::giop::MessageHeader::decode(&frame.bytes) else {
-            state.closed = Some(Closed::Broken);
+    /// Reads what has arrived, without blocking, when no other thread is
+    /// reading: replies go to their dispatchers, and requests whose
+    /// deadline has passed are ended as timed out.
+    pub(crate) fn poll(&self) {
+        let mut state = self.state.lock();
+        if state.leader || state.closed.is_some() {
             return;
-        };
-        match header.message_type {
-            MessageType::Reply | MessageType::LocateReply => {
-                let id = match armillary_giop::giop::Message::decode(&frame.bytes) {
-                    Ok(m) => m.body.request_id(),
-                    Err(_) => None,
-                };
-                // A reply nobody waits for (cancelled, or to a oneway) is
-                // dropped.
-                if let Some(pending) = id.and_then(|id| state.replies.get_mut(&id)) {
-                    pending.reply = Some(frame);
+        }
+        let frames = state.frames;
+        state.dispatchers.expire(Instant::now(), frames);
+        if readiness(self.stream.socket()) != Readiness::Nothing {
+            self.lead_once(&mut state, Some(POLL_READ));
+        }
+    }
+
+    /// One read as the leader (with the read state unlocked meanwhile),
+    /// `timeout` at most; what it brings is dispatched, then the followers
+    /// are woken (one may have its reply, one must lead).
+    fn lead_once(&self, state: &mut MutexGuard<'_, ReadState>, timeout: Option<Duration>) {
+        if timeout.is_some() || state.read_timeout.is_some() {
+            if self.stream.socket().set_read_timeout(timeout).is_err() {
+                state.close(Closed::Broken);
+                let _ = self.stream.socket().shutdown(Shutdown::Both);
+                self.wake.notify_all();
+                return;
+            }
+            state.read_timeout = timeout;
+        }
+        state.leader = true;
+        let mut buf = std::mem::take(&mut state.buf);
+        let read = MutexGuard::unlocked(state, || self.stream.read(&mut buf));
+        state.leader = false;
+        match read {
+            Err(e) if is_tls_refusal(&e) => {
+                state.closed.get_or_insert(Closed::Refused);
+            }
+            // Out of time, or a signal: the caller looks at its deadline.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Ok(0) | Err(_) => {
+                state.closed.get_or_insert(Closed::Broken);
+            }
+            Ok(n) => {
+                if state.decoder.handle_bytes(&buf[..n]).is_err() {
+                    state.closed = Some(Closed::Broken);
+                }
+                let before = state.frames;
+                while let Some(frame) = state.decoder.poll_frame() {
+                    state.frames += 1;
+                    accept(state, frame);
+                }
+                if state.frames != before {
+                    state.last_received = Instant::now();
                 }
             }
-            MessageType::CloseConnection => state.closed = Some(Closed::Orderly),
-            MessageType::MessageError => state.closed = Some(Closed::Broken),
-            // Requests, fragments-out-of-place and cancels make no sense
-            // on a client connection without bidirectional GIOP.
-            _ => state.closed = Some(Closed::Broken),
         }
+        state.buf = buf;
+        if let Some(closed) = state.closed {
+            state.close(closed);
+            self.stream.shutdown();
+        } else {
+            let frames = state.frames;
+            state.dispatchers.expire(Instant::now(), frames);
+        }
+        self.wake.notify_all();
     }
 
     /// Sends CloseConnection (GIOP 1.2 style) and closes.
@@ -352,8 +401,36 @@ impl ClientConnection {
             let _ = self.send(&b.finish(false));
         }
         self.stream.shutdown();
-        self.state.lock().closed.get_or_insert(Closed::Orderly);
+        self.state.lock().close(Closed::Orderly);
         self.wake.notify_all();
+    }
+}
+
+/// Takes one message the leader read: a reply goes to its dispatcher (or,
+/// when none is bound, is dropped: a oneway's, or one whose owner gave up
+/// or timed out); anything else closes the connection.
+fn accept(state: &mut ReadState, frame: Frame) {
+    let Ok(header) = armillary_giop::giop::MessageHeader::decode(&frame.bytes) else {
+        state.closed = Some(Closed::Broken);
+        return;
+    };
+    match header.message_type {
+        MessageType::Reply | MessageType::LocateReply => {
+            let id = match armillary_giop::giop::Message::decode(&frame.bytes) {
+                Ok(m) => m.body.request_id(),
+                Err(_) => None,
+            };
+            if let Some(id) = id {
+                if state.dispatchers.dispatch(id, frame) {
+                    state.delivered += 1;
+                }
+            }
+        }
+        MessageType::CloseConnection => state.closed = Some(Closed::Orderly),
+        MessageType::MessageError => state.closed = Some(Closed::Broken),
+        // Requests, fragments-out-of-place and cancels make no sense
+        // on a client connection without bidirectional GIOP.
+        _ => state.closed = Some(Closed::Broken),
     }
 }
 
@@ -455,33 +532,51 @@ impl ConnectionCache {
     }
 }
 
-/// True when a peek at `stream` (without blocking) finds its end or an
-/// error: the peer closed or reset a connection that owes us nothing.
+/// What a look at a socket without blocking finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    /// Nothing to read yet.
+    Nothing,
+    /// Bytes to read.
+    Data,
+    /// Its end, or an error: the peer closed or reset the connection.
+    Closed,
+}
+
+/// Peeks at `stream` without blocking (one `recv(MSG_PEEK | MSG_DONTWAIT)`).
 #[cfg(unix)]
-fn peer_has_closed(stream: &TcpStream) -> bool {
+fn readiness(stream: &TcpStream) -> Readiness {
     let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
     match socket2::SockRef::from(stream)
         .recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT)
     {
-        Ok(n) => n == 0,
-        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted),
+        Ok(0) => Readiness::Closed,
+        Ok(_) => Readiness::Data,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+            Readiness::Nothing
+        }
+        Err(_) => Readiness::Closed,
     }
 }
 
-/// True when a peek at `stream` (without blocking) finds its end or an
-/// error: the peer closed or reset a connection that owes us nothing.
+/// Peeks at `stream` without blocking (the socket is non-blocking for the
+/// duration of the peek).
 #[cfg(not(unix))]
-fn peer_has_closed(stream: &TcpStream) -> bool {
+fn readiness(stream: &TcpStream) -> Readiness {
     if stream.set_nonblocking(true).is_err() {
-        return false;
+        return Readiness::Data;
     }
     let mut byte = [0u8];
-    let closed = match stream.peek(&mut byte) {
-        Ok(n) => n == 0,
-        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted),
+    let found = match stream.peek(&mut byte) {
+        Ok(0) => Readiness::Closed,
+        Ok(_) => Readiness::Data,
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+            Readiness::Nothing
+        }
+        Err(_) => Readiness::Closed,
     };
     let _ = stream.set_nonblocking(false);
-    closed
+    found
 }
 
 #[cfg(test)]
@@ -509,6 +604,13 @@ mod tests {
         b.finish(false)
     }
 
+    /// Binds a synchronous dispatcher to `id` and returns its slot.
+    fn expect(conn: &ClientConnection, id: u32) -> Arc<SyncSlot> {
+        let slot = Arc::new(SyncSlot::default());
+        conn.bind(id, slot.dispatcher(), None);
+        slot
+    }
+
     fn value(frame: &Frame) -> i32 {
         let (_, mut body) = frame.decode().unwrap();
         body.read_long().unwrap()
@@ -522,43 +624,46 @@ mod tests {
         let (mut server, _) = listener.accept().unwrap();
 
         // Nothing comes: the wait ends at its deadline, with nothing heard.
-        conn.expect_reply(1);
+        let slot1 = expect(&conn, 1);
         let deadline = Instant::now() + Duration::from_millis(50);
         assert!(matches!(
-            conn.wait_reply(1, Some(deadline)),
+            conn.wait_reply(1, &slot1, Some(deadline)),
             Awaited::TimedOut { silent: true }
         ));
-        assert!(conn.state.lock().replies.is_empty());
+        assert!(conn.state.lock().dispatchers.is_empty());
 
         // The late reply to 1 arrives with the reply to 2: 1's is dropped.
-        conn.expect_reply(2);
+        let slot2 = expect(&conn, 2);
         server
             .write_all(&[reply(1, 111), reply(2, 222)].concat())
             .unwrap();
-        match conn.wait_reply(2, None) {
+        match conn.wait_reply(2, &slot2, None) {
             Awaited::Reply(frame) => assert_eq!(value(&frame), 222),
             _ => panic!("no reply to 2"),
         }
-        assert!(conn.state.lock().replies.is_empty());
+        assert!(conn.state.lock().dispatchers.is_empty());
         assert_eq!(conn.state.lock().closed, None);
 
         // A wait that saw other replies meanwhile is not silent.
-        conn.expect_reply(3);
-        conn.expect_reply(4);
+        let slot3 = expect(&conn, 3);
+        let slot4 = expect(&conn, 4);
         server.write_all(&reply(4, 444)).unwrap();
-        match conn.wait_reply(4, None) {
+        match conn.wait_reply(4, &slot4, None) {
             Awaited::Reply(frame) => assert_eq!(value(&frame), 444),
             _ => panic!("no reply to 4"),
         }
         let deadline = Instant::now() + Duration::from_millis(20);
         assert!(matches!(
-            conn.wait_reply(3, Some(deadline)),
+            conn.wait_reply(3, &slot3, Some(deadline)),
             Awaited::TimedOut { silent: false }
         ));
         // The socket's read timeout is cleared for a wait without deadline.
-        conn.expect_reply(5);
+        let slot5 = expect(&conn, 5);
         server.write_all(&reply(5, 555)).unwrap();
-        assert!(matches!(conn.wait_reply(5, None), Awaited::Reply(_)));
+        assert!(matches!(
+            conn.wait_reply(5, &slot5, None),
+            Awaited::Reply(_)
+        ));
         assert_eq!(conn.state.lock().read_timeout, None);
         assert_eq!(conn.stream.socket().read_timeout().unwrap(), None);
     }
@@ -587,16 +692,16 @@ mod tests {
         let (mut server, _) = listener.accept().unwrap();
         // Four waiters with short deadlines and one without: the short ones
         // all end (whoever leads), the last gets its reply afterwards.
-        for id in 1..=5 {
-            conn.expect_reply(id);
-        }
+        let mut slots: Vec<_> = (1..=5).map(|id| expect(&conn, id)).collect();
+        let slot5 = slots.pop().unwrap();
         let waiters: Vec<_> = (1..=4)
-            .map(|id| {
+            .zip(slots)
+            .map(|(id, slot)| {
                 let conn = conn.clone();
                 std::thread::spawn(move || {
                     let deadline = Instant::now() + Duration::from_millis(20 * u64::from(id));
                     matches!(
-                        conn.wait_reply(id, Some(deadline)),
+                        conn.wait_reply(id, &slot, Some(deadline)),
                         Awaited::TimedOut { .. }
                     )
                 })
@@ -604,7 +709,7 @@ mod tests {
             .collect();
         let patient = {
             let conn = conn.clone();
-            std::thread::spawn(move || match conn.wait_reply(5, None) {
+            std::thread::spawn(move || match conn.wait_reply(5, &slot5, None) {
                 Awaited::Reply(frame) => value(&frame),
                 _ => 0,
             })
@@ -614,6 +719,118 @@ mod tests {
         }
         server.write_all(&reply(5, 555)).unwrap();
         assert_eq!(patient.join().unwrap(), 555);
-        assert!(conn.state.lock().replies.is_empty());
+        assert!(conn.state.lock().dispatchers.is_empty());
+    }
+
+    #[test]
+    fn the_leader_delivers_a_deferred_reply_into_its_dispatcher() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let deferred = Arc::new(DeferredSlot::default());
+        conn.bind(1, deferred.dispatcher(), None);
+        let slot2 = expect(&conn, 2);
+        // The deferred reply comes first: the synchronous caller, leading,
+        // reads it on its way to its own and hands it over.
+        server
+            .write_all(&[reply(1, 111), reply(2, 222)].concat())
+            .unwrap();
+        match conn.wait_reply(2, &slot2, None) {
+            Awaited::Reply(frame) => assert_eq!(value(&frame), 222),
+            _ => panic!("no reply to 2"),
+        }
+        assert!(deferred.is_ready());
+        match deferred.take() {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 111),
+            _ => panic!("no deferred reply"),
+        }
+        assert!(conn.state.lock().dispatchers.is_empty());
+    }
+
+    #[test]
+    fn a_poll_reads_what_has_arrived_without_blocking() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let deferred = Arc::new(DeferredSlot::default());
+        conn.bind(1, deferred.dispatcher(), None);
+        // Nothing has arrived: the poll returns at once, empty-handed.
+        conn.poll();
+        assert!(!deferred.is_ready());
+        server.write_all(&reply(1, 111)).unwrap();
+        // While another thread leads, a poll leaves the socket to it.
+        conn.state.lock().leader = true;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while readiness(conn.stream.socket()) != Readiness::Data {
+            assert!(Instant::now() < deadline, "the reply never arrived");
+            std::thread::yield_now();
+        }
+        conn.poll();
+        assert!(!deferred.is_ready());
+        conn.state.lock().leader = false;
+        // Nobody leads: a poll reads it (the bytes are there already;
+        // should TCP have cut the message, a later poll reads the rest).
+        while !deferred.is_ready() {
+            assert!(Instant::now() < deadline, "the poll never delivered it");
+            conn.poll();
+        }
+        match deferred.take() {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 111),
+            _ => panic!("the poll did not deliver the reply"),
+        }
+        // A deferred request past its deadline is ended by the next poll,
+        // and its late reply is dropped.
+        let late = Arc::new(DeferredSlot::default());
+        conn.bind(2, late.dispatcher(), Some(Instant::now()));
+        conn.poll();
+        assert!(matches!(
+            late.take(),
+            Some(Awaited::TimedOut { silent: true })
+        ));
+        assert!(conn.state.lock().dispatchers.is_empty());
+        assert_eq!(Arc::strong_count(&late), 1);
+        let patient = Arc::new(DeferredSlot::default());
+        conn.bind(3, patient.dispatcher(), None);
+        server
+            .write_all(&[reply(2, 222), reply(3, 333)].concat())
+            .unwrap();
+        assert!(conn.wait_until(None, |_| patient.is_ready()));
+        match patient.take() {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 333),
+            _ => panic!("no reply to 3"),
+        }
+        assert_eq!(conn.state.lock().closed, None);
+    }
+
+    #[test]
+    fn a_closing_connection_ends_every_deferred_request() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let slots: Vec<_> = (1..=3)
+            .map(|id| {
+                let slot = Arc::new(DeferredSlot::default());
+                conn.bind(id, slot.dispatcher(), None);
+                slot
+            })
+            .collect();
+        drop(server);
+        assert!(conn.wait_until(None, |_| false));
+        for slot in &slots {
+            assert!(matches!(slot.take(), Some(Awaited::Closed(Closed::Broken))));
+        }
+        // Bound after the close: told at once.
+        let after = Arc::new(DeferredSlot::default());
+        conn.bind(4, after.dispatcher(), None);
+        assert!(matches!(
+            after.take(),
+            Some(Awaited::Closed(Closed::Broken))
+        ));
     }
 }

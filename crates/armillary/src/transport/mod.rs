@@ -1,9 +1,11 @@
-//! IIOP: GIOP over TCP, or over TLS (`tls.rs`). The client side keeps a cache of connections
-//! (one per endpoint) whose callers wait for their replies
-//! Leader/Followers-style; the server side accepts connections and reads
-//! requests through the reactor.
+//! IIOP: GIOP over TCP, or over TLS (`tls.rs`). The client side keeps a
+//! cache of connections (one per endpoint) whose replies go to the reply
+//! dispatchers of `reply/`, read Leader/Followers-style by the callers;
+//! the server side accepts connections and reads requests through the
+//! reactor.
 
 pub(crate) mod client;
+pub(crate) mod reply;
 pub(crate) mod server;
 pub(crate) mod tls;
 

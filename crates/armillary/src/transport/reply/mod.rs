@@ -1,0 +1,295 @@
+//! Reply dispatchers: what a client connection does with each reply it
+//! reads (the AMI paper's *reply dispatcher* family).
+//!
+//! A request that expects a reply binds a [`ReplyDispatcher`] to its
+//! request id in the connection's [`DispatcherTable`] before it is sent.
+//! Whichever thread reads the connection (the Leader/Followers leader, or a
+//! caller polling without blocking) looks the id up in O(1) and hands the
+//! reply to the dispatcher; nobody else touches it. The kinds, one module
+//! each:
+//!
+//! - [`sync`]: lives with a caller blocked on the connection (a synchronous
+//!   call); the leader fills its slot and wakes the followers.
+//! - [`deferred`]: holds the slot of a request sent now and collected later
+//!   (DII `send_deferred`, and the foundation of AMI pollers); whoever owns
+//!   the handle polls or waits for it, and dropping the handle unbinds it.
+//!
+//! No thread exists per outstanding request: a dispatcher is a small heap
+//! object in a hash map. Every bound dispatcher ends in exactly one
+//! [`ReplyDispatcher::dispatch`] (its reply, the connection's close, or its
+//! deadline) or is unbound by its owner; a reply whose id is not bound (a
+//! oneway, a request whose owner gave up, a timed-out one) is dropped.
+
+pub(crate) mod deferred;
+pub(crate) mod sync;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use armillary_giop::giop::Frame;
+
+use super::client::Closed;
+
+/// What became of a request that expected a reply.
+#[derive(Debug)]
+pub(crate) enum Awaited {
+    /// Its reply arrived.
+    Reply(Frame),
+    /// The connection closed first.
+    Closed(Closed),
+    /// Its deadline passed first. `silent`: nothing at all arrived on the
+    /// connection since the request was bound (a hung server, or a peer
+    /// gone without closing).
+    TimedOut {
+        /// Whether the connection was silent meanwhile.
+        silent: bool,
+    },
+}
+
+/// Receives the outcome of one request. Called exactly once, by the thread
+/// that read the reply, saw the connection close or found the deadline
+/// passed, while it holds the connection's read state: it must not block.
+pub(crate) trait ReplyDispatcher: Send {
+    /// Hands the outcome over.
+    fn dispatch(self: Box<Self>, outcome: Awaited);
+}
+
+/// A bound dispatcher and what the table needs to end it.
+struct Entry {
+    dispatcher: Box<dyn ReplyDispatcher>,
+    /// The connection's message count when the request was bound: if it
+    /// has not moved when the deadline passes, the server said nothing.
+    frames_before: u64,
+    deadline: Option<Instant>,
+}
+
+/// The dispatchers of one connection's outstanding requests, by request
+/// id.
+#[derive(Default)]
+pub(crate) struct DispatcherTable {
+    entries: HashMap<u32, Entry>,
+    /// No entry's deadline is earlier than this (`None`: no entry has
+    /// one), so [`expire`](Self::expire) costs nothing until it passes.
+    next_expiry: Option<Instant>,
+}
+
+impl DispatcherTable {
+    /// Binds `dispatcher` to `id`, replacing (and closing) any dispatcher
+    /// still bound to it. `frames` is the connection's message count now.
+    pub(crate) fn bind(
+        &mut self,
+        id: u32,
+        dispatcher: Box<dyn ReplyDispatcher>,
+        frames: u64,
+        deadline: Option<Instant>,
+    ) {
+        if let Some(d) = deadline {
+            self.next_expiry = Some(self.next_expiry.map_or(d, |e| e.min(d)));
+        }
+        let old = self.entries.insert(
+            id,
+            Entry {
+                dispatcher,
+                frames_before: frames,
+                deadline,
+            },
+        );
+        // Ids are not reused while bound; should one be, the older request
+        // learns it will get no reply instead of waiting for ever.
+        if let Some(old) = old {
+            old.dispatcher.dispatch(Awaited::Closed(Closed::Broken));
+        }
+    }
+
+    /// Forgets the dispatcher of `id` without dispatching anything (its
+    /// owner no longer wants the reply). True if one was bound.
+    pub(crate) fn unbind(&mut self, id: u32) -> bool {
+        self.entries.remove(&id).is_some()
+    }
+
+    /// Hands `frame` to the dispatcher of `id`; false (and the frame is
+    /// dropped) when none is bound.
+    pub(crate) fn dispatch(&mut self, id: u32, frame: Frame) -> bool {
+        match self.entries.remove(&id) {
+            Some(entry) => {
+                entry.dispatcher.dispatch(Awaited::Reply(frame));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends the request `id` as timed out now, whatever its deadline (its
+    /// owner's own deadline passed). `frames` is the connection's message
+    /// count now.
+    pub(crate) fn time_out(&mut self, id: u32, frames: u64) {
+        if let Some(entry) = self.entries.remove(&id) {
+            let silent = entry.frames_before == frames;
+            entry.dispatcher.dispatch(Awaited::TimedOut { silent });
+        }
+    }
+
+    /// Ends every request whose deadline is not after `now` as timed out.
+    pub(crate) fn expire(&mut self, now: Instant, frames: u64) {
+        if self.next_expiry.is_none_or(|e| e > now) {
+            return;
+        }
+        let expired: Vec<u32> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.time_out(id, frames);
+        }
+        self.next_expiry = self.entries.values().filter_map(|e| e.deadline).min();
+    }
+
+    /// Ends every request: the connection closed.
+    pub(crate) fn close_all(&mut self, closed: Closed) {
+        self.next_expiry = None;
+        for (_, entry) in self.entries.drain() {
+            entry.dispatcher.dispatch(Awaited::Closed(closed));
+        }
+    }
+
+    /// Whether no request is outstanding.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many requests are outstanding.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::deferred::DeferredSlot;
+    use super::*;
+
+    fn frame(id: u32) -> Frame {
+        use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus};
+        let bytes = MessageBuilder::new(
+            armillary_giop::GiopVersion::V1_2,
+            armillary_giop::ByteOrder::NATIVE,
+            &MessageBody::Reply(ReplyHeader {
+                request_id: id,
+                reply_status: ReplyStatus::NoException,
+                service_contexts: Vec::new(),
+            }),
+        )
+        .unwrap()
+        .finish(false);
+        let mut decoder = armillary_giop::giop::FrameDecoder::new(super::super::frame_limits());
+        decoder.handle_bytes(&bytes).unwrap();
+        decoder.poll_frame().unwrap()
+    }
+
+    fn reply_id(outcome: &Awaited) -> Option<u32> {
+        match outcome {
+            Awaited::Reply(f) => armillary_giop::giop::Message::decode(&f.bytes)
+                .ok()?
+                .body
+                .request_id(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_reply_for_an_unknown_id_is_dropped() {
+        let mut table = DispatcherTable::default();
+        let slot = Arc::new(DeferredSlot::default());
+        table.bind(7, slot.dispatcher(), 0, None);
+        assert!(!table.dispatch(8, frame(8)));
+        assert!(!slot.is_ready());
+        assert!(table.dispatch(7, frame(7)));
+        assert_eq!(reply_id(&slot.take().unwrap()), Some(7));
+        // A second reply to the same id finds nobody.
+        assert!(!table.dispatch(7, frame(7)));
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn a_late_reply_after_a_timeout_is_dropped_and_frees_nothing_twice() {
+        let mut table = DispatcherTable::default();
+        let now = Instant::now();
+        let late = Arc::new(DeferredSlot::default());
+        let patient = Arc::new(DeferredSlot::default());
+        table.bind(1, late.dispatcher(), 0, Some(now));
+        table.bind(2, patient.dispatcher(), 0, None);
+        // Not yet expired a moment before the deadline.
+        table.expire(now - Duration::from_millis(1), 0);
+        assert!(!late.is_ready());
+        table.expire(now, 0);
+        assert!(matches!(
+            late.take(),
+            Some(Awaited::TimedOut { silent: true })
+        ));
+        assert_eq!(table.len(), 1);
+        // The slot of the timed-out request is held by its owner only.
+        assert_eq!(Arc::strong_count(&late), 1);
+        assert!(!table.dispatch(1, frame(1)));
+        assert!(table.dispatch(2, frame(2)));
+        assert_eq!(reply_id(&patient.take().unwrap()), Some(2));
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn a_timeout_after_other_replies_is_not_silent() {
+        let mut table = DispatcherTable::default();
+        let slot = Arc::new(DeferredSlot::default());
+        table.bind(1, slot.dispatcher(), 3, None);
+        table.time_out(1, 4);
+        assert!(matches!(
+            slot.take(),
+            Some(Awaited::TimedOut { silent: false })
+        ));
+    }
+
+    #[test]
+    fn many_outstanding_requests_each_get_their_own_reply_in_any_order() {
+        let mut table = DispatcherTable::default();
+        let slots: Vec<_> = (0..10_000u32)
+            .map(|id| {
+                let slot = Arc::new(DeferredSlot::default());
+                table.bind(id, slot.dispatcher(), 0, None);
+                slot
+            })
+            .collect();
+        assert_eq!(table.len(), 10_000);
+        // Answer the odd ids backwards, then close: the even ones learn it.
+        for id in (0..10_000u32).rev().filter(|id| id % 2 == 1) {
+            assert!(table.dispatch(id, frame(id)));
+        }
+        table.close_all(Closed::Orderly);
+        assert!(table.is_empty());
+        for (id, slot) in slots.iter().enumerate() {
+            let outcome = slot.take().unwrap();
+            if id % 2 == 1 {
+                assert_eq!(reply_id(&outcome), Some(id as u32));
+            } else {
+                assert!(matches!(outcome, Awaited::Closed(Closed::Orderly)));
+            }
+            assert_eq!(Arc::strong_count(slot), 1);
+        }
+    }
+
+    #[test]
+    fn unbinding_forgets_without_dispatching() {
+        let mut table = DispatcherTable::default();
+        let slot = Arc::new(DeferredSlot::default());
+        table.bind(1, slot.dispatcher(), 0, Some(Instant::now()));
+        assert!(table.unbind(1));
+        assert!(!table.unbind(1));
+        table.expire(Instant::now(), 0);
+        assert!(!slot.is_ready());
+        assert_eq!(Arc::strong_count(&slot), 1);
+    }
+}
