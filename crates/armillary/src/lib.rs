@@ -10,18 +10,18 @@
 
 #![forbid(unsafe_code)]
 
-pub mod collocated;
+mod collocated;
 mod completion;
 pub mod config;
 mod exception;
 mod idl_type;
-pub mod net;
+mod net;
 mod object;
 mod orb;
 pub mod poa;
 mod reactor;
 mod servant;
-pub mod slots;
+mod slots;
 pub mod tls;
 mod transport;
 

@@ -170,7 +170,7 @@ fn child_server() {
     let poa = root
         .create_poa(
             "faults",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::Lifespan(LifespanPolicy::Persistent),
                 Policy::IdAssignment(IdAssignmentPolicy::UserId),
@@ -183,7 +183,7 @@ fn child_server() {
     };
     poa.activate_object_with_id(b"hangs", Arc::new(servant))
         .unwrap();
-    root.the_poa_manager().activate().unwrap();
+    root.manager().activate().unwrap();
     let obj = poa.id_to_reference(b"hangs").unwrap();
     let tmp = ior_file.with_extension("tmp");
     std::fs::write(&tmp, format!("{}\n", orb.object_to_string(&obj))).unwrap();
@@ -566,7 +566,7 @@ fn hanging_server(concurrency: ConcurrencyModel) -> (Orb, ObjectRef, Arc<Gate>) 
     })
     .unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let gate = Arc::new(Gate::default());
     let servant: Arc<dyn Servant> = Arc::new(Hangs {
         gate: gate.clone(),

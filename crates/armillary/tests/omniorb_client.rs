@@ -291,7 +291,7 @@ impl Servant for Everything {
             }
             "get_self" | "get_base" => {
                 let me = PoaCurrent
-                    .get_reference()
+                    .reference()
                     .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
                 me.encode(req.results()).map_err(marshal)
             }
@@ -338,7 +338,7 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
     let peers = armillary_testkit::build_peers();
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Everything {
         types: Types { shape: shape() },
         counter: AtomicI32::new(0),
@@ -409,7 +409,7 @@ fn omniorb_ssl_client_against_armillary_tls_server() {
     })
     .unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Everything {
         types: Types { shape: shape() },
         counter: AtomicI32::new(0),

@@ -67,9 +67,9 @@ impl Servant for Introspective {
         let obj = self.orb.resolve_initial_references("POACurrent")?;
         let current = PoaCurrent::narrow(&obj)
             .ok_or_else(|| SystemException::internal(1, CompletionStatus::No))?;
-        let poa = current.get_poa().map_err(no_context_as_internal)?;
-        let object_id = current.get_object_id().map_err(no_context_as_internal)?;
-        let reference = current.get_reference().map_err(no_context_as_internal)?;
+        let poa = current.poa().map_err(no_context_as_internal)?;
+        let object_id = current.object_id().map_err(no_context_as_internal)?;
+        let reference = current.reference().map_err(no_context_as_internal)?;
         let object_id_by_cdr: Vec<u8> =
             obj.invoke::<_, SystemException>("get_object_id", &|_| Ok(()), |reply| match reply {
                 ReplyBody::Result(r) => Ok(Ok(r.read_octet_seq()?.to_vec())),
@@ -84,15 +84,15 @@ impl Servant for Introspective {
                     Ok(Err(SystemException::internal(3, CompletionStatus::No)))
                 }
             })?;
-        let request_object_id = req.object_id().to_vec();
+        let request_object_id = req.object_id().clone();
         let w = req.results();
         w.write_ulong(poa.path().len() as u32);
         for name in poa.path() {
             w.write_string(name).map_err(marshal)?;
         }
-        w.write_octet_seq(&object_id).map_err(marshal)?;
+        w.write(&object_id).map_err(marshal)?;
         w.write(&reference).map_err(marshal)?;
-        w.write_octet_seq(&request_object_id).map_err(marshal)?;
+        w.write(&request_object_id).map_err(marshal)?;
         w.write_octet_seq(&object_id_by_cdr).map_err(marshal)?;
         w.write(&reference_by_cdr).map_err(marshal)?;
         Ok(())
@@ -131,7 +131,7 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
     })
     .unwrap();
     let root = server_orb.root_poa();
-    let manager = root.the_poa_manager();
+    let manager = root.manager();
     manager.activate().unwrap();
     let servant = || -> Arc<dyn Servant> {
         Arc::new(Introspective {
@@ -174,7 +174,11 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
 
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let cases: [(&ObjectRef, &[&str], Vec<u8>); 4] = [
-        (&in_root, &[], root.reference_to_id(&in_root).unwrap()),
+        (
+            &in_root,
+            &[],
+            root.reference_to_id(&in_root).unwrap().into(),
+        ),
         (&alpha, &["wire"], b"alpha".to_vec()),
         (&gamma, &["wire", "defaults"], b"gamma".to_vec()),
         (&delta, &["wire", "defaults"], b"delta".to_vec()),
@@ -207,10 +211,10 @@ fn poa_current_raises_no_context_outside_an_upcall() {
     let obj = orb.resolve_initial_references("POACurrent").unwrap();
     assert_eq!(obj.type_id(), armillary::poa::current::REPOSITORY_ID);
     let current = PoaCurrent::narrow(&obj).unwrap();
-    assert_eq!(current.get_poa().unwrap_err(), PoaError::NoContext);
-    assert_eq!(current.get_object_id(), Err(PoaError::NoContext));
-    assert_eq!(current.get_reference().unwrap_err(), PoaError::NoContext);
-    assert_eq!(current.get_servant().err(), Some(PoaError::NoContext));
+    assert_eq!(current.poa().unwrap_err(), PoaError::NoContext);
+    assert_eq!(current.object_id(), Err(PoaError::NoContext));
+    assert_eq!(current.reference().unwrap_err(), PoaError::NoContext);
+    assert_eq!(current.servant().err(), Some(PoaError::NoContext));
     // Through the reference, NoContext is the IDL user exception.
     for operation in ["get_object_id", "get_reference"] {
         let raised = obj
@@ -323,13 +327,9 @@ fn busy_server(policy: ThreadPolicy) -> (Orb, Arc<Load>, [String; 2]) {
     })
     .unwrap();
     let root = orb.root_poa();
-    root.the_poa_manager().activate().unwrap();
+    root.manager().activate().unwrap();
     let poa = root
-        .create_poa(
-            "busy",
-            Some(root.the_poa_manager()),
-            &[Policy::Thread(policy)],
-        )
+        .create_poa("busy", Some(root.manager()), &[Policy::Thread(policy)])
         .unwrap();
     let load = Arc::new(Load::default());
     let iors = [0, 1].map(|_| {

@@ -80,6 +80,7 @@ pub enum ImplicitActivationPolicy {
 /// One policy, as passed to [`Poa::create_poa`](super::Poa::create_poa).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Policy {
     Thread(ThreadPolicy),
     Lifespan(LifespanPolicy),
@@ -90,9 +91,11 @@ pub enum Policy {
     ImplicitActivation(ImplicitActivationPolicy),
 }
 
-/// The complete set of policies of one POA, every one given or defaulted.
+/// The complete set of policies of one POA, every one given or defaulted
+/// ([`Poa::policies`](super::Poa::policies)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct Policies {
     pub thread: ThreadPolicy,
     pub lifespan: LifespanPolicy,
@@ -105,7 +108,7 @@ pub struct Policies {
 
 impl Policies {
     /// The root POA's policies: the defaults, with implicit activation.
-    pub fn root() -> Self {
+    pub(crate) fn root() -> Self {
         Policies {
             implicit_activation: ImplicitActivationPolicy::ImplicitActivation,
             ..Policies::default()
@@ -114,7 +117,7 @@ impl Policies {
 
     /// Applies `list` over the defaults and checks the combination (CORBA
     /// 3.0 §11.3.8.2). The error holds the index of the offending policy.
-    pub fn from_list(list: &[Policy]) -> Result<Self, usize> {
+    pub(crate) fn from_list(list: &[Policy]) -> Result<Self, usize> {
         let mut p = Policies::default();
         for policy in list {
             match *policy {
