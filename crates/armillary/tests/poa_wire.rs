@@ -1,7 +1,8 @@
 //! The POA over the wire: requests that arrive by IIOP see the right POA
-//! Current (POA, object id, reference; NoContext outside an upcall), and
-//! the thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
-//! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap).
+//! Current (POA, object id, reference; NoContext outside an upcall), the
+//! thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
+//! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap), and an
+//! upcall that would wait for its own completion gets BAD_INV_ORDER.
 //!
 //! Concurrency is shown with rendezvous, not timing: an upcall waits (with
 //! a generous timeout) for a partner upcall to be running at the same
@@ -12,13 +13,17 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
-use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
+use armillary::giop::system_exception::{
+    omg_minor, CompletionStatus, SystemException, SystemExceptionKind,
+};
 use armillary::poa::current::NoContext;
 use armillary::poa::{
-    IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, Policy, RequestProcessingPolicy,
-    ServantRetentionPolicy, ThreadPolicy,
+    Etherealize, IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, PoaManagerState,
+    Policy, RequestProcessingPolicy, ServantRetentionPolicy, ThreadPolicy,
 };
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
+use armillary::{
+    ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException, WaitForCompletion,
+};
 use armillary_giop::cdr::{CdrDecode, CdrError, CdrReader};
 
 /// Far beyond anything a working server needs; reached only on failure.
@@ -415,5 +420,72 @@ fn an_orb_controlled_poa_runs_upcalls_concurrently_under_a_thread_pool() {
     });
     assert_eq!(met, [[true; 3], [true; 3]]);
     assert_eq!(load.max.load(Ordering::SeqCst), 2);
+    server_orb.shutdown(true);
+}
+
+/// Asks, inside its own upcall, for what CORBA forbids there: to wait for
+/// the completion of requests of its own ORB (which include itself).
+struct WaitsForItself;
+
+impl Servant for WaitsForItself {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/WaitsForItself:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let poa = PoaCurrent.poa()?;
+        let wait = WaitForCompletion::Yes;
+        match req.operation() {
+            "hold_requests" => poa.manager().hold_requests(wait)?,
+            "discard_requests" => poa.manager().discard_requests(wait)?,
+            "deactivate" => poa.manager().deactivate(Etherealize::No, wait)?,
+            "destroy" => poa.destroy(Etherealize::No, wait)?,
+            "ping" => {}
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn waiting_for_completion_inside_an_upcall_raises_bad_inv_order_minor_3() {
+    let server_orb = Orb::with_config(OrbConfig {
+        concurrency: ConcurrencyModel::ThreadPool(2),
+        ..OrbConfig::default()
+    })
+    .unwrap();
+    let root = server_orb.root_poa();
+    root.manager().activate().unwrap();
+    let poa = root.create_poa("waits", Some(root.manager()), &[]).unwrap();
+    let published = poa.activate_as::<ObjectRef>(WaitsForItself).unwrap();
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&published))
+        .unwrap();
+    let call = |operation: &str| {
+        remote.invoke::<(), SystemException>(operation, &|_| Ok(()), |_| Ok(Ok(())))
+    };
+    for operation in ["hold_requests", "discard_requests", "deactivate", "destroy"] {
+        let e = call(operation).unwrap_err();
+        assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder, "{operation}");
+        assert_eq!(e.minor(), omg_minor(3), "{operation}");
+        assert_eq!(e.completed(), CompletionStatus::No, "{operation}");
+    }
+    // Each refusal changed nothing: the manager is active, the POA lives
+    // and the object still answers.
+    assert_eq!(root.manager().state(), PoaManagerState::Active);
+    assert_eq!(root.find_poa("waits").unwrap(), poa);
+    call("ping").unwrap();
+    // From the application's own thread the same calls wait and succeed.
+    poa.destroy(Etherealize::Yes, WaitForCompletion::Yes)
+        .unwrap();
+    root.manager()
+        .deactivate(Etherealize::Yes, WaitForCompletion::Yes)
+        .unwrap();
+    orb.shutdown(true);
     server_orb.shutdown(true);
 }
