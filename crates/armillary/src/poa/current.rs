@@ -53,11 +53,15 @@ pub(crate) fn enter(poa: Poa, object_id: ObjectId, servant: Arc<dyn Servant>) ->
     UpcallFrame(())
 }
 
-/// True while this thread runs a servant upcall of the ORB whose POA
-/// registry has id `orb` (an upcall of another ORB in the process does not
-/// count: waiting for this one cannot wait for itself).
-pub(crate) fn in_upcall_of(orb: u64) -> bool {
-    STACK.with(|s| s.borrow().iter().any(|f| f.poa.orb_id() == orb))
+/// True while this thread runs an upcall (possibly nested under others)
+/// of a POA of the ORB whose POAs `registry` holds: waiting there for
+/// that ORB's requests to finish would wait for itself.
+pub(crate) fn in_upcall_of(registry: &Arc<super::PoaRegistry>) -> bool {
+    STACK.with(|s| {
+        s.borrow()
+            .iter()
+            .any(|frame| Arc::ptr_eq(&frame.poa.inner.registry, registry))
+    })
 }
 
 /// `PortableServer::Current`: answers only inside an upcall; elsewhere every

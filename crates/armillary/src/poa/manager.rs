@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{current, Etherealize, Poa, PoaError, PoaInner};
+use super::{current, Etherealize, Poa, PoaError, PoaInner, PoaRegistry};
 use crate::completion::WaitForCompletion;
 
 /// The four states of a POA manager (CORBA 3.0 §11.3.2).
@@ -64,8 +64,9 @@ pub struct PoaManager {
 
 struct ManagerInner {
     id: String,
-    /// The id of the ORB (its POA registry) whose POAs this manager gates.
-    orb: u64,
+    /// The ORB (its POA registry) whose POAs this manager gates; weak, as
+    /// the registry owns the POAs that own their managers.
+    registry: Weak<PoaRegistry>,
     hold_limit: usize,
     state: Mutex<ManagerShared>,
     idle: Condvar,
@@ -111,13 +112,17 @@ impl Drop for InFlight {
 }
 
 impl PoaManager {
-    /// A new manager of the ORB `orb` in the holding state; at most
+    /// A new manager for POAs of `registry`, in the holding state; at most
     /// `hold_limit` requests wait in its queue.
-    pub(crate) fn new(id: impl Into<String>, orb: u64, hold_limit: usize) -> Self {
+    pub(crate) fn new(
+        id: impl Into<String>,
+        registry: Weak<PoaRegistry>,
+        hold_limit: usize,
+    ) -> Self {
         PoaManager {
             inner: Arc::new(ManagerInner {
                 id: id.into(),
-                orb,
+                registry,
                 hold_limit,
                 state: Mutex::new(ManagerShared {
                     state: PoaManagerState::Holding,
@@ -130,9 +135,9 @@ impl PoaManager {
         }
     }
 
-    /// The id of the ORB whose POAs this manager gates.
-    pub(crate) fn orb_id(&self) -> u64 {
-        self.inner.orb
+    /// True when this manager gates POAs of `registry`'s ORB.
+    pub(crate) fn belongs_to(&self, registry: &Arc<PoaRegistry>) -> bool {
+        std::ptr::eq(self.inner.registry.as_ptr(), Arc::as_ptr(registry))
     }
 
     /// Records that `poa` is gated by this manager.
@@ -237,7 +242,8 @@ impl PoaManager {
     /// BAD_INV_ORDER when the calling thread runs an upcall of this
     /// manager's ORB: waiting for completion would wait for itself.
     fn check_can_wait(&self) -> Result<(), PoaError> {
-        if current::in_upcall_of(self.inner.orb) {
+        let registry = self.inner.registry.upgrade();
+        if registry.is_some_and(|r| current::in_upcall_of(&r)) {
             Err(PoaError::BadInvOrder)
         } else {
             Ok(())
@@ -302,7 +308,7 @@ mod tests {
 
     #[test]
     fn held_requests_are_released_on_activate_and_bounded() {
-        let manager = PoaManager::new("m", 0, 2);
+        let manager = PoaManager::new("m", Weak::new(), 2);
         assert_eq!(manager.state(), PoaManagerState::Holding);
         assert!(matches!(manager.admit(), Err(Admission::Run)));
         let ran = Arc::new(AtomicUsize::new(0));

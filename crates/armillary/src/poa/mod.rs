@@ -209,15 +209,8 @@ impl std::fmt::Debug for ServantManager {
     }
 }
 
-/// Numbers the POA registries of the process, so that an upcall knows
-/// which ORB it belongs to.
-static NEXT_ORB_ID: AtomicU64 = AtomicU64::new(1);
-
 /// The ORB-wide table of POAs.
 pub(crate) struct PoaRegistry {
-    /// Unique in the process (unlike `orb_token`, which is unique across
-    /// runs but may in principle repeat).
-    id: u64,
     orb_token: u64,
     factory: Arc<dyn ReferenceFactory>,
     table: RwLock<PoaTable>,
@@ -384,9 +377,7 @@ impl PoaRegistry {
         factory: Arc<dyn ReferenceFactory>,
         hold_limit: usize,
     ) -> (Arc<PoaRegistry>, Poa) {
-        let id = NEXT_ORB_ID.fetch_add(1, Ordering::Relaxed);
         let registry = Arc::new(PoaRegistry {
-            id,
             orb_token,
             factory,
             table: RwLock::new(PoaTable::default()),
@@ -397,7 +388,7 @@ impl PoaRegistry {
             Vec::new(),
             None,
             Policies::root(),
-            PoaManager::new("RootPOAManager", id, hold_limit),
+            PoaManager::new("RootPOAManager", Arc::downgrade(&registry), hold_limit),
         );
         (registry, root)
     }
@@ -537,11 +528,6 @@ impl Poa {
         &self.inner.name
     }
 
-    /// The id of the ORB (its POA registry) this POA belongs to.
-    pub(crate) fn orb_id(&self) -> u64 {
-        self.inner.registry.id
-    }
-
     /// The names from the root down to this POA, root excluded.
     pub fn path(&self) -> &[String] {
         &self.inner.path
@@ -611,11 +597,12 @@ impl Poa {
             return Err(PoaError::AdapterAlreadyExists);
         }
         let registry = &self.inner.registry;
-        if manager.as_ref().is_some_and(|m| m.orb_id() != registry.id) {
+        if manager.as_ref().is_some_and(|m| !m.belongs_to(registry)) {
             return Err(PoaError::WrongAdapter);
         }
-        let manager =
-            manager.unwrap_or_else(|| PoaManager::new(name, registry.id, registry.hold_limit));
+        let manager = manager.unwrap_or_else(|| {
+            PoaManager::new(name, Arc::downgrade(registry), registry.hold_limit)
+        });
         let mut path = self.inner.path.clone();
         path.push(name.to_owned());
         let child = self.inner.registry.register(
@@ -985,7 +972,7 @@ impl Poa {
         etherealize: Etherealize,
         wait: WaitForCompletion,
     ) -> Result<(), PoaError> {
-        if wait.is_yes() && current::in_upcall_of(self.orb_id()) {
+        if wait.is_yes() && current::in_upcall_of(&self.inner.registry) {
             return Err(PoaError::BadInvOrder);
         }
         let children = {
