@@ -208,9 +208,7 @@ pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
 fn serve_echo(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
     let (orb, _) = Orb::init(["-ORBConcurrency", concurrency]).map_err(|e| e.to_string())?;
     let poa = orb.root_poa();
-    poa.the_poa_manager()
-        .activate()
-        .map_err(|e| e.to_string())?;
+    poa.manager().activate().map_err(|e| e.to_string())?;
     let servant: Arc<dyn Servant> = Arc::new(Echo);
     let obj = poa
         .servant_to_reference(&servant)

@@ -338,7 +338,7 @@ fn typed_activation_keeps_a_servant_handle_and_gives_a_typed_reference() {
     use armillary::poa::{PoaCurrent, PoaError};
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
 
     let skeleton = PeerSkeleton::new(CountingGreeter::default());
     let handle = skeleton.servant().clone();
@@ -356,7 +356,7 @@ fn typed_activation_keeps_a_servant_handle_and_gives_a_typed_reference() {
     let child = poa
         .create_poa(
             "typed",
-            Some(poa.the_poa_manager()),
+            Some(poa.manager()),
             &[armillary::poa::Policy::IdAssignment(
                 armillary::poa::IdAssignmentPolicy::UserId,
             )],
@@ -443,7 +443,7 @@ fn every_idl_type_goes_into_an_any() {
 fn references_taken_out_of_anys_belong_to_the_orb_that_received_them() {
     let server = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = server.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let served: Everything = EverythingSkeleton::new(EverythingImpl::default())
         .activate(&poa)
         .unwrap();
@@ -477,7 +477,7 @@ fn stubs_call_skeletons_through_an_orb() {
     let config = OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2));
     let orb = Orb::with_config(config).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant = EverythingSkeleton::new(EverythingImpl::default()).into_servant();
     let object = poa.servant_to_reference(&servant).unwrap();
     // Through a stringified reference, as a remote client would.

@@ -31,7 +31,7 @@ fn omniorb_client_against_a_generated_skeleton_in_every_giop_version() {
     let peers = build_peers();
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant = EverythingSkeleton::new(EverythingImpl::default()).into_servant();
     let object = poa.servant_to_reference(&servant).unwrap();
     let ior_file = peers.join(format!("generated-server-{}.ior", std::process::id()));
@@ -226,7 +226,7 @@ fn generated_stub_session(version: GiopVersion, ior: &str) {
     let base: Base = e.get_base().unwrap();
     assert_eq!(base.base_op().unwrap(), "base");
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let greeter = poa
         .servant_to_reference(&PeerSkeleton::new(Greeter).into_servant())
         .unwrap();

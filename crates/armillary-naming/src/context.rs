@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use armillary::giop::system_exception::minor;
-use armillary::poa::{Poa, PoaError};
+use armillary::poa::{ObjectId, Poa, PoaError};
 use armillary::{CompletionStatus, ObjectRef, SystemException};
 use parking_lot::Mutex;
 
@@ -68,12 +68,12 @@ pub(crate) struct Shared {
     store: Mutex<Store>,
 }
 
-fn context_id(n: u64) -> Vec<u8> {
-    format!("ctx/{n}").into_bytes()
+fn context_id(n: u64) -> ObjectId {
+    ObjectId::from(format!("ctx/{n}"))
 }
 
-pub(crate) fn iterator_id(n: u64) -> Vec<u8> {
-    format!("iter/{n}").into_bytes()
+pub(crate) fn iterator_id(n: u64) -> ObjectId {
+    ObjectId::from(format!("iter/{n}"))
 }
 
 fn key(component: &NameComponent) -> Key {
@@ -122,7 +122,7 @@ impl Shared {
             shared: self.clone(),
             id: n,
         })
-        .activate_with_id(&self.poa, &context_id(n))?;
+        .activate_with_id(&self.poa, context_id(n).as_bytes())?;
         store.next_context += 1;
         store.contexts.insert(n, Bindings::new());
         Ok(context.into())
@@ -131,11 +131,7 @@ impl Shared {
     /// The number of the local, live context `object` is, if it is one.
     fn local_context(&self, object: &ObjectRef) -> Option<u64> {
         let id = self.poa.reference_to_id(object).ok()?;
-        std::str::from_utf8(&id)
-            .ok()?
-            .strip_prefix("ctx/")?
-            .parse()
-            .ok()
+        id.as_str()?.strip_prefix("ctx/")?.parse().ok()
     }
 
     /// Follows `name` from the context `start` to the context that holds
@@ -411,7 +407,7 @@ impl NamingContextServant for NamingContextImpl {
             return Err(NotEmpty {}.into());
         }
         store.contexts.remove(&self.id);
-        match self.shared.poa.deactivate_object(&context_id(self.id)) {
+        match self.shared.poa.deactivate_object(context_id(self.id)) {
             Ok(()) | Err(PoaError::ObjectNotActive) => Ok(()),
             Err(e) => Err(SystemException::from(e).into()),
         }
@@ -451,11 +447,11 @@ impl NamingContextImpl {
                 break;
             };
             // Already gone if its client destroyed it meanwhile.
-            let _ = self.shared.poa.deactivate_object(&iterator_id(oldest));
+            let _ = self.shared.poa.deactivate_object(iterator_id(oldest));
         }
         let n = store.next_iterator;
         let iterator = BindingIteratorImpl::skeleton(self.shared.clone(), n, rest)
-            .activate_with_id(&self.shared.poa, &iterator_id(n))?;
+            .activate_with_id(&self.shared.poa, iterator_id(n).as_bytes())?;
         store.next_iterator += 1;
         store.iterators.push_back(n);
         Ok(iterator)

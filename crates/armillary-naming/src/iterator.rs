@@ -77,7 +77,7 @@ impl BindingIteratorServant for BindingIteratorImpl {
 
     fn destroy(&self) -> Result<(), SystemException> {
         self.shared.forget_iterator(self.id);
-        match self.shared.poa().deactivate_object(&iterator_id(self.id)) {
+        match self.shared.poa().deactivate_object(iterator_id(self.id)) {
             Ok(()) | Err(PoaError::ObjectNotActive) => Ok(()),
             Err(e) => Err(SystemException::from(e)),
         }

@@ -87,7 +87,7 @@ pub fn start(orb: &Orb) -> Result<cos_naming::NamingContextExt, StartError> {
             &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
         )
         .map_err(StartError::CreatePoa)?;
-    poa.the_poa_manager()
+    poa.manager()
         .activate()
         .map_err(StartError::ActivateManager)?;
     let root = activate_root(&poa)?;

@@ -3,9 +3,8 @@
 //!
 //! It is the simplest [`Invoker`]: the arguments are encoded into a buffer,
 //! the servant's skeleton decodes them and writes its reply into another,
-//! and the stub decodes that. Tests of generated code use it to run stubs
-//! against skeletons without sockets; the ORB's thru-POA collocation adds
-//! the POA's checks on top of the same idea.
+//! and the stub decodes that. The ORB serves its local objects (POA
+//! Current, the `RootPOA` reference) with it; it is internal to the crate.
 
 use std::sync::Arc;
 
@@ -18,7 +17,7 @@ use crate::object::{Invoker, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutc
 use crate::servant::{ReplyKind, Servant, ServerRequest};
 
 /// Dispatches every request to one servant, through CDR.
-pub struct CollocatedInvoker {
+pub(crate) struct CollocatedInvoker {
     servant: Arc<dyn Servant>,
     byte_order: ByteOrder,
     version: GiopVersion,
@@ -28,7 +27,7 @@ pub struct CollocatedInvoker {
 impl CollocatedInvoker {
     /// An invoker for `servant`, encoding in the machine's byte order with
     /// GIOP 1.2 rules and UTF-8/UTF-16 code sets.
-    pub fn new(servant: Arc<dyn Servant>) -> Self {
+    pub(crate) fn new(servant: Arc<dyn Servant>) -> Self {
         CollocatedInvoker {
             servant,
             byte_order: ByteOrder::NATIVE,
@@ -37,20 +36,8 @@ impl CollocatedInvoker {
         }
     }
 
-    /// Encodes with another byte order (tests use both).
-    pub fn with_byte_order(mut self, order: ByteOrder) -> Self {
-        self.byte_order = order;
-        self
-    }
-
-    /// Encodes with another GIOP version's rules.
-    pub fn with_version(mut self, version: GiopVersion) -> Self {
-        self.version = version;
-        self
-    }
-
     /// A reference to the servant carried by this invoker.
-    pub fn into_object_ref(self) -> ObjectRef {
+    pub(crate) fn into_object_ref(self) -> ObjectRef {
         let ior = Ior {
             type_id: self.servant.repository_id().to_owned(),
             profiles: vec![armillary_giop::ior::TaggedProfile {
@@ -80,7 +67,7 @@ impl Invoker for CollocatedInvoker {
             CdrReader::new(&args, self.byte_order, self.version).with_codesets(self.codesets);
         let mut server_request = ServerRequest::new(
             request.operation,
-            &[],
+            &crate::poa::object_id::EMPTY,
             reader,
             request.response_expected,
             self.writer(),

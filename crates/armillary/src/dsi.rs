@@ -133,7 +133,7 @@ impl<'r, 'a> DynamicRequest<'r, 'a> {
     }
 
     /// The object id the request was addressed to (within its POA).
-    pub fn object_id(&self) -> &'a [u8] {
+    pub fn object_id(&self) -> &'a crate::poa::ObjectId {
         self.request.object_id()
     }
 

@@ -10,7 +10,7 @@
 
 #![forbid(unsafe_code)]
 
-pub mod collocated;
+mod collocated;
 mod completion;
 pub mod config;
 mod deferred;
@@ -18,13 +18,13 @@ pub mod dii;
 pub mod dsi;
 mod exception;
 mod idl_type;
-pub mod net;
+mod net;
 mod object;
 mod orb;
 pub mod poa;
 mod reactor;
 mod servant;
-pub mod slots;
+mod slots;
 pub mod tls;
 mod transport;
 

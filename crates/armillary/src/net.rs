@@ -15,7 +15,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::config::ListenEndpoint;
 
 /// Resolves a configured endpoint to the address to bind.
-pub fn bind_address(endpoint: &ListenEndpoint) -> io::Result<SocketAddr> {
+pub(crate) fn bind_address(endpoint: &ListenEndpoint) -> io::Result<SocketAddr> {
     let host = endpoint.host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(SocketAddr::new(ip, endpoint.port));
@@ -28,7 +28,7 @@ pub fn bind_address(endpoint: &ListenEndpoint) -> io::Result<SocketAddr> {
 
 /// Opens a non-blocking listening socket with SO_REUSEADDR (so a persistent
 /// server can restart on its fixed port at once).
-pub fn listen(addr: SocketAddr) -> io::Result<mio::net::TcpListener> {
+pub(crate) fn listen(addr: SocketAddr) -> io::Result<mio::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     if addr.is_ipv6() {
@@ -44,7 +44,7 @@ pub fn listen(addr: SocketAddr) -> io::Result<mio::net::TcpListener> {
 /// The hosts to publish for a listener bound to `bound`: the bound address
 /// itself, or, for a wildcard, every non-loopback address of this host of
 /// the same family (loopback if there is none).
-pub fn published_hosts(bound: SocketAddr) -> Vec<String> {
+pub(crate) fn published_hosts(bound: SocketAddr) -> Vec<String> {
     let ip = bound.ip();
     if !ip.is_unspecified() {
         return vec![ip.to_string()];
@@ -69,7 +69,7 @@ pub fn published_hosts(bound: SocketAddr) -> Vec<String> {
 
 /// Connects to `host:port` (trying every address it resolves to) with
 /// TCP_NODELAY set, within `timeout` per address.
-pub fn connect(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream> {
+pub(crate) fn connect(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, port)],

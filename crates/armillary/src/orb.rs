@@ -326,11 +326,11 @@ impl Orb {
     /// let obj = orb.resolve_initial_references("POACurrent").unwrap();
     /// let current = PoaCurrent::narrow(&obj).unwrap();
     /// // Outside a request upcall there is nothing to tell.
-    /// assert_eq!(current.get_object_id(), Err(PoaError::NoContext));
+    /// assert_eq!(current.object_id(), Err(PoaError::NoContext));
     /// let obj = orb.resolve_initial_references("RootPOA").unwrap();
     /// assert!(obj.is_a("IDL:omg.org/PortableServer/POA:2.3").unwrap());
     /// let root = Poa::narrow(&orb, &obj).unwrap();
-    /// assert_eq!(root.the_name(), "RootPOA");
+    /// assert_eq!(root.name(), "RootPOA");
     /// # orb.destroy();
     /// ```
     pub fn resolve_initial_references(&self, name: &str) -> Result<ObjectRef, SystemException> {
@@ -607,7 +607,10 @@ impl Orb {
     /// Shuts down (if needed) and releases the ORB's resources.
     pub fn destroy(self) {
         self.shutdown(true);
-        let _ = self.core.root.destroy(true, false);
+        let _ = self
+            .core
+            .root
+            .destroy(crate::poa::Etherealize::Yes, crate::WaitForCompletion::No);
         crate::object::set_default_invoker(None);
     }
 

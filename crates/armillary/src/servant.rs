@@ -15,6 +15,7 @@ use armillary_giop::cdr::{CdrError, CdrReader, CdrWriter};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
 use crate::exception::UserException;
+use crate::poa::ObjectId;
 
 /// The server side of an IDL interface.
 pub trait Servant: Send + Sync + 'static {
@@ -88,7 +89,7 @@ pub const OBJECT_REPOSITORY_ID: &str = "IDL:omg.org/CORBA/Object:1.0";
 
 /// How a reply being built will end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyKind {
+pub(crate) enum ReplyKind {
     /// NO_EXCEPTION.
     Normal,
     /// USER_EXCEPTION.
@@ -104,7 +105,7 @@ pub enum ReplyKind {
 /// GIOP header and reply header); its body starts at `body_start`.
 pub struct ServerRequest<'a> {
     operation: &'a str,
-    object_id: &'a [u8],
+    object_id: &'a ObjectId,
     args: CdrReader<'a>,
     response_expected: bool,
     reply: CdrWriter,
@@ -112,12 +113,23 @@ pub struct ServerRequest<'a> {
     kind: ReplyKind,
 }
 
+impl std::fmt::Debug for ServerRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerRequest")
+            .field("operation", &self.operation)
+            .field("object_id", &self.object_id)
+            .field("response_expected", &self.response_expected)
+            .field("reply", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> ServerRequest<'a> {
     /// A request whose reply body is written into `reply`, starting at its
     /// current end.
-    pub fn new(
+    pub(crate) fn new(
         operation: &'a str,
-        object_id: &'a [u8],
+        object_id: &'a ObjectId,
         args: CdrReader<'a>,
         response_expected: bool,
         reply: CdrWriter,
@@ -140,7 +152,7 @@ impl<'a> ServerRequest<'a> {
     }
 
     /// The object id the request was addressed to (within its POA).
-    pub fn object_id(&self) -> &'a [u8] {
+    pub fn object_id(&self) -> &'a ObjectId {
         self.object_id
     }
 
@@ -223,7 +235,7 @@ impl<'a> ServerRequest<'a> {
     }
 
     /// How the reply ends, the writer holding it, and where its body starts.
-    pub fn into_reply(self) -> (ReplyKind, CdrWriter, usize) {
+    pub(crate) fn into_reply(self) -> (ReplyKind, CdrWriter, usize) {
         (self.kind, self.reply, self.body_start)
     }
 }

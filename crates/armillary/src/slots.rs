@@ -8,17 +8,17 @@
 
 /// A slot index with the generation it had when its entry was inserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SlotRef {
+pub(crate) struct SlotRef {
     /// Index in the table.
-    pub index: u32,
+    pub(crate) index: u32,
     /// Generation of that slot when the entry was inserted.
-    pub generation: u32,
+    pub(crate) generation: u32,
 }
 
 impl SlotRef {
     /// "No slot" (for example an object that was not in an active object
     /// map when its key was made); never found.
-    pub const NONE: SlotRef = SlotRef {
+    pub(crate) const NONE: SlotRef = SlotRef {
         index: u32::MAX,
         generation: 0,
     };

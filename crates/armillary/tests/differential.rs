@@ -971,7 +971,7 @@ impl EchoServer {
     fn start() -> EchoServer {
         let orb = Orb::with_config(OrbConfig::default()).unwrap();
         let poa = orb.root_poa();
-        poa.the_poa_manager().activate().unwrap();
+        poa.manager().activate().unwrap();
         let echo = Arc::new(Echo {
             unexpected_sequences: AtomicUsize::new(0),
             sequences: AtomicUsize::new(0),

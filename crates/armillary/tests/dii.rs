@@ -383,7 +383,7 @@ fn a_deferred_request_to_an_omniorb_server_that_does_not_answer_times_out() {
     let (_server, ior) = start_interop_server(&peers, "dii-timeout", &[]);
     let peer_orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = peer_orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let gated = std::sync::Arc::new(GatedPeer {
         open: std::sync::Mutex::new(false),
         opened: std::sync::Condvar::new(),

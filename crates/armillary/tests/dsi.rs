@@ -117,7 +117,7 @@ impl DynamicServant for Calculator {
 fn serve(concurrency: ConcurrencyModel) -> (Orb, ObjectRef) {
     let orb = Orb::with_config(OrbConfig::new().concurrency(concurrency)).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Calculator);
     let obj = poa.servant_to_reference(&servant).unwrap();
     (orb, obj)

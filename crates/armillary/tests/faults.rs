@@ -166,7 +166,7 @@ fn child_server() {
     let poa = root
         .create_poa(
             "faults",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::Lifespan(LifespanPolicy::Persistent),
                 Policy::IdAssignment(IdAssignmentPolicy::UserId),
@@ -179,7 +179,7 @@ fn child_server() {
     };
     poa.activate_object_with_id(b"hangs", Arc::new(servant))
         .unwrap();
-    root.the_poa_manager().activate().unwrap();
+    root.manager().activate().unwrap();
     let obj = poa.id_to_reference(b"hangs").unwrap();
     let tmp = ior_file.with_extension("tmp");
     std::fs::write(&tmp, format!("{}\n", orb.object_to_string(&obj))).unwrap();
@@ -558,7 +558,7 @@ fn a_late_reply_is_dropped_and_the_connection_serves_other_calls() {
 fn hanging_server(concurrency: ConcurrencyModel) -> (Orb, ObjectRef, Arc<Gate>) {
     let orb = Orb::with_config(OrbConfig::new().concurrency(concurrency)).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let gate = Arc::new(Gate::default());
     let servant: Arc<dyn Servant> = Arc::new(Hangs {
         gate: gate.clone(),

@@ -123,7 +123,7 @@ impl Server {
         let application = config.get_concurrency() == ConcurrencyModel::ApplicationThreads;
         let orb = Orb::with_config(config).unwrap();
         let poa = orb.root_poa();
-        poa.the_poa_manager().activate().unwrap();
+        poa.manager().activate().unwrap();
         let echo = Arc::new(Echo::default());
         *echo.orb.lock().unwrap() = Some(orb.clone());
         let servant: Arc<dyn Servant> = echo.clone();

@@ -98,7 +98,7 @@ impl Servant for Echo {
 fn server(config: OrbConfig) -> (Orb, ObjectRef) {
     let orb = Orb::with_config(config).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Echo::default());
     let obj = poa.servant_to_reference(&servant).unwrap();
     (orb, obj)
@@ -272,19 +272,23 @@ fn corbaloc_keys_and_unknown_objects() {
 #[test]
 fn a_holding_manager_queues_requests_until_activated() {
     let (server_orb, obj) = server(OrbConfig::default());
-    let manager = server_orb.root_poa().the_poa_manager();
+    let manager = server_orb.root_poa().manager();
     let orb = client(GiopVersion::V1_2);
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&obj))
         .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
-    manager.hold_requests(false).unwrap();
+    manager
+        .hold_requests(armillary::WaitForCompletion::No)
+        .unwrap();
     let caller = std::thread::spawn(move || long_call(&remote, "echo_long", 2));
     wait_until("the call is held", || manager.held_count() == 1);
     assert!(!caller.is_finished());
     manager.activate().unwrap();
     assert_eq!(caller.join().unwrap().unwrap(), 2);
-    manager.discard_requests(false).unwrap();
+    manager
+        .discard_requests(armillary::WaitForCompletion::No)
+        .unwrap();
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&obj))
         .unwrap();
@@ -461,7 +465,7 @@ struct Forwarder {
 impl armillary::poa::ServantActivator for Forwarder {
     fn incarnate(
         &self,
-        _oid: &[u8],
+        _oid: &armillary::poa::ObjectId,
         _poa: &armillary::poa::Poa,
     ) -> Result<Arc<dyn Servant>, armillary::poa::ServantManagerError> {
         match self.to.lock().unwrap().clone() {
@@ -472,7 +476,7 @@ impl armillary::poa::ServantActivator for Forwarder {
 
     fn etherealize(
         &self,
-        _: &[u8],
+        _: &armillary::poa::ObjectId,
         _: &armillary::poa::Poa,
         _: Arc<dyn Servant>,
         _: bool,
@@ -492,7 +496,7 @@ fn location_forward_is_followed_transparently_and_bounded() {
     let poa = root
         .create_poa(
             "forwarding",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
                 Policy::IdAssignment(IdAssignmentPolicy::UserId),
@@ -537,7 +541,7 @@ fn persistent_references_survive_a_server_restart() {
         let poa = root
             .create_poa(
                 "store",
-                Some(root.the_poa_manager()),
+                Some(root.manager()),
                 &[
                     Policy::Lifespan(LifespanPolicy::Persistent),
                     Policy::IdAssignment(IdAssignmentPolicy::UserId),
@@ -546,7 +550,7 @@ fn persistent_references_survive_a_server_restart() {
             .unwrap();
         poa.activate_object_with_id(b"item", Arc::new(Echo::default()))
             .unwrap();
-        root.the_poa_manager().activate().unwrap();
+        root.manager().activate().unwrap();
         let obj = poa.id_to_reference(b"item").unwrap();
         (orb, obj)
     };
@@ -570,7 +574,7 @@ fn persistent_references_survive_a_server_restart() {
 fn ipv6_endpoints_work_end_to_end() {
     let (server_orb, _) = Orb::init(["-ORBListenEndpoints", "iiop://[::1]:0"]).unwrap();
     let poa = server_orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Echo::default());
     let obj = poa.servant_to_reference(&servant).unwrap();
     let profile = &obj.ior().iiop_profiles()[0];
@@ -615,7 +619,7 @@ fn oneway_sync_scopes_wait_as_far_as_asked() {
     assert_eq!(long_call(&remote, "pings", 0).unwrap(), before + 3);
     // A synchronised oneway learns that the object is gone; a plain one cannot.
     let poa = server_orb.root_poa();
-    poa.deactivate_object(&poa.reference_to_id(&obj).unwrap())
+    poa.deactivate_object(poa.reference_to_id(&obj).unwrap())
         .unwrap();
     for scope in [SyncScope::WithServer, SyncScope::WithTarget] {
         let e = remote
@@ -779,7 +783,7 @@ fn locate_requests_from_the_client() {
     let poa = root
         .create_poa(
             "locate-forwarding",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
                 Policy::IdAssignment(IdAssignmentPolicy::UserId),

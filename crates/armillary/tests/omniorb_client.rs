@@ -137,7 +137,7 @@ impl DynamicServant for Everything {
             }
             "get_self" | "get_base" => {
                 let me = PoaCurrent
-                    .get_reference()
+                    .reference()
                     .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
                 req.set_result(any(everything(), DynValue::ObjRef(me.ior().clone())))
             }
@@ -183,7 +183,7 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
     let peers = armillary_testkit::build_peers();
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Everything::new());
     assert_eq!(TypeCode::any().kind(), TCKind::Any);
     let obj = poa.servant_to_reference(&servant).unwrap();
@@ -248,7 +248,7 @@ fn omniorb_ssl_client_against_armillary_tls_server() {
     )
     .unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Everything::new());
     let obj = poa.servant_to_reference(&servant).unwrap();
     assert_eq!(obj.ior().iiop_profiles()[0].port, 0, "TLS only");

@@ -1,7 +1,8 @@
 //! The POA over the wire: requests that arrive by IIOP see the right POA
-//! Current (POA, object id, reference; NoContext outside an upcall), and
-//! the thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
-//! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap).
+//! Current (POA, object id, reference; NoContext outside an upcall), the
+//! thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
+//! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap), and an
+//! upcall that would wait for its own completion gets BAD_INV_ORDER.
 //!
 //! Concurrency is shown with rendezvous, not timing: an upcall waits (with
 //! a generous timeout) for a partner upcall to be running at the same
@@ -12,13 +13,17 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
-use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
+use armillary::giop::system_exception::{
+    omg_minor, CompletionStatus, SystemException, SystemExceptionKind,
+};
 use armillary::poa::current::NoContext;
 use armillary::poa::{
-    IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, Policy, RequestProcessingPolicy,
-    ServantRetentionPolicy, ThreadPolicy,
+    Etherealize, IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, PoaManagerState,
+    Policy, RequestProcessingPolicy, ServantRetentionPolicy, ThreadPolicy,
 };
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
+use armillary::{
+    ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException, WaitForCompletion,
+};
 use armillary_giop::cdr::{CdrDecode, CdrError, CdrReader};
 
 /// Far beyond anything a working server needs; reached only on failure.
@@ -67,9 +72,9 @@ impl Servant for Introspective {
         let obj = self.orb.resolve_initial_references("POACurrent")?;
         let current = PoaCurrent::narrow(&obj)
             .ok_or_else(|| SystemException::internal(1, CompletionStatus::No))?;
-        let poa = current.get_poa().map_err(no_context_as_internal)?;
-        let object_id = current.get_object_id().map_err(no_context_as_internal)?;
-        let reference = current.get_reference().map_err(no_context_as_internal)?;
+        let poa = current.poa().map_err(no_context_as_internal)?;
+        let object_id = current.object_id().map_err(no_context_as_internal)?;
+        let reference = current.reference().map_err(no_context_as_internal)?;
         let object_id_by_cdr: Vec<u8> =
             obj.invoke::<_, SystemException>("get_object_id", &|_| Ok(()), |reply| match reply {
                 ReplyBody::Result(r) => Ok(Ok(r.read_octet_seq()?.to_vec())),
@@ -84,15 +89,15 @@ impl Servant for Introspective {
                     Ok(Err(SystemException::internal(3, CompletionStatus::No)))
                 }
             })?;
-        let request_object_id = req.object_id().to_vec();
+        let request_object_id = req.object_id().clone();
         let w = req.results();
         w.write_ulong(poa.path().len() as u32);
         for name in poa.path() {
             w.write_string(name).map_err(marshal)?;
         }
-        w.write_octet_seq(&object_id).map_err(marshal)?;
+        w.write(&object_id).map_err(marshal)?;
         w.write(&reference).map_err(marshal)?;
-        w.write_octet_seq(&request_object_id).map_err(marshal)?;
+        w.write(&request_object_id).map_err(marshal)?;
         w.write_octet_seq(&object_id_by_cdr).map_err(marshal)?;
         w.write(&reference_by_cdr).map_err(marshal)?;
         Ok(())
@@ -128,7 +133,7 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
     let server_orb =
         Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap();
     let root = server_orb.root_poa();
-    let manager = root.the_poa_manager();
+    let manager = root.manager();
     manager.activate().unwrap();
     let servant = || -> Arc<dyn Servant> {
         Arc::new(Introspective {
@@ -171,7 +176,11 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
 
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
     let cases: [(&ObjectRef, &[&str], Vec<u8>); 4] = [
-        (&in_root, &[], root.reference_to_id(&in_root).unwrap()),
+        (
+            &in_root,
+            &[],
+            root.reference_to_id(&in_root).unwrap().into(),
+        ),
         (&alpha, &["wire"], b"alpha".to_vec()),
         (&gamma, &["wire", "defaults"], b"gamma".to_vec()),
         (&delta, &["wire", "defaults"], b"delta".to_vec()),
@@ -204,10 +213,10 @@ fn poa_current_raises_no_context_outside_an_upcall() {
     let obj = orb.resolve_initial_references("POACurrent").unwrap();
     assert_eq!(obj.type_id(), armillary::poa::current::REPOSITORY_ID);
     let current = PoaCurrent::narrow(&obj).unwrap();
-    assert_eq!(current.get_poa().unwrap_err(), PoaError::NoContext);
-    assert_eq!(current.get_object_id(), Err(PoaError::NoContext));
-    assert_eq!(current.get_reference().unwrap_err(), PoaError::NoContext);
-    assert_eq!(current.get_servant().err(), Some(PoaError::NoContext));
+    assert_eq!(current.poa().unwrap_err(), PoaError::NoContext);
+    assert_eq!(current.object_id(), Err(PoaError::NoContext));
+    assert_eq!(current.reference().unwrap_err(), PoaError::NoContext);
+    assert_eq!(current.servant().err(), Some(PoaError::NoContext));
     // Through the reference, NoContext is the IDL user exception.
     for operation in ["get_object_id", "get_reference"] {
         let raised = obj
@@ -317,13 +326,9 @@ fn busy_server(policy: ThreadPolicy) -> (Orb, Arc<Load>, [String; 2]) {
     let orb =
         Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(4))).unwrap();
     let root = orb.root_poa();
-    root.the_poa_manager().activate().unwrap();
+    root.manager().activate().unwrap();
     let poa = root
-        .create_poa(
-            "busy",
-            Some(root.the_poa_manager()),
-            &[Policy::Thread(policy)],
-        )
+        .create_poa("busy", Some(root.manager()), &[Policy::Thread(policy)])
         .unwrap();
     let load = Arc::new(Load::default());
     let iors = [0, 1].map(|_| {
@@ -409,5 +414,69 @@ fn an_orb_controlled_poa_runs_upcalls_concurrently_under_a_thread_pool() {
     });
     assert_eq!(met, [[true; 3], [true; 3]]);
     assert_eq!(load.max.load(Ordering::SeqCst), 2);
+    server_orb.shutdown(true);
+}
+
+/// Asks, inside its own upcall, for what CORBA forbids there: to wait for
+/// the completion of requests of its own ORB (which include itself).
+struct WaitsForItself;
+
+impl Servant for WaitsForItself {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/WaitsForItself:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let poa = PoaCurrent.poa()?;
+        let wait = WaitForCompletion::Yes;
+        match req.operation() {
+            "hold_requests" => poa.manager().hold_requests(wait)?,
+            "discard_requests" => poa.manager().discard_requests(wait)?,
+            "deactivate" => poa.manager().deactivate(Etherealize::No, wait)?,
+            "destroy" => poa.destroy(Etherealize::No, wait)?,
+            "ping" => {}
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn waiting_for_completion_inside_an_upcall_raises_bad_inv_order_minor_3() {
+    let server_orb =
+        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap();
+    let root = server_orb.root_poa();
+    root.manager().activate().unwrap();
+    let poa = root.create_poa("waits", Some(root.manager()), &[]).unwrap();
+    let published = poa.activate_as::<ObjectRef>(WaitsForItself).unwrap();
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&published))
+        .unwrap();
+    let call = |operation: &str| {
+        remote.invoke::<(), SystemException>(operation, &|_| Ok(()), |_| Ok(Ok(())))
+    };
+    for operation in ["hold_requests", "discard_requests", "deactivate", "destroy"] {
+        let e = call(operation).unwrap_err();
+        assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder, "{operation}");
+        assert_eq!(e.minor(), omg_minor(3), "{operation}");
+        assert_eq!(e.completed(), CompletionStatus::No, "{operation}");
+    }
+    // Each refusal changed nothing: the manager is active, the POA lives
+    // and the object still answers.
+    assert_eq!(root.manager().state(), PoaManagerState::Active);
+    assert_eq!(root.find_poa("waits").unwrap(), poa);
+    call("ping").unwrap();
+    // From the application's own thread the same calls wait and succeed.
+    poa.destroy(Etherealize::Yes, WaitForCompletion::Yes)
+        .unwrap();
+    root.manager()
+        .deactivate(Etherealize::Yes, WaitForCompletion::Yes)
+        .unwrap();
+    orb.shutdown(true);
     server_orb.shutdown(true);
 }

@@ -78,7 +78,7 @@ impl Servant for Whoami {
         match req.operation() {
             "whoami" => {
                 let me = PoaCurrent
-                    .get_reference()
+                    .reference()
                     .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
                 me.encode(req.results())
                     .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))
@@ -117,7 +117,7 @@ fn references_while_another_thread_is_in_run(concurrency: ConcurrencyModel) {
     let (object, id) = within("servant_to_reference", {
         let poa = poa.clone();
         move || {
-            poa.the_poa_manager().activate().unwrap();
+            poa.manager().activate().unwrap();
             let object = poa.servant_to_reference(&servant).unwrap();
             let id = poa.reference_to_id(&object).unwrap();
             (object, id)

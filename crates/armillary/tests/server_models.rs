@@ -100,7 +100,7 @@ impl Servant for Echo {
 fn server(config: OrbConfig) -> (Orb, Arc<Echo>, ObjectRef) {
     let orb = Orb::with_config(config).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let echo = Arc::new(Echo::default());
     let servant: Arc<dyn Servant> = echo.clone();
     let obj = poa.servant_to_reference(&servant).unwrap();
@@ -193,7 +193,7 @@ fn run_serves_on_the_calling_thread_until_shutdown() {
         })
     };
     let poa = server_orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let echo = Arc::new(Echo::default());
     let servant: Arc<dyn Servant> = echo.clone();
     let obj = poa.servant_to_reference(&servant).unwrap();
@@ -216,8 +216,10 @@ fn run_serves_on_the_calling_thread_until_shutdown() {
 #[test]
 fn held_requests_are_released_through_perform_work() {
     let (server_orb, echo, obj) = server(model(ConcurrencyModel::ApplicationThreads));
-    let manager = server_orb.root_poa().the_poa_manager();
-    manager.hold_requests(false).unwrap();
+    let manager = server_orb.root_poa().manager();
+    manager
+        .hold_requests(armillary::WaitForCompletion::No)
+        .unwrap();
     let ior = server_orb.object_to_string(&obj);
     let caller = std::thread::spawn(move || {
         let orb = client();
@@ -378,7 +380,7 @@ fn idle_close_waits_for_requests_in_progress() {
         b.write_all(&raw_request(2, &key_of(&held_obj), "echo_long", 20))
             .unwrap();
         wait_until("the request is held", || {
-            held_poa.the_poa_manager().held_count() == 1
+            held_poa.manager().held_count() == 1
         });
 
         // Well past the idle timeout (and a few idle checks), neither
@@ -399,7 +401,7 @@ fn idle_close_waits_for_requests_in_progress() {
         a.set_read_timeout(Some(DEADLINE)).unwrap();
 
         echo.release();
-        held_poa.the_poa_manager().activate().unwrap();
+        held_poa.manager().activate().unwrap();
         expect_reply_then_orderly_close(&mut a, 1, 10);
         expect_reply_then_orderly_close(&mut b, 2, 20);
         server_orb.shutdown(true);

@@ -124,7 +124,7 @@ fn client_tls(ca: &str, identity: Option<&Identity>) -> TlsConfig {
 fn server(config: OrbConfig) -> (Orb, String) {
     let orb = Orb::with_config(config).unwrap();
     let poa = orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Echo);
     let obj = poa.servant_to_reference(&servant).unwrap();
     let ior = orb.object_to_string(&obj);
@@ -517,7 +517,7 @@ fn orb_options_configure_tls() {
     assert_eq!(rest, ["server", "--app-flag"]);
     assert!(server_orb.endpoints().unwrap().is_empty());
     let poa = server_orb.root_poa();
-    poa.the_poa_manager().activate().unwrap();
+    poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Echo);
     let ior = server_orb.object_to_string(&poa.servant_to_reference(&servant).unwrap());
     let (client_orb, _) = Orb::init([

@@ -95,7 +95,7 @@ fn serve_and_call(server: &Orb, out: &mut dyn Write) -> Result<(), DemoError> {
     writeln!(out, "[server] naming service at {naming_url}")?;
 
     let poa = server.root_poa();
-    poa.the_poa_manager()
+    poa.manager()
         .activate()
         .map_err(step("activating the root POA manager"))?;
     let quoter = QuoterSkeleton::new(QuoterImpl::default())

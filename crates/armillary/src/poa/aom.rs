@@ -4,13 +4,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::ObjectId;
 use crate::servant::Servant;
 use crate::slots::{SlotRef, SlotTable};
 
 /// One active object.
 #[derive(Clone)]
 pub(crate) struct Entry {
-    pub object_id: Vec<u8>,
+    pub object_id: ObjectId,
     pub servant: Arc<dyn Servant>,
 }
 
@@ -22,12 +23,12 @@ pub(crate) fn servant_identity(servant: &Arc<dyn Servant>) -> usize {
 #[derive(Default)]
 pub(crate) struct ActiveObjectMap {
     slots: SlotTable<Entry>,
-    by_id: HashMap<Vec<u8>, SlotRef>,
+    by_id: HashMap<ObjectId, SlotRef>,
     by_servant: HashMap<usize, Vec<SlotRef>>,
 }
 
 impl ActiveObjectMap {
-    pub fn insert(&mut self, object_id: Vec<u8>, servant: Arc<dyn Servant>) -> SlotRef {
+    pub fn insert(&mut self, object_id: ObjectId, servant: Arc<dyn Servant>) -> SlotRef {
         let identity = servant_identity(&servant);
         let slot = self.slots.insert(Entry {
             object_id: object_id.clone(),
@@ -63,7 +64,7 @@ impl ActiveObjectMap {
         self.slots.get(slot).map(|entry| (slot, entry))
     }
 
-    pub fn ids_of(&self, servant: &Arc<dyn Servant>) -> Vec<Vec<u8>> {
+    pub fn ids_of(&self, servant: &Arc<dyn Servant>) -> Vec<ObjectId> {
         self.by_servant
             .get(&servant_identity(servant))
             .map(|slots| {

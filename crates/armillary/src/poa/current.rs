@@ -14,7 +14,7 @@ use std::sync::Arc;
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
-use super::{Poa, PoaError};
+use super::{ObjectId, Poa, PoaError};
 use crate::exception::UserException;
 use crate::object::{Interface, ObjectRef};
 use crate::servant::{Servant, ServerRequest};
@@ -24,7 +24,7 @@ pub const REPOSITORY_ID: &str = "IDL:omg.org/PortableServer/Current:2.3";
 
 struct Frame {
     poa: Poa,
-    object_id: Vec<u8>,
+    object_id: ObjectId,
     servant: Arc<dyn Servant>,
 }
 
@@ -42,7 +42,7 @@ impl Drop for UpcallFrame {
 }
 
 /// Records that this thread now serves a request (nested upcalls stack).
-pub(crate) fn enter(poa: Poa, object_id: Vec<u8>, servant: Arc<dyn Servant>) -> UpcallFrame {
+pub(crate) fn enter(poa: Poa, object_id: ObjectId, servant: Arc<dyn Servant>) -> UpcallFrame {
     STACK.with(|s| {
         s.borrow_mut().push(Frame {
             poa,
@@ -53,9 +53,15 @@ pub(crate) fn enter(poa: Poa, object_id: Vec<u8>, servant: Arc<dyn Servant>) -> 
     UpcallFrame(())
 }
 
-/// True while this thread runs a servant upcall.
-pub fn in_upcall() -> bool {
-    STACK.with(|s| !s.borrow().is_empty())
+/// True while this thread runs an upcall (possibly nested under others)
+/// of a POA of the ORB whose POAs `registry` holds: waiting there for
+/// that ORB's requests to finish would wait for itself.
+pub(crate) fn in_upcall_of(registry: &Arc<super::PoaRegistry>) -> bool {
+    STACK.with(|s| {
+        s.borrow()
+            .iter()
+            .any(|frame| Arc::ptr_eq(&frame.poa.inner.registry, registry))
+    })
 }
 
 /// `PortableServer::Current`: answers only inside an upcall; elsewhere every
@@ -69,22 +75,27 @@ impl PoaCurrent {
     }
 
     /// The POA of the request being served.
-    pub fn get_poa(&self) -> Result<Poa, PoaError> {
+    #[doc(alias = "get_POA")]
+    #[doc(alias = "get_poa")]
+    pub fn poa(&self) -> Result<Poa, PoaError> {
         Self::with(|f| f.poa.clone())
     }
 
     /// The object id of the request being served.
-    pub fn get_object_id(&self) -> Result<Vec<u8>, PoaError> {
+    #[doc(alias = "get_object_id")]
+    pub fn object_id(&self) -> Result<ObjectId, PoaError> {
         Self::with(|f| f.object_id.clone())
     }
 
     /// The servant serving the request.
-    pub fn get_servant(&self) -> Result<Arc<dyn Servant>, PoaError> {
+    #[doc(alias = "get_servant")]
+    pub fn servant(&self) -> Result<Arc<dyn Servant>, PoaError> {
         Self::with(|f| f.servant.clone())
     }
 
     /// A reference to the object being served.
-    pub fn get_reference(&self) -> Result<ObjectRef, PoaError> {
+    #[doc(alias = "get_reference")]
+    pub fn reference(&self) -> Result<ObjectRef, PoaError> {
         let (poa, oid, servant) =
             Self::with(|f| (f.poa.clone(), f.object_id.clone(), f.servant.clone()))?;
         Ok(poa.make_reference(&oid, servant.repository_id()))
@@ -159,11 +170,14 @@ impl Servant for CurrentServant {
         let marshal = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::Yes);
         let current = PoaCurrent;
         let answer = match request.operation() {
-            "get_object_id" => current
-                .get_object_id()
-                .map(|id| request.results().write_octet_seq(&id).map_err(marshal)),
+            "get_object_id" => current.object_id().map(|id| {
+                request
+                    .results()
+                    .write_octet_seq(id.as_bytes())
+                    .map_err(marshal)
+            }),
             "get_reference" => current
-                .get_reference()
+                .reference()
                 .map(|obj| obj.encode(request.results()).map_err(marshal)),
             // A POA is a local object: it has no CDR form (use `narrow`).
             "get_POA" | "get_servant" => {

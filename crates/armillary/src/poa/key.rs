@@ -10,16 +10,17 @@
 //! it still resolves after a restart; its slots are only hints.
 
 /// The first bytes of every Armillary object key.
-pub const MAGIC: [u8; 4] = [0xa7, b'R', b'M', 1];
+pub(crate) const MAGIC: [u8; 4] = [0xa7, b'R', b'M', 1];
 
 const TRANSIENT: u8 = 0;
 const PERSISTENT: u8 = 1;
 
-pub use crate::slots::SlotRef;
+use super::ObjectId;
+pub(crate) use crate::slots::SlotRef;
 
 /// How a key names its POA.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PoaName {
+pub(crate) enum PoaName {
     /// A transient POA of the ORB instance with this token.
     Transient {
         /// The ORB instance token.
@@ -34,15 +35,15 @@ pub enum PoaName {
 
 /// A decoded Armillary object key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectKey {
+pub(crate) struct ObjectKey {
     /// Which POA.
-    pub poa: PoaName,
+    pub(crate) poa: PoaName,
     /// The POA's slot in the ORB's table.
-    pub poa_slot: SlotRef,
+    pub(crate) poa_slot: SlotRef,
     /// The object's slot in the POA's active object map.
-    pub object_slot: SlotRef,
+    pub(crate) object_slot: SlotRef,
     /// The object id.
-    pub object_id: Vec<u8>,
+    pub(crate) object_id: ObjectId,
 }
 
 fn put_slot(out: &mut Vec<u8>, slot: SlotRef) {
@@ -88,7 +89,7 @@ impl<'a> Cursor<'a> {
 
 impl ObjectKey {
     /// The key's bytes, as they go into an IIOP profile.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(32 + self.object_id.len());
         out.extend_from_slice(&MAGIC);
         match &self.poa {
@@ -107,13 +108,13 @@ impl ObjectKey {
         }
         put_slot(&mut out, self.poa_slot);
         put_slot(&mut out, self.object_slot);
-        out.extend_from_slice(&self.object_id);
+        out.extend_from_slice(self.object_id.as_bytes());
         out
     }
 
     /// Decodes a key; `None` if it is not an Armillary key (then it may be
     /// a plain key bound in the ORB's key table, e.g. `NameService`).
-    pub fn decode(bytes: &[u8]) -> Option<ObjectKey> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<ObjectKey> {
         let mut c = Cursor(bytes);
         if c.take(4)? != MAGIC {
             return None;
@@ -138,7 +139,7 @@ impl ObjectKey {
             poa,
             poa_slot: c.slot()?,
             object_slot: c.slot()?,
-            object_id: c.0.to_vec(),
+            object_id: ObjectId::from(c.0),
         })
     }
 }
@@ -160,7 +161,7 @@ mod tests {
                     index: 3,
                     generation: 4,
                 },
-                object_id: b"oid".to_vec(),
+                object_id: ObjectId::from("oid"),
             },
             ObjectKey {
                 poa: PoaName::Persistent {
@@ -168,7 +169,7 @@ mod tests {
                 },
                 poa_slot: SlotRef::NONE,
                 object_slot: SlotRef::NONE,
-                object_id: Vec::new(),
+                object_id: ObjectId::default(),
             },
         ];
         for key in keys {

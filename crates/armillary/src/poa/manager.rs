@@ -2,12 +2,12 @@
 //! whether their requests run, wait, are discarded or are refused.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::current;
-use super::PoaError;
+use super::{current, Etherealize, Poa, PoaError, PoaInner, PoaRegistry};
+use crate::completion::WaitForCompletion;
 
 /// The four states of a POA manager (CORBA 3.0 §11.3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum PoaManagerState {
 
 /// What a manager decides for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// Dispatch it now.
     Run,
     /// Answer TRANSIENT (discarding, or the holding queue is full).
@@ -35,9 +35,28 @@ pub enum Admission {
 
 /// A request parked while its manager holds: called once with the decision
 /// when the manager leaves the holding state.
-pub type HeldRequest = Box<dyn FnOnce(Admission) + Send>;
+pub(crate) type HeldRequest = Box<dyn FnOnce(Admission) + Send>;
 
-/// A POA manager. Cheap to clone; clones control the same manager.
+/// A POA manager (`PortableServer::POAManager`): it lets the requests of
+/// its POAs run, queues them, discards them or refuses them for good.
+/// Cheap to clone; clones control the same manager.
+///
+/// Every POA has one ([`Poa::manager`](super::Poa::manager)); the root
+/// POA's manager starts in the holding state, so a server activates it
+/// before requests can run:
+///
+/// ```
+/// use armillary::poa::PoaManagerState;
+/// use armillary::WaitForCompletion;
+///
+/// let (orb, _) = armillary::Orb::init(["app"]).unwrap();
+/// let manager = orb.root_poa().manager();
+/// assert_eq!(manager.state(), PoaManagerState::Holding);
+/// manager.activate().unwrap();
+/// manager.hold_requests(WaitForCompletion::No).unwrap();
+/// assert_eq!(manager.state(), PoaManagerState::Holding);
+/// # orb.destroy();
+/// ```
 #[derive(Clone)]
 pub struct PoaManager {
     inner: Arc<ManagerInner>,
@@ -45,9 +64,14 @@ pub struct PoaManager {
 
 struct ManagerInner {
     id: String,
+    /// The ORB (its POA registry) whose POAs this manager gates; weak, as
+    /// the registry owns the POAs that own their managers.
+    registry: Weak<PoaRegistry>,
     hold_limit: usize,
     state: Mutex<ManagerShared>,
     idle: Condvar,
+    /// The POAs this manager gates, for `deactivate` with etherealization.
+    poas: Mutex<Vec<Weak<PoaInner>>>,
 }
 
 struct ManagerShared {
@@ -88,12 +112,17 @@ impl Drop for InFlight {
 }
 
 impl PoaManager {
-    /// A new manager in the holding state; at most `hold_limit` requests
-    /// wait in its queue.
-    pub fn new(id: impl Into<String>, hold_limit: usize) -> Self {
+    /// A new manager for POAs of `registry`, in the holding state; at most
+    /// `hold_limit` requests wait in its queue.
+    pub(crate) fn new(
+        id: impl Into<String>,
+        registry: Weak<PoaRegistry>,
+        hold_limit: usize,
+    ) -> Self {
         PoaManager {
             inner: Arc::new(ManagerInner {
                 id: id.into(),
+                registry,
                 hold_limit,
                 state: Mutex::new(ManagerShared {
                     state: PoaManagerState::Holding,
@@ -101,21 +130,41 @@ impl PoaManager {
                     in_flight: 0,
                 }),
                 idle: Condvar::new(),
+                poas: Mutex::new(Vec::new()),
             }),
         }
     }
 
-    /// The manager's id.
+    /// True when this manager gates POAs of `registry`'s ORB.
+    pub(crate) fn belongs_to(&self, registry: &Arc<PoaRegistry>) -> bool {
+        std::ptr::eq(self.inner.registry.as_ptr(), Arc::as_ptr(registry))
+    }
+
+    /// Records that `poa` is gated by this manager.
+    pub(crate) fn attach(&self, poa: &Poa) {
+        let mut poas = self.inner.poas.lock();
+        poas.retain(|p| p.strong_count() > 0);
+        poas.push(Arc::downgrade(&poa.inner));
+    }
+
+    /// The manager's id (the name of the POA it was made for:
+    /// `RootPOAManager` for the root POA's).
+    #[doc(alias = "get_id")]
     pub fn id(&self) -> &str {
         &self.inner.id
     }
 
     /// The current state.
+    #[doc(alias = "get_state")]
     pub fn state(&self) -> PoaManagerState {
         self.inner.state.lock().state
     }
 
-    fn transition(&self, to: PoaManagerState, wait_for_completion: bool) -> Result<(), PoaError> {
+    fn transition(&self, to: PoaManagerState, wait: WaitForCompletion) -> Result<(), PoaError> {
+        if wait.is_yes() {
+            // Checked before anything changes, as CORBA requires.
+            self.check_can_wait()?;
+        }
         let released = {
             let mut shared = self.inner.state.lock();
             if shared.state == PoaManagerState::Inactive {
@@ -137,49 +186,80 @@ impl PoaManager {
         for request in released {
             request(decision);
         }
-        if wait_for_completion {
-            self.wait_for_completion()?;
+        if wait.is_yes() {
+            self.wait_idle();
         }
         Ok(())
     }
 
     /// Lets requests through, releasing those that were held.
     pub fn activate(&self) -> Result<(), PoaError> {
-        self.transition(PoaManagerState::Active, false)
+        self.transition(PoaManagerState::Active, WaitForCompletion::No)
     }
 
-    /// Queues new requests until the manager is activated again.
-    pub fn hold_requests(&self, wait_for_completion: bool) -> Result<(), PoaError> {
-        self.transition(PoaManagerState::Holding, wait_for_completion)
+    /// Queues new requests until the manager is activated again. With
+    /// [`WaitForCompletion::Yes`] it returns once the requests already
+    /// running have finished; from inside an upcall of the same ORB that
+    /// would wait for itself, so it fails with [`PoaError::BadInvOrder`]
+    /// (BAD_INV_ORDER, OMG minor 3) and changes nothing.
+    pub fn hold_requests(&self, wait: WaitForCompletion) -> Result<(), PoaError> {
+        self.transition(PoaManagerState::Holding, wait)
     }
 
-    /// Answers new (and held) requests with TRANSIENT.
-    pub fn discard_requests(&self, wait_for_completion: bool) -> Result<(), PoaError> {
-        self.transition(PoaManagerState::Discarding, wait_for_completion)
+    /// Answers new (and held) requests with TRANSIENT; `wait` as for
+    /// [`hold_requests`](Self::hold_requests).
+    pub fn discard_requests(&self, wait: WaitForCompletion) -> Result<(), PoaError> {
+        self.transition(PoaManagerState::Discarding, wait)
     }
 
-    /// Refuses requests from now on, for good (OBJ_ADAPTER). Etherealizing
-    /// the objects of the POAs concerned is their own business (see
-    /// [`Poa::destroy`](super::Poa::destroy)).
-    pub fn deactivate(&self, wait_for_completion: bool) -> Result<(), PoaError> {
-        self.transition(PoaManagerState::Inactive, wait_for_completion)
-    }
-
-    fn wait_for_completion(&self) -> Result<(), PoaError> {
-        if current::in_upcall() {
-            // Waiting from inside an upcall would wait for ourselves.
-            return Err(PoaError::BadInvOrder);
-        }
-        let mut shared = self.inner.state.lock();
-        while shared.in_flight > 0 {
-            self.inner.idle.wait(&mut shared);
+    /// Refuses requests from now on, for good (OBJ_ADAPTER); `wait` as for
+    /// [`hold_requests`](Self::hold_requests). With [`Etherealize::Yes`],
+    /// every POA of this manager that has a servant activator etherealizes
+    /// its active objects (after the running requests, when waiting) and
+    /// forgets them.
+    pub fn deactivate(
+        &self,
+        etherealize: Etherealize,
+        wait: WaitForCompletion,
+    ) -> Result<(), PoaError> {
+        self.transition(PoaManagerState::Inactive, wait)?;
+        if etherealize == Etherealize::Yes {
+            let poas: Vec<Poa> = self
+                .inner
+                .poas
+                .lock()
+                .iter()
+                .filter_map(Weak::upgrade)
+                .map(|inner| Poa { inner })
+                .collect();
+            for poa in poas {
+                poa.etherealize_all();
+            }
         }
         Ok(())
     }
 
+    /// BAD_INV_ORDER when the calling thread runs an upcall of this
+    /// manager's ORB: waiting for completion would wait for itself.
+    fn check_can_wait(&self) -> Result<(), PoaError> {
+        let registry = self.inner.registry.upgrade();
+        if registry.is_some_and(|r| current::in_upcall_of(&r)) {
+            Err(PoaError::BadInvOrder)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn wait_idle(&self) {
+        let mut shared = self.inner.state.lock();
+        while shared.in_flight > 0 {
+            self.inner.idle.wait(&mut shared);
+        }
+    }
+
     /// Decides what happens to a request now: `Ok` with a guard that counts
     /// it as in flight, or the reason it cannot run now — `Err(Run)` means
-    /// "the manager holds: park it with [`hold`](Self::hold)".
+    /// "the manager holds: park it with `hold`".
     pub(crate) fn admit(&self) -> Result<InFlight, Admission> {
         let mut shared = self.inner.state.lock();
         match shared.state {
@@ -198,7 +278,7 @@ impl PoaManager {
     /// Parks a request while the manager holds. If the manager stopped
     /// holding in the meantime, or the queue is full, the request is called
     /// at once with the decision (`Discard` for a full queue).
-    pub fn hold(&self, request: HeldRequest) {
+    pub(crate) fn hold(&self, request: HeldRequest) {
         let decision = {
             let mut shared = self.inner.state.lock();
             match shared.state {
@@ -214,7 +294,8 @@ impl PoaManager {
         request(decision);
     }
 
-    /// How many requests are parked.
+    /// How many requests are parked while the manager holds (bounded by
+    /// the ORB's `hold_limit`).
     pub fn held_count(&self) -> usize {
         self.inner.state.lock().held.len()
     }
@@ -227,7 +308,7 @@ mod tests {
 
     #[test]
     fn held_requests_are_released_on_activate_and_bounded() {
-        let manager = PoaManager::new("m", 2);
+        let manager = PoaManager::new("m", Weak::new(), 2);
         assert_eq!(manager.state(), PoaManagerState::Holding);
         assert!(matches!(manager.admit(), Err(Admission::Run)));
         let ran = Arc::new(AtomicUsize::new(0));
@@ -249,9 +330,11 @@ mod tests {
         assert_eq!(ran.load(Ordering::SeqCst), 2);
         let guard = manager.admit().unwrap();
         drop(guard);
-        manager.discard_requests(true).unwrap();
+        manager.discard_requests(WaitForCompletion::Yes).unwrap();
         assert!(matches!(manager.admit(), Err(Admission::Discard)));
-        manager.deactivate(false).unwrap();
+        manager
+            .deactivate(Etherealize::No, WaitForCompletion::No)
+            .unwrap();
         assert!(matches!(manager.admit(), Err(Admission::Reject)));
         assert_eq!(manager.activate(), Err(PoaError::AdapterInactive));
     }

@@ -2,27 +2,30 @@
 //! the path from an incoming object key to the servant that serves it.
 //!
 //! A [`Poa`] owns an active object map (for RETAIN), a default servant or a
-//! servant manager, and children; a [`PoaManager`] gates its requests. The
-//! ORB-wide [`PoaRegistry`] numbers every POA in a slot table, so that an
-//! object key (see [`key`]) leads to its POA and servant in O(1).
+//! servant manager, and children; a [`PoaManager`] gates its requests.
+//! Objects are named within their POA by an [`ObjectId`]. The ORB-wide
+//! `PoaRegistry` numbers every POA in a slot table, so that an object key
+//! (see `key.rs`) leads to its POA and servant in O(1).
 //!
 //! **Invariant:** no POA lock is held while a servant, a servant manager or
 //! an adapter activator runs.
 
 mod aom;
 pub mod current;
-pub mod key;
+mod key;
 mod manager;
+pub(crate) mod object_id;
 mod policy;
 mod servant_manager;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use parking_lot::{Condvar, Mutex, ReentrantMutex, RwLock};
 
+use crate::completion::WaitForCompletion;
 use crate::object::{Interface, ObjectRef};
 use crate::servant::{IntoServant, Servant, ServerRequest};
 use crate::slots::{SlotRef, SlotTable};
@@ -30,7 +33,9 @@ use aom::{ActiveObjectMap, Entry};
 use key::{ObjectKey, PoaName};
 
 pub use current::PoaCurrent;
-pub use manager::{Admission, HeldRequest, PoaManager, PoaManagerState};
+pub(crate) use manager::Admission;
+pub use manager::{PoaManager, PoaManagerState};
+pub use object_id::ObjectId;
 pub use policy::{
     IdAssignmentPolicy, IdUniquenessPolicy, ImplicitActivationPolicy, LifespanPolicy, Policies,
     Policy, RequestProcessingPolicy, ServantRetentionPolicy, ThreadPolicy,
@@ -145,9 +150,36 @@ impl From<PoaError> for SystemException {
     }
 }
 
+/// Whether destroying a POA (or deactivating its manager) etherealizes its
+/// active objects: CORBA's `etherealize_objects` parameter, as a type
+/// instead of a `bool`.
+///
+/// Only a POA with a servant activator (RETAIN and USE_SERVANT_MANAGER)
+/// has anyone to tell; for the others both values behave alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "etherealize_objects")]
+pub enum Etherealize {
+    /// Call the servant activator's `etherealize` for every active object
+    /// (with `cleanup_in_progress` true).
+    Yes,
+    /// Forget the active objects without telling the servant activator.
+    No,
+}
+
+impl From<bool> for Etherealize {
+    /// `true` is [`Etherealize::Yes`], as CORBA's boolean parameter.
+    fn from(etherealize: bool) -> Self {
+        if etherealize {
+            Etherealize::Yes
+        } else {
+            Etherealize::No
+        }
+    }
+}
+
 /// Builds references for the POA: the ORB knows its endpoints and the IOR
 /// layout; the POA knows the object key.
-pub trait ReferenceFactory: Send + Sync + 'static {
+pub(crate) trait ReferenceFactory: Send + Sync + 'static {
     /// A reference with this type id and object key; `persistent` keys
     /// must be published on the ORB's fixed endpoint.
     fn make_reference(&self, type_id: &str, object_key: Vec<u8>, persistent: bool) -> ObjectRef;
@@ -165,8 +197,20 @@ pub enum ServantManager {
     Locator(Arc<dyn ServantLocator>),
 }
 
+impl std::fmt::Debug for ServantManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The managers are application objects with no `Debug` of their
+        // own: show the kind and which object it is.
+        let (kind, address) = match self {
+            ServantManager::Activator(a) => ("Activator", Arc::as_ptr(a) as *const ()),
+            ServantManager::Locator(l) => ("Locator", Arc::as_ptr(l) as *const ()),
+        };
+        f.debug_tuple(kind).field(&address).finish()
+    }
+}
+
 /// The ORB-wide table of POAs.
-pub struct PoaRegistry {
+pub(crate) struct PoaRegistry {
     orb_token: u64,
     factory: Arc<dyn ReferenceFactory>,
     table: RwLock<PoaTable>,
@@ -195,9 +239,14 @@ struct PoaInner {
     slot: RwLock<SlotRef>,
     state: RwLock<PoaState>,
     single_thread: Option<ReentrantMutex<()>>,
-    incarnating: Mutex<HashSet<Vec<u8>>>,
+    incarnating: Mutex<HashSet<ObjectId>>,
     incarnated: Condvar,
     next_id: AtomicU64,
+    /// Requests of this POA in progress (located, not yet finished), for
+    /// `destroy` with [`WaitForCompletion::Yes`].
+    in_flight: AtomicUsize,
+    in_flight_lock: Mutex<()>,
+    idle: Condvar,
 }
 
 #[derive(Default)]
@@ -214,7 +263,9 @@ impl std::fmt::Debug for Poa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Poa")
             .field("path", &self.inner.path)
-            .finish()
+            .field("policies", &self.inner.policies)
+            .field("manager", &self.inner.manager.id())
+            .finish_non_exhaustive()
     }
 }
 
@@ -225,11 +276,11 @@ impl PartialEq for Poa {
 }
 
 /// What an object key leads to.
-pub enum Resolution {
+pub(crate) enum Resolution {
     /// A servant is ready: run the upcall.
     Upcall(Upcall),
     /// The POA manager holds requests: park the request with
-    /// [`PoaManager::hold`] and resolve it again when released.
+    /// `PoaManager::hold` and resolve it again when released.
     Held(PoaManager),
     /// A servant manager forwarded the request (LOCATION_FORWARD).
     Forward(ObjectRef),
@@ -242,12 +293,39 @@ pub enum Resolution {
 /// A servant located for one request, with everything that must happen
 /// around the call (POA Current, the single-thread lock, the locator's
 /// `postinvoke`, the in-flight count).
-pub struct Upcall {
+pub(crate) struct Upcall {
     poa: Poa,
-    object_id: Vec<u8>,
+    object_id: ObjectId,
     servant: Arc<dyn Servant>,
     cookie: Option<(Arc<dyn ServantLocator>, Cookie)>,
     _in_flight: manager::InFlight,
+    _in_poa: PoaActivity,
+}
+
+/// Counts a request as in progress in its POA until dropped.
+struct PoaActivity(Poa);
+
+impl PoaActivity {
+    /// Counts a request in; call while holding the POA's state lock, after
+    /// checking that the POA is not destroyed, so that `destroy` (which
+    /// takes that lock to mark it destroyed) sees every request it must
+    /// wait for.
+    fn enter(poa: &Poa) -> PoaActivity {
+        poa.inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        PoaActivity(poa.clone())
+    }
+}
+
+impl Drop for PoaActivity {
+    fn drop(&mut self) {
+        let inner = &self.0.inner;
+        if inner.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // Under the lock, so a waiter between its check and its wait
+            // cannot miss the wake-up.
+            let _guard = inner.in_flight_lock.lock();
+            inner.idle.notify_all();
+        }
+    }
 }
 
 fn not_exist() -> SystemException {
@@ -259,23 +337,13 @@ fn obj_adapter() -> SystemException {
 }
 
 impl Upcall {
-    /// The servant that will serve the request.
-    pub fn servant(&self) -> &Arc<dyn Servant> {
-        &self.servant
-    }
-
-    /// The POA that dispatched.
-    pub fn poa(&self) -> &Poa {
-        &self.poa
-    }
-
-    /// The object id the request addresses, within [`poa`](Self::poa).
-    pub fn object_id(&self) -> &[u8] {
+    /// The object id the request addresses, within its POA.
+    pub(crate) fn object_id(&self) -> &ObjectId {
         &self.object_id
     }
 
     /// Runs the servant on `request`.
-    pub fn run(self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+    pub(crate) fn run(self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
         let _serial = self.poa.inner.single_thread.as_ref().map(|m| m.lock());
         let frame = current::enter(
             self.poa.clone(),
@@ -304,7 +372,7 @@ impl Upcall {
 impl PoaRegistry {
     /// A registry with its root POA. `orb_token` must differ between runs
     /// of the server (transient keys from an earlier run are refused).
-    pub fn new(
+    pub(crate) fn new(
         orb_token: u64,
         factory: Arc<dyn ReferenceFactory>,
         hold_limit: usize,
@@ -320,7 +388,7 @@ impl PoaRegistry {
             Vec::new(),
             None,
             Policies::root(),
-            PoaManager::new("RootPOAManager", hold_limit),
+            PoaManager::new("RootPOAManager", Arc::downgrade(&registry), hold_limit),
         );
         (registry, root)
     }
@@ -351,8 +419,12 @@ impl PoaRegistry {
                 incarnating: Mutex::new(HashSet::new()),
                 incarnated: Condvar::new(),
                 next_id: AtomicU64::new(1),
+                in_flight: AtomicUsize::new(0),
+                in_flight_lock: Mutex::new(()),
+                idle: Condvar::new(),
             }),
         };
+        poa.inner.manager.attach(&poa);
         let mut table = self.table.write();
         let slot = table.slots.insert(poa.clone());
         *poa.inner.slot.write() = slot;
@@ -378,7 +450,7 @@ impl PoaRegistry {
     }
 
     /// The root POA.
-    pub fn root(&self) -> Option<Poa> {
+    fn root(&self) -> Option<Poa> {
         self.poa_by_path(&[])
     }
 
@@ -404,7 +476,7 @@ impl PoaRegistry {
                 // recreate missing POAs.
                 let mut poa = self.root()?;
                 for name in path {
-                    poa = poa.find_poa(name, true).ok()?;
+                    poa = poa.find_or_activate_poa(name).ok()?;
                 }
                 Some(poa)
             }
@@ -413,7 +485,7 @@ impl PoaRegistry {
 
     /// Finds the servant for a request to `object_key` (the POA half of
     /// request dispatch; the ORB turns the outcome into a reply).
-    pub fn resolve(&self, object_key: &[u8], operation: &str) -> Resolution {
+    pub(crate) fn resolve(&self, object_key: &[u8], operation: &str) -> Resolution {
         let Some(key) = ObjectKey::decode(object_key) else {
             return Resolution::NotAPoaKey;
         };
@@ -429,12 +501,13 @@ impl PoaRegistry {
             Err(Admission::Reject) => return Resolution::Failed(obj_adapter()),
         };
         match poa.locate(&key, operation) {
-            Ok((servant, cookie)) => Resolution::Upcall(Upcall {
+            Ok((servant, cookie, in_poa)) => Resolution::Upcall(Upcall {
                 poa,
                 object_id: key.object_id,
                 servant,
                 cookie,
                 _in_flight: in_flight,
+                _in_poa: in_poa,
             }),
             Err(ServantManagerError::Forward(to)) => Resolution::Forward(to),
             Err(ServantManagerError::System(e)) => Resolution::Failed(e),
@@ -442,11 +515,16 @@ impl PoaRegistry {
     }
 }
 
-type Located = (Arc<dyn Servant>, Option<(Arc<dyn ServantLocator>, Cookie)>);
+type Located = (
+    Arc<dyn Servant>,
+    Option<(Arc<dyn ServantLocator>, Cookie)>,
+    PoaActivity,
+);
 
 impl Poa {
     /// The POA's name (`RootPOA` for the root).
-    pub fn the_name(&self) -> &str {
+    #[doc(alias = "the_name")]
+    pub fn name(&self) -> &str {
         &self.inner.name
     }
 
@@ -456,7 +534,8 @@ impl Poa {
     }
 
     /// The parent POA (`None` for the root).
-    pub fn the_parent(&self) -> Option<Poa> {
+    #[doc(alias = "the_parent")]
+    pub fn parent(&self) -> Option<Poa> {
         self.inner
             .parent
             .as_ref()
@@ -465,7 +544,9 @@ impl Poa {
     }
 
     /// The POA manager.
-    pub fn the_poa_manager(&self) -> PoaManager {
+    #[doc(alias = "the_POAManager")]
+    #[doc(alias = "the_poa_manager")]
+    pub fn manager(&self) -> PoaManager {
         self.inner.manager.clone()
     }
 
@@ -475,12 +556,14 @@ impl Poa {
     }
 
     /// The child POAs.
-    pub fn the_children(&self) -> Vec<Poa> {
+    #[doc(alias = "the_children")]
+    pub fn children(&self) -> Vec<Poa> {
         self.inner.state.read().children.values().cloned().collect()
     }
 
     /// The adapter activator, if one is set.
-    pub fn the_activator(&self) -> Option<Arc<dyn AdapterActivator>> {
+    #[doc(alias = "the_activator")]
+    pub fn activator(&self) -> Option<Arc<dyn AdapterActivator>> {
         self.inner.state.read().adapter_activator.clone()
     }
 
@@ -498,7 +581,9 @@ impl Poa {
     }
 
     /// Creates a child POA. With `manager` `None` the child gets a new
-    /// manager of its own (in the holding state).
+    /// manager of its own (in the holding state). A manager of another
+    /// ORB is refused with [`PoaError::WrongAdapter`].
+    #[doc(alias = "create_POA")]
     pub fn create_poa(
         &self,
         name: &str,
@@ -511,8 +596,13 @@ impl Poa {
         if state.children.contains_key(name) {
             return Err(PoaError::AdapterAlreadyExists);
         }
-        let manager =
-            manager.unwrap_or_else(|| PoaManager::new(name, self.inner.registry.hold_limit));
+        let registry = &self.inner.registry;
+        if manager.as_ref().is_some_and(|m| !m.belongs_to(registry)) {
+            return Err(PoaError::WrongAdapter);
+        }
+        let manager = manager.unwrap_or_else(|| {
+            PoaManager::new(name, Arc::downgrade(registry), registry.hold_limit)
+        });
         let mut path = self.inner.path.clone();
         path.push(name.to_owned());
         let child = self.inner.registry.register(
@@ -526,35 +616,43 @@ impl Poa {
         Ok(child)
     }
 
-    /// Finds a child POA, asking the adapter activator to create it if it
-    /// is missing and `activate_it` is true.
-    pub fn find_poa(&self, name: &str, activate_it: bool) -> Result<Poa, PoaError> {
-        let activator = {
-            let state = self.inner.state.read();
-            if let Some(child) = state.children.get(name) {
-                return Ok(child.clone());
-            }
-            state.adapter_activator.clone()
-        };
-        if let (true, Some(activator)) = (activate_it, activator) {
-            if activator.unknown_adapter(self, name) {
-                if let Some(child) = self.inner.state.read().children.get(name) {
-                    return Ok(child.clone());
-                }
-            }
-        }
-        Err(PoaError::AdapterNonExistent)
+    /// The child POA `name` (`find_POA` with `activate_it` false).
+    #[doc(alias = "find_POA")]
+    pub fn find_poa(&self, name: &str) -> Result<Poa, PoaError> {
+        self.inner
+            .state
+            .read()
+            .children
+            .get(name)
+            .cloned()
+            .ok_or(PoaError::AdapterNonExistent)
     }
 
-    fn new_system_id(&self) -> Vec<u8> {
+    /// The child POA `name`, asking the adapter activator (see
+    /// [`set_activator`](Self::set_activator)) to create it when it is
+    /// missing (`find_POA` with `activate_it` true). Fails with
+    /// [`PoaError::AdapterNonExistent`] when there is no activator or it
+    /// did not create the child.
+    pub fn find_or_activate_poa(&self, name: &str) -> Result<Poa, PoaError> {
+        if let Ok(child) = self.find_poa(name) {
+            return Ok(child);
+        }
+        let activator = self.inner.state.read().adapter_activator.clone();
+        match activator {
+            Some(activator) if activator.unknown_adapter(self, name) => self.find_poa(name),
+            _ => Err(PoaError::AdapterNonExistent),
+        }
+    }
+
+    fn new_system_id(&self) -> ObjectId {
         let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         if self.inner.policies.lifespan == LifespanPolicy::Persistent {
             // Unique across restarts too: the ORB token differs per run.
             let mut id = self.inner.registry.orb_token.to_be_bytes().to_vec();
             id.extend_from_slice(&n.to_be_bytes());
-            id
+            ObjectId::from(id)
         } else {
-            n.to_be_bytes().to_vec()
+            ObjectId::from(&n.to_be_bytes())
         }
     }
 
@@ -570,7 +668,7 @@ impl Poa {
     /// RETAIN). `servant` is a generated skeleton, an `Arc` of one, or an
     /// `Arc<dyn Servant>` (see [`IntoServant`]); a generated skeleton's
     /// `activate` does this and returns the typed reference.
-    pub fn activate_object(&self, servant: impl IntoServant) -> Result<Vec<u8>, PoaError> {
+    pub fn activate_object(&self, servant: impl IntoServant) -> Result<ObjectId, PoaError> {
         let servant = servant.into_servant();
         self.live()?;
         self.require_retain()?;
@@ -582,21 +680,23 @@ impl Poa {
         Ok(id)
     }
 
-    /// Activates `servant` under `object_id` (RETAIN).
+    /// Activates `servant` under `object_id` (RETAIN), which is anything
+    /// that converts into an [`ObjectId`]:
+    /// `poa.activate_object_with_id("fred", servant)`.
     pub fn activate_object_with_id(
         &self,
-        object_id: &[u8],
+        object_id: impl Into<ObjectId>,
         servant: impl IntoServant,
     ) -> Result<(), PoaError> {
         let servant = servant.into_servant();
         self.live()?;
         self.require_retain()?;
-        self.insert(object_id.to_vec(), servant).map(|_| ())
+        self.insert(object_id.into(), servant).map(|_| ())
     }
 
-    fn insert(&self, object_id: Vec<u8>, servant: Arc<dyn Servant>) -> Result<SlotRef, PoaError> {
+    fn insert(&self, object_id: ObjectId, servant: Arc<dyn Servant>) -> Result<SlotRef, PoaError> {
         let mut state = self.inner.state.write();
-        if state.aom.get(&object_id).is_some() {
+        if state.aom.get(object_id.as_bytes()).is_some() {
             return Err(PoaError::ObjectAlreadyActive);
         }
         if self.inner.policies.id_uniqueness == IdUniquenessPolicy::UniqueId
@@ -609,13 +709,14 @@ impl Poa {
 
     /// Deactivates `object_id`; the servant activator (if any) etherealizes
     /// the servant.
-    pub fn deactivate_object(&self, object_id: &[u8]) -> Result<(), PoaError> {
+    pub fn deactivate_object(&self, object_id: impl Into<ObjectId>) -> Result<(), PoaError> {
+        let object_id = object_id.into();
         self.require_retain()?;
         let (entry, manager, remaining) = {
             let mut state = self.inner.state.write();
             let entry = state
                 .aom
-                .remove(object_id)
+                .remove(object_id.as_bytes())
                 .ok_or(PoaError::ObjectNotActive)?;
             let remaining = state.aom.has_servant(&entry.servant);
             (entry, state.servant_manager.clone(), remaining)
@@ -626,13 +727,13 @@ impl Poa {
         Ok(())
     }
 
-    pub(crate) fn make_reference(&self, object_id: &[u8], type_id: &str) -> ObjectRef {
+    pub(crate) fn make_reference(&self, object_id: &ObjectId, type_id: &str) -> ObjectRef {
         let object_slot = self
             .inner
             .state
             .read()
             .aom
-            .get(object_id)
+            .get(object_id.as_bytes())
             .map_or(SlotRef::NONE, |(slot, _)| slot);
         let persistent = self.inner.policies.lifespan == LifespanPolicy::Persistent;
         let key = ObjectKey {
@@ -647,7 +748,7 @@ impl Poa {
             },
             poa_slot: *self.inner.slot.read(),
             object_slot,
-            object_id: object_id.to_vec(),
+            object_id: object_id.clone(),
         };
         self.inner
             .registry
@@ -669,13 +770,14 @@ impl Poa {
     /// to it (see [`activate_as`](Self::activate_as)).
     pub fn activate_with_id_as<I: Interface>(
         &self,
-        object_id: &[u8],
+        object_id: impl Into<ObjectId>,
         servant: impl IntoServant,
     ) -> Result<I, PoaError> {
+        let object_id = object_id.into();
         let servant = servant.into_servant();
         let type_id = servant.repository_id();
-        self.activate_object_with_id(object_id, servant)?;
-        Ok(I::from_object(self.make_reference(object_id, type_id)))
+        self.activate_object_with_id(&object_id, servant)?;
+        Ok(I::from_object(self.make_reference(&object_id, type_id)))
     }
 
     /// A reference for a new system-assigned id, with no servant yet.
@@ -690,16 +792,16 @@ impl Poa {
     /// A reference for `object_id`, active or not.
     pub fn create_reference_with_id(
         &self,
-        object_id: &[u8],
+        object_id: impl Into<ObjectId>,
         type_id: &str,
     ) -> Result<ObjectRef, PoaError> {
         self.live()?;
-        Ok(self.make_reference(object_id, type_id))
+        Ok(self.make_reference(&object_id.into(), type_id))
     }
 
     /// The id `servant` serves, activating it implicitly where the policies
     /// allow; inside an upcall on a default servant, the current id.
-    pub fn servant_to_id(&self, servant: &Arc<dyn Servant>) -> Result<Vec<u8>, PoaError> {
+    pub fn servant_to_id(&self, servant: &Arc<dyn Servant>) -> Result<ObjectId, PoaError> {
         let p = self.inner.policies;
         let unique = p.id_uniqueness == IdUniquenessPolicy::UniqueId;
         let implicit = p.implicit_activation == ImplicitActivationPolicy::ImplicitActivation;
@@ -724,9 +826,9 @@ impl Poa {
             return Err(PoaError::WrongPolicy);
         }
         let current = PoaCurrent;
-        if let (Ok(poa), Ok(serving)) = (current.get_poa(), current.get_servant()) {
+        if let (Ok(poa), Ok(serving)) = (current.poa(), current.servant()) {
             if poa == *self && aom::servant_identity(&serving) == aom::servant_identity(servant) {
-                return current.get_object_id();
+                return current.object_id();
             }
         }
         Err(PoaError::ServantNotActive)
@@ -740,7 +842,7 @@ impl Poa {
     }
 
     /// The object id inside a reference this POA made.
-    pub fn reference_to_id(&self, reference: &ObjectRef) -> Result<Vec<u8>, PoaError> {
+    pub fn reference_to_id(&self, reference: &ObjectRef) -> Result<ObjectId, PoaError> {
         let key = self
             .inner
             .registry
@@ -767,19 +869,22 @@ impl Poa {
         &self,
         reference: &ObjectRef,
     ) -> Result<Arc<dyn Servant>, PoaError> {
-        let id = self.reference_to_id(reference)?;
-        self.id_to_servant(&id)
+        self.id_to_servant(self.reference_to_id(reference)?)
     }
 
     /// The servant serving `object_id` (the active object map, then the
     /// default servant).
-    pub fn id_to_servant(&self, object_id: &[u8]) -> Result<Arc<dyn Servant>, PoaError> {
+    pub fn id_to_servant(
+        &self,
+        object_id: impl Into<ObjectId>,
+    ) -> Result<Arc<dyn Servant>, PoaError> {
+        let object_id = object_id.into();
         let p = self.inner.policies;
         if !p.retains() && p.request_processing != RequestProcessingPolicy::UseDefaultServant {
             return Err(PoaError::WrongPolicy);
         }
         let state = self.inner.state.read();
-        if let Some((_, entry)) = state.aom.get(object_id) {
+        if let Some((_, entry)) = state.aom.get(object_id.as_bytes()) {
             return Ok(entry.servant.clone());
         }
         if p.request_processing == RequestProcessingPolicy::UseDefaultServant {
@@ -789,18 +894,23 @@ impl Poa {
     }
 
     /// A reference to an active object.
-    pub fn id_to_reference(&self, object_id: &[u8]) -> Result<ObjectRef, PoaError> {
+    pub fn id_to_reference(&self, object_id: impl Into<ObjectId>) -> Result<ObjectRef, PoaError> {
+        let object_id = object_id.into();
         self.require_retain()?;
         let type_id = {
             let state = self.inner.state.read();
-            let (_, entry) = state.aom.get(object_id).ok_or(PoaError::ObjectNotActive)?;
+            let (_, entry) = state
+                .aom
+                .get(object_id.as_bytes())
+                .ok_or(PoaError::ObjectNotActive)?;
             entry.servant.repository_id()
         };
-        Ok(self.make_reference(object_id, type_id))
+        Ok(self.make_reference(&object_id, type_id))
     }
 
     /// The default servant (USE_DEFAULT_SERVANT only).
-    pub fn get_servant(&self) -> Result<Arc<dyn Servant>, PoaError> {
+    #[doc(alias = "get_servant")]
+    pub fn servant(&self) -> Result<Arc<dyn Servant>, PoaError> {
         if self.inner.policies.request_processing != RequestProcessingPolicy::UseDefaultServant {
             return Err(PoaError::WrongPolicy);
         }
@@ -822,7 +932,8 @@ impl Poa {
     }
 
     /// The servant manager (USE_SERVANT_MANAGER only).
-    pub fn get_servant_manager(&self) -> Result<Option<ServantManager>, PoaError> {
+    #[doc(alias = "get_servant_manager")]
+    pub fn servant_manager(&self) -> Result<Option<ServantManager>, PoaError> {
         if self.inner.policies.request_processing != RequestProcessingPolicy::UseServantManager {
             return Err(PoaError::WrongPolicy);
         }
@@ -846,38 +957,83 @@ impl Poa {
 
     /// Destroys this POA and its children: references to their objects stop
     /// working (transient) or wait for a new POA of the same name
-    /// (persistent). With `etherealize_objects`, the servant activator
+    /// (persistent). With [`Etherealize::Yes`], the servant activator
     /// etherealizes every active object.
+    ///
+    /// With [`WaitForCompletion::Yes`] it returns once the requests running
+    /// in these POAs have finished, and etherealizes after them; from
+    /// inside an upcall of the same ORB that would wait for itself, so it
+    /// fails with [`PoaError::BadInvOrder`] (BAD_INV_ORDER, OMG minor 3)
+    /// and destroys nothing. With [`WaitForCompletion::No`] it returns at
+    /// once; a request still running keeps its servant alive until it
+    /// ends.
     pub fn destroy(
         &self,
-        etherealize_objects: bool,
-        wait_for_completion: bool,
+        etherealize: Etherealize,
+        wait: WaitForCompletion,
     ) -> Result<(), PoaError> {
-        if wait_for_completion && current::in_upcall() {
+        if wait.is_yes() && current::in_upcall_of(&self.inner.registry) {
             return Err(PoaError::BadInvOrder);
         }
-        let (children, entries, manager) = {
+        let children = {
             let mut state = self.inner.state.write();
             if state.destroyed {
                 return Ok(());
             }
             state.destroyed = true;
             let children: Vec<Poa> = state.children.drain().map(|(_, c)| c).collect();
-            (children, state.aom.drain(), state.servant_manager.clone())
+            children
         };
         for child in children {
-            child.destroy(etherealize_objects, wait_for_completion)?;
+            child.destroy(etherealize, wait)?;
         }
         self.inner.registry.unregister(self);
-        if let Some(parent) = self.the_parent() {
+        if let Some(parent) = self.parent() {
             parent.inner.state.write().children.remove(&self.inner.name);
         }
-        if let (true, Some(ServantManager::Activator(activator))) = (etherealize_objects, manager) {
+        if wait.is_yes() {
+            self.wait_idle();
+        }
+        let (entries, manager) = {
+            let mut state = self.inner.state.write();
+            (state.aom.drain(), state.servant_manager.clone())
+        };
+        if let (Etherealize::Yes, Some(ServantManager::Activator(activator))) =
+            (etherealize, manager)
+        {
             for Entry { object_id, servant } in entries {
                 activator.etherealize(&object_id, self, servant, true, false);
             }
         }
         Ok(())
+    }
+
+    /// Etherealizes and forgets every active object, when the POA has a
+    /// servant activator (its manager was deactivated with
+    /// [`Etherealize::Yes`]).
+    fn etherealize_all(&self) {
+        let (entries, activator) = {
+            let mut state = self.inner.state.write();
+            match &state.servant_manager {
+                Some(ServantManager::Activator(a)) => {
+                    let a = a.clone();
+                    (state.aom.drain(), a)
+                }
+                _ => return,
+            }
+        };
+        for Entry { object_id, servant } in entries {
+            activator.etherealize(&object_id, self, servant, true, false);
+        }
+    }
+
+    /// Waits until no request of this POA is in progress.
+    fn wait_idle(&self) {
+        let inner = &self.inner;
+        let mut guard = inner.in_flight_lock.lock();
+        while inner.in_flight.load(Ordering::SeqCst) > 0 {
+            inner.idle.wait(&mut guard);
+        }
     }
 
     /// How many objects are active.
@@ -888,35 +1044,40 @@ impl Poa {
     fn locate(&self, key: &ObjectKey, operation: &str) -> Result<Located, ServantManagerError> {
         let p = self.inner.policies;
         let oid = &key.object_id;
-        let (default, manager) = {
+        let (default, manager, activity) = {
             let state = self.inner.state.read();
             if state.destroyed {
                 return Err(not_exist().into());
             }
+            let activity = PoaActivity::enter(self);
             if p.retains() {
                 let found = state
                     .aom
-                    .get_by_slot(key.object_slot, oid)
-                    .or_else(|| state.aom.get(oid).map(|(_, e)| e));
+                    .get_by_slot(key.object_slot, oid.as_bytes())
+                    .or_else(|| state.aom.get(oid.as_bytes()).map(|(_, e)| e));
                 if let Some(entry) = found {
-                    return Ok((entry.servant.clone(), None));
+                    return Ok((entry.servant.clone(), None, activity));
                 }
             }
-            (state.default_servant.clone(), state.servant_manager.clone())
+            (
+                state.default_servant.clone(),
+                state.servant_manager.clone(),
+                activity,
+            )
         };
         match p.request_processing {
             RequestProcessingPolicy::UseActiveObjectMapOnly => Err(not_exist().into()),
             RequestProcessingPolicy::UseDefaultServant => default
-                .map(|s| (s, None))
+                .map(|s| (s, None, activity))
                 .ok_or_else(|| obj_adapter().into()),
             RequestProcessingPolicy::UseServantManager => match manager {
                 None => Err(obj_adapter().into()),
                 Some(ServantManager::Locator(locator)) => {
                     let (servant, cookie) = locator.preinvoke(oid, self, operation)?;
-                    Ok((servant, Some((locator, cookie))))
+                    Ok((servant, Some((locator, cookie)), activity))
                 }
                 Some(ServantManager::Activator(activator)) => {
-                    self.incarnate(oid, &activator).map(|s| (s, None))
+                    self.incarnate(oid, &activator).map(|s| (s, None, activity))
                 }
             },
         }
@@ -926,7 +1087,7 @@ impl Poa {
     /// together: the others wait and then find it in the map.
     fn incarnate(
         &self,
-        oid: &[u8],
+        oid: &ObjectId,
         activator: &Arc<dyn ServantActivator>,
     ) -> Result<Arc<dyn Servant>, ServantManagerError> {
         {
@@ -934,10 +1095,10 @@ impl Poa {
             while busy.contains(oid) {
                 self.inner.incarnated.wait(&mut busy);
             }
-            if let Some((_, entry)) = self.inner.state.read().aom.get(oid) {
+            if let Some((_, entry)) = self.inner.state.read().aom.get(oid.as_bytes()) {
                 return Ok(entry.servant.clone());
             }
-            busy.insert(oid.to_vec());
+            busy.insert(oid.clone());
         }
         let result = activator.incarnate(oid, self);
         if let Ok(servant) = &result {
@@ -948,13 +1109,13 @@ impl Poa {
                 self.finish_incarnation(oid);
                 return Err(obj_adapter().into());
             }
-            state.aom.insert(oid.to_vec(), servant.clone());
+            state.aom.insert(oid.clone(), servant.clone());
         }
         self.finish_incarnation(oid);
         result
     }
 
-    fn finish_incarnation(&self, oid: &[u8]) {
+    fn finish_incarnation(&self, oid: &ObjectId) {
         self.inner.incarnating.lock().remove(oid);
         self.inner.incarnated.notify_all();
     }

@@ -79,33 +79,48 @@ pub enum ImplicitActivationPolicy {
 
 /// One policy, as passed to [`Poa::create_poa`](super::Poa::create_poa).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Policy {
+    /// `ThreadPolicy` (`create_thread_policy`).
     Thread(ThreadPolicy),
+    /// `LifespanPolicy`.
     Lifespan(LifespanPolicy),
+    /// `IdUniquenessPolicy`.
     IdUniqueness(IdUniquenessPolicy),
+    /// `IdAssignmentPolicy`.
     IdAssignment(IdAssignmentPolicy),
+    /// `ServantRetentionPolicy`.
     ServantRetention(ServantRetentionPolicy),
+    /// `RequestProcessingPolicy`.
     RequestProcessing(RequestProcessingPolicy),
+    /// `ImplicitActivationPolicy`.
     ImplicitActivation(ImplicitActivationPolicy),
 }
 
-/// The complete set of policies of one POA, every one given or defaulted.
+/// The complete set of policies of one POA, every one given or defaulted
+/// ([`Poa::policies`](super::Poa::policies)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[allow(missing_docs)]
+#[non_exhaustive]
 pub struct Policies {
+    /// Which threads run the POA's requests.
     pub thread: ThreadPolicy,
+    /// Whether references outlive the POA instance.
     pub lifespan: LifespanPolicy,
+    /// Whether a servant may serve several ids.
     pub id_uniqueness: IdUniquenessPolicy,
+    /// Who chooses object ids.
     pub id_assignment: IdAssignmentPolicy,
+    /// Whether the POA keeps an active object map.
     pub servant_retention: ServantRetentionPolicy,
+    /// How the POA finds a servant for a request.
     pub request_processing: RequestProcessingPolicy,
+    /// Whether servants may be activated implicitly.
     pub implicit_activation: ImplicitActivationPolicy,
 }
 
 impl Policies {
     /// The root POA's policies: the defaults, with implicit activation.
-    pub fn root() -> Self {
+    pub(crate) fn root() -> Self {
         Policies {
             implicit_activation: ImplicitActivationPolicy::ImplicitActivation,
             ..Policies::default()
@@ -114,7 +129,7 @@ impl Policies {
 
     /// Applies `list` over the defaults and checks the combination (CORBA
     /// 3.0 §11.3.8.2). The error holds the index of the offending policy.
-    pub fn from_list(list: &[Policy]) -> Result<Self, usize> {
+    pub(crate) fn from_list(list: &[Policy]) -> Result<Self, usize> {
         let mut p = Policies::default();
         for policy in list {
             match *policy {

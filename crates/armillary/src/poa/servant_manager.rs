@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use armillary_giop::system_exception::SystemException;
 
-use super::Poa;
+use super::{ObjectId, Poa};
 use crate::object::ObjectRef;
 use crate::servant::Servant;
 
@@ -39,7 +39,7 @@ pub trait ServantActivator: Send + Sync + 'static {
     /// a time per object id.
     fn incarnate(
         &self,
-        object_id: &[u8],
+        object_id: &ObjectId,
         poa: &Poa,
     ) -> Result<Arc<dyn Servant>, ServantManagerError>;
 
@@ -47,7 +47,7 @@ pub trait ServantActivator: Send + Sync + 'static {
     /// the servant is no longer needed for it.
     fn etherealize(
         &self,
-        object_id: &[u8],
+        object_id: &ObjectId,
         poa: &Poa,
         servant: Arc<dyn Servant>,
         cleanup_in_progress: bool,
@@ -64,7 +64,7 @@ pub trait ServantLocator: Send + Sync + 'static {
     /// Returns the servant for this request and a cookie for `postinvoke`.
     fn preinvoke(
         &self,
-        object_id: &[u8],
+        object_id: &ObjectId,
         poa: &Poa,
         operation: &str,
     ) -> Result<(Arc<dyn Servant>, Cookie), ServantManagerError>;
@@ -72,7 +72,7 @@ pub trait ServantLocator: Send + Sync + 'static {
     /// Called after the request, whatever its outcome.
     fn postinvoke(
         &self,
-        object_id: &[u8],
+        object_id: &ObjectId,
         poa: &Poa,
         operation: &str,
         cookie: Cookie,

@@ -4,7 +4,7 @@
 use super::*;
 use crate::cdr::{ByteOrder, CdrReader, CdrWriter, GiopVersion};
 use armillary_giop::ior::{Ior, TaggedProfile};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 const TEST_TAG: u32 = 0x7e57;
 
@@ -47,11 +47,11 @@ impl Servant for Echo {
         match request.operation() {
             "whoami" => {
                 let oid = PoaCurrent
-                    .get_object_id()
+                    .object_id()
                     .map_err(|_| SystemException::internal(0, CompletionStatus::No))?;
                 let w = request.results();
                 w.write_string(self.0).unwrap();
-                w.write_octet_seq(&oid).unwrap();
+                w.write_octet_seq(oid.as_bytes()).unwrap();
                 Ok(())
             }
             _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
@@ -61,7 +61,7 @@ impl Servant for Echo {
 
 fn setup() -> (Arc<PoaRegistry>, Poa) {
     let (registry, root) = PoaRegistry::new(7, Arc::new(TestFactory), 4);
-    root.the_poa_manager().activate().unwrap();
+    root.manager().activate().unwrap();
     (registry, root)
 }
 
@@ -75,13 +75,14 @@ fn call(
     registry: &PoaRegistry,
     obj: &ObjectRef,
     operation: &str,
-) -> Result<(String, Vec<u8>), String> {
+) -> Result<(String, ObjectId), String> {
     let key = key_of(obj);
     match registry.resolve(&key, operation) {
         Resolution::Upcall(upcall) => {
             let args = CdrReader::new(&[], ByteOrder::Little, GiopVersion::V1_2);
             let reply = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);
-            let mut request = ServerRequest::new(operation, &key, args, true, reply);
+            let object_id = upcall.object_id().clone();
+            let mut request = ServerRequest::new(operation, &object_id, args, true, reply);
             upcall.run(&mut request).map_err(|e| e.to_string())?;
             let (_, w, start) = request.into_reply();
             let bytes = w.into_bytes();
@@ -89,7 +90,7 @@ fn call(
                 CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2).with_position(start);
             Ok((
                 r.read_string().unwrap(),
-                r.read_octet_seq().unwrap().to_vec(),
+                ObjectId::from(r.read_octet_seq().unwrap()),
             ))
         }
         Resolution::Held(_) => Err("held".into()),
@@ -137,7 +138,7 @@ fn child_poas_user_ids_and_destroy() {
     let child = root
         .create_poa(
             "child",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
         )
         .unwrap();
@@ -145,8 +146,8 @@ fn child_poas_user_ids_and_destroy() {
         root.create_poa("child", None, &[]).unwrap_err(),
         PoaError::AdapterAlreadyExists
     );
-    assert_eq!(root.find_poa("child", false).unwrap(), child);
-    assert_eq!(child.the_parent().unwrap(), root);
+    assert_eq!(root.find_poa("child").unwrap(), child);
+    assert_eq!(child.parent().unwrap(), root);
     child
         .activate_object_with_id(b"fred", Arc::new(Echo("fred")))
         .unwrap();
@@ -167,11 +168,10 @@ fn child_poas_user_ids_and_destroy() {
         .unwrap_err()
         .contains("BAD_OPERATION"));
 
-    child.destroy(true, true).unwrap();
-    assert_eq!(
-        root.find_poa("child", false),
-        Err(PoaError::AdapterNonExistent)
-    );
+    child
+        .destroy(Etherealize::Yes, WaitForCompletion::Yes)
+        .unwrap();
+    assert_eq!(root.find_poa("child"), Err(PoaError::AdapterNonExistent));
     assert!(call(&registry, &obj, "whoami")
         .unwrap_err()
         .contains("OBJECT_NOT_EXIST"));
@@ -179,7 +179,7 @@ fn child_poas_user_ids_and_destroy() {
     let again = root
         .create_poa(
             "child",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
         )
         .unwrap();
@@ -204,11 +204,11 @@ fn persistent_keys_survive_a_new_registry() {
     // "Restart": a new registry with another token.
     let (registry, root) = PoaRegistry::new(8, Arc::new(TestFactory), 4);
     let poa = root
-        .create_poa("store", Some(root.the_poa_manager()), &policies)
+        .create_poa("store", Some(root.manager()), &policies)
         .unwrap();
     poa.activate_object_with_id(b"item", Arc::new(Echo("restarted")))
         .unwrap();
-    root.the_poa_manager().activate().unwrap();
+    root.manager().activate().unwrap();
     assert_eq!(call(&registry, &obj, "whoami").unwrap().0, "restarted");
 }
 
@@ -218,16 +218,18 @@ fn manager_states_gate_requests() {
     let obj = root
         .servant_to_reference(&(Arc::new(Echo("m")) as Arc<dyn Servant>))
         .unwrap();
-    let manager = root.the_poa_manager();
-    manager.hold_requests(false).unwrap();
+    let manager = root.manager();
+    manager.hold_requests(WaitForCompletion::No).unwrap();
     assert_eq!(call(&registry, &obj, "whoami").unwrap_err(), "held");
-    manager.discard_requests(false).unwrap();
+    manager.discard_requests(WaitForCompletion::No).unwrap();
     assert!(call(&registry, &obj, "whoami")
         .unwrap_err()
         .contains("TRANSIENT"));
     manager.activate().unwrap();
     assert!(call(&registry, &obj, "whoami").is_ok());
-    manager.deactivate(true).unwrap();
+    manager
+        .deactivate(Etherealize::No, WaitForCompletion::Yes)
+        .unwrap();
     assert!(call(&registry, &obj, "whoami")
         .unwrap_err()
         .contains("OBJ_ADAPTER"));
@@ -239,7 +241,11 @@ struct CountingActivator {
 }
 
 impl ServantActivator for CountingActivator {
-    fn incarnate(&self, oid: &[u8], _poa: &Poa) -> Result<Arc<dyn Servant>, ServantManagerError> {
+    fn incarnate(
+        &self,
+        oid: &ObjectId,
+        _poa: &Poa,
+    ) -> Result<Arc<dyn Servant>, ServantManagerError> {
         self.incarnations.fetch_add(1, Ordering::SeqCst);
         if oid == b"elsewhere" {
             return Err(ServantManagerError::Forward(ObjectRef::nil()));
@@ -247,7 +253,7 @@ impl ServantActivator for CountingActivator {
         Ok(Arc::new(Echo("incarnated")))
     }
 
-    fn etherealize(&self, _: &[u8], _: &Poa, _: Arc<dyn Servant>, _: bool, _: bool) {
+    fn etherealize(&self, _: &ObjectId, _: &Poa, _: Arc<dyn Servant>, _: bool, _: bool) {
         self.etherealizations.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -258,7 +264,7 @@ fn servant_activator_incarnates_once_and_etherealizes() {
     let poa = root
         .create_poa(
             "lazy",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
                 Policy::IdAssignment(IdAssignmentPolicy::UserId),
@@ -295,14 +301,21 @@ struct Locator {
 impl ServantLocator for Locator {
     fn preinvoke(
         &self,
-        _oid: &[u8],
+        _oid: &ObjectId,
         _poa: &Poa,
         operation: &str,
     ) -> Result<(Arc<dyn Servant>, Cookie), ServantManagerError> {
         Ok((Arc::new(Echo("located")), Box::new(operation.to_owned())))
     }
 
-    fn postinvoke(&self, _: &[u8], _: &Poa, operation: &str, cookie: Cookie, _: Arc<dyn Servant>) {
+    fn postinvoke(
+        &self,
+        _: &ObjectId,
+        _: &Poa,
+        operation: &str,
+        cookie: Cookie,
+        _: Arc<dyn Servant>,
+    ) {
         assert_eq!(
             cookie.downcast_ref::<String>().map(String::as_str),
             Some(operation)
@@ -317,7 +330,7 @@ fn locators_and_default_servants_serve_non_retain_poas() {
     let located = root
         .create_poa(
             "located",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::ServantRetention(ServantRetentionPolicy::NonRetain),
                 Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
@@ -344,7 +357,7 @@ fn locators_and_default_servants_serve_non_retain_poas() {
     let defaulted = root
         .create_poa(
             "defaulted",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[
                 Policy::ServantRetention(ServantRetentionPolicy::NonRetain),
                 Policy::RequestProcessing(RequestProcessingPolicy::UseDefaultServant),
@@ -361,13 +374,13 @@ fn locators_and_default_servants_serve_non_retain_poas() {
         .unwrap();
     assert_eq!(
         call(&registry, &a, "whoami").unwrap(),
-        ("default".into(), b"1".to_vec())
+        ("default".into(), "1".into())
     );
     assert_eq!(
         call(&registry, &b, "whoami").unwrap(),
-        ("default".into(), b"2".to_vec())
+        ("default".into(), "2".into())
     );
-    assert_eq!(PoaCurrent.get_poa(), Err(PoaError::NoContext));
+    assert_eq!(PoaCurrent.poa(), Err(PoaError::NoContext));
 }
 
 #[test]
@@ -433,13 +446,308 @@ fn activation_takes_servants_arcs_and_trait_objects() {
     let child = root
         .create_poa(
             "user-ids",
-            Some(root.the_poa_manager()),
+            Some(root.manager()),
             &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
         )
         .unwrap();
     let by_id: ObjectRef = child.activate_with_id_as(b"chosen", Echo("id")).unwrap();
     assert_eq!(
         call(&registry, &by_id, "whoami").unwrap(),
-        ("id".to_owned(), b"chosen".to_vec())
+        ("id".to_owned(), "chosen".into())
+    );
+}
+
+/// A servant that runs a closure in its upcall, then answers like `Echo`.
+struct Runs(Box<dyn Fn() + Send + Sync>);
+
+impl Servant for Runs {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Echo:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Echo:1.0"
+    }
+
+    fn dispatch(&self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        (self.0)();
+        let w = request.results();
+        w.write_string("ran").unwrap();
+        w.write_octet_seq(&[]).unwrap();
+        Ok(())
+    }
+}
+
+/// Polls `done` until it holds; fails the test after a generous deadline
+/// (a hang, never a slow machine, trips it).
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn waiting_for_completion_inside_an_upcall_of_the_same_orb_is_bad_inv_order() {
+    let (registry, root) = setup();
+    let (_other_registry, other_root) = PoaRegistry::new(9, Arc::new(TestFactory), 4);
+    let other_manager = other_root.manager();
+    let child = root.create_poa("victim", None, &[]).unwrap();
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let servant = {
+        let (root, child, outcomes) = (root.clone(), child.clone(), outcomes.clone());
+        Runs(Box::new(move || {
+            let manager = root.manager();
+            let wait = WaitForCompletion::Yes;
+            let mut out = outcomes.lock();
+            out.push(child.destroy(Etherealize::No, wait));
+            out.push(manager.hold_requests(wait));
+            out.push(manager.discard_requests(wait));
+            out.push(manager.deactivate(Etherealize::No, wait));
+            // Another ORB's manager has no request of this thread to wait
+            // for.
+            out.push(other_manager.hold_requests(wait));
+        }))
+    };
+    let obj = root.activate_as::<ObjectRef>(servant).unwrap();
+    assert_eq!(call(&registry, &obj, "run").unwrap().0, "ran");
+    let bad = Err(PoaError::BadInvOrder);
+    assert_eq!(
+        *outcomes.lock(),
+        [bad.clone(), bad.clone(), bad.clone(), bad, Ok(())]
+    );
+    // Nothing changed: the POA lives, the manager still runs requests.
+    assert_eq!(root.find_poa("victim").unwrap(), child);
+    assert_eq!(root.manager().state(), PoaManagerState::Active);
+    assert_eq!(call(&registry, &obj, "run").unwrap().0, "ran");
+    // What a servant's `?` makes of it: BAD_INV_ORDER, OMG minor 3.
+    let e = SystemException::from(PoaError::BadInvOrder);
+    assert_eq!(
+        (e.kind(), e.minor()),
+        (
+            armillary_giop::system_exception::SystemExceptionKind::BadInvOrder,
+            armillary_giop::system_exception::omg_minor(3)
+        )
+    );
+    // Outside any upcall the same calls wait and succeed.
+    root.manager()
+        .hold_requests(WaitForCompletion::Yes)
+        .unwrap();
+    child
+        .destroy(Etherealize::No, WaitForCompletion::Yes)
+        .unwrap();
+}
+
+#[derive(Default)]
+struct Gate {
+    entered: AtomicBool,
+    released: AtomicBool,
+    finished: AtomicBool,
+}
+
+#[test]
+fn destroy_waits_for_running_requests_then_etherealizes() {
+    let (registry, root) = setup();
+    let poa = root
+        .create_poa(
+            "busy",
+            Some(root.manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    let activator = Arc::new(CountingActivator {
+        incarnations: AtomicUsize::new(0),
+        etherealizations: AtomicUsize::new(0),
+    });
+    poa.set_servant_manager(ServantManager::Activator(activator.clone()))
+        .unwrap();
+    let gate = Arc::new(Gate::default());
+    let servant = {
+        let gate = gate.clone();
+        Runs(Box::new(move || {
+            gate.entered.store(true, Ordering::SeqCst);
+            wait_for("the test releases the request", || {
+                gate.released.load(Ordering::SeqCst)
+            });
+            gate.finished.store(true, Ordering::SeqCst);
+        }))
+    };
+    let obj: ObjectRef = poa.activate_with_id_as("slow", servant).unwrap();
+
+    let request = {
+        let registry = registry.clone();
+        std::thread::spawn(move || call(&registry, &obj, "run"))
+    };
+    wait_for("the request is running", || {
+        gate.entered.load(Ordering::SeqCst)
+    });
+    let destroyer = {
+        let (poa, gate, activator) = (poa.clone(), gate.clone(), activator.clone());
+        std::thread::spawn(move || {
+            poa.destroy(Etherealize::Yes, WaitForCompletion::Yes)
+                .unwrap();
+            (
+                gate.finished.load(Ordering::SeqCst),
+                activator.etherealizations.load(Ordering::SeqCst),
+            )
+        })
+    };
+    // The POA is gone from its parent before destroy waits...
+    wait_for("destroy has started", || root.find_poa("busy").is_err());
+    // ...and nothing is etherealized while the request runs.
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 0);
+    gate.released.store(true, Ordering::SeqCst);
+    assert_eq!(request.join().unwrap().unwrap().0, "ran");
+    let (finished_when_destroy_returned, etherealized) = destroyer.join().unwrap();
+    assert!(finished_when_destroy_returned);
+    assert_eq!(etherealized, 1);
+}
+
+#[test]
+fn deactivating_a_manager_with_etherealize_tells_the_activator() {
+    let (registry, root) = setup();
+    let poa = root
+        .create_poa(
+            "lazy",
+            None,
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    let activator = Arc::new(CountingActivator {
+        incarnations: AtomicUsize::new(0),
+        etherealizations: AtomicUsize::new(0),
+    });
+    poa.set_servant_manager(ServantManager::Activator(activator.clone()))
+        .unwrap();
+    let manager = poa.manager();
+    assert_ne!(manager, root.manager());
+    manager.activate().unwrap();
+    let a = poa
+        .create_reference_with_id("a", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let b = poa
+        .create_reference_with_id("b", "IDL:Test/Echo:1.0")
+        .unwrap();
+    call(&registry, &a, "whoami").unwrap();
+    call(&registry, &b, "whoami").unwrap();
+    assert_eq!(poa.active_object_count(), 2);
+    manager
+        .deactivate(Etherealize::Yes, WaitForCompletion::Yes)
+        .unwrap();
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 2);
+    assert_eq!(poa.active_object_count(), 0);
+    assert!(call(&registry, &a, "whoami")
+        .unwrap_err()
+        .contains("OBJ_ADAPTER"));
+    // The root POA's manager is another manager: its objects still run.
+    let echo = root.activate_as::<ObjectRef>(Echo("root")).unwrap();
+    assert_eq!(call(&registry, &echo, "whoami").unwrap().0, "root");
+}
+
+struct MakesChildren;
+
+impl AdapterActivator for MakesChildren {
+    fn unknown_adapter(&self, parent: &Poa, name: &str) -> bool {
+        name.starts_with("auto") && parent.create_poa(name, None, &[]).is_ok()
+    }
+}
+
+#[test]
+fn find_poa_never_activates_and_find_or_activate_poa_asks_the_activator() {
+    let (_registry, root) = setup();
+    assert_eq!(
+        root.find_or_activate_poa("auto-1"),
+        Err(PoaError::AdapterNonExistent)
+    );
+    root.set_activator(Some(Arc::new(MakesChildren)));
+    assert!(root.activator().is_some());
+    assert_eq!(root.find_poa("auto-1"), Err(PoaError::AdapterNonExistent));
+    let made = root.find_or_activate_poa("auto-1").unwrap();
+    assert_eq!(made.name(), "auto-1");
+    assert_eq!(root.find_poa("auto-1").unwrap(), made);
+    assert_eq!(root.children(), vec![made.clone()]);
+    assert_eq!(made.parent(), Some(root.clone()));
+    assert_eq!(
+        root.find_or_activate_poa("other"),
+        Err(PoaError::AdapterNonExistent)
+    );
+}
+
+#[test]
+fn a_manager_of_another_orb_is_refused() {
+    let (_registry, root) = setup();
+    let (_other, other_root) = PoaRegistry::new(9, Arc::new(TestFactory), 4);
+    assert_eq!(
+        root.create_poa("mixed", Some(other_root.manager()), &[]),
+        Err(PoaError::WrongAdapter)
+    );
+}
+
+#[test]
+fn object_ids_convert_compare_and_display() {
+    let text = ObjectId::from("fred");
+    assert_eq!(text, ObjectId::from(b"fred"));
+    assert_eq!(text, ObjectId::from(&b"fred"[..]));
+    assert_eq!(text, ObjectId::from(b"fred".to_vec()));
+    assert_eq!(text, ObjectId::from(String::from("fred")));
+    assert_eq!(text.as_bytes(), b"fred");
+    assert_eq!(text.as_str(), Some("fred"));
+    assert_eq!(text.to_string(), "fred");
+    assert_eq!(ObjectId::from("a b").to_string(), "a b");
+    let binary = ObjectId::from(&1u64.to_be_bytes());
+    assert_eq!(binary.to_string(), "0000000000000001");
+    assert_eq!(ObjectId::from("tab\there").to_string(), "7461620968657265");
+    assert_eq!(ObjectId::default().to_string(), "");
+    assert_eq!(format!("{text:?}"), "ObjectId(\"fred\")");
+    assert_eq!(format!("{binary:?}"), "ObjectId(0x0000000000000001)");
+    let mut sorted = vec![ObjectId::from("b"), ObjectId::from("a")];
+    sorted.sort();
+    assert_eq!(sorted, ["a", "b"]);
+    assert_eq!(Vec::<u8>::from(text.clone()), b"fred");
+    // On the wire: a sequence<octet>.
+    let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);
+    w.write(&binary).unwrap();
+    let bytes = w.into_bytes();
+    assert_eq!(bytes.len(), 4 + 8);
+    let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2);
+    assert_eq!(r.read::<ObjectId>().unwrap(), binary);
+    // System ids come back typed from activation.
+    let (_registry, root) = setup();
+    let id = root.activate_object(Echo("x")).unwrap();
+    assert_eq!(
+        root.id_to_servant(&id).unwrap().repository_id(),
+        "IDL:Test/Echo:1.0"
+    );
+}
+
+#[test]
+fn public_poa_types_debug_without_their_internals() {
+    let (_registry, root) = setup();
+    let debug = format!("{root:?}");
+    assert!(
+        debug.contains("Poa") && debug.contains("RootPOAManager"),
+        "{debug}"
+    );
+    let manager = format!("{:?}", root.manager());
+    assert!(manager.contains("Active"), "{manager}");
+    let locator = ServantManager::Locator(Arc::new(Locator {
+        post: AtomicUsize::new(0),
+    }));
+    assert!(format!("{locator:?}").starts_with("Locator("));
+    let id = ObjectId::from("oid");
+    let args = CdrReader::new(&[], ByteOrder::Little, GiopVersion::V1_2);
+    let reply = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);
+    let request = ServerRequest::new("get_quote", &id, args, true, reply);
+    let debug = format!("{request:?}");
+    assert!(
+        debug.contains("get_quote") && debug.contains("oid"),
+        "{debug}"
     );
 }

@@ -1188,7 +1188,7 @@ impl ServerConnection {
             .with_codesets(codesets)
             .with_align_base(body_offset);
         // The servant sees the object id within its POA, not the whole key.
-        let object_id = upcall.object_id().to_vec();
+        let object_id = upcall.object_id().clone();
         let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer);
         let outcome = {
             let _scope = crate::object::DecodingScope::enter(core.clone());

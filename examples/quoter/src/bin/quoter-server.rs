@@ -63,9 +63,7 @@ fn serve() -> Result<(), String> {
     // Before the IOR is published: a signal from then on stops us cleanly.
     let signals = ShutdownOnSignals::install(&orb).map_err(|e| format!("signals: {e}"))?;
     let poa = orb.root_poa();
-    poa.the_poa_manager()
-        .activate()
-        .map_err(|e| e.to_string())?;
+    poa.manager().activate().map_err(|e| e.to_string())?;
     let quoter = QuoterSkeleton::new(QuoterImpl::default())
         .activate(&poa)
         .map_err(|e| e.to_string())?;
