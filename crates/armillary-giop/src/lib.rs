@@ -11,6 +11,7 @@
 //! never a panic, and bounds what it allocates by the input's size.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 pub mod any;
 pub mod cdr;

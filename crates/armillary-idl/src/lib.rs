@@ -27,6 +27,7 @@
 //! computed) → [`ir::Spec`]. Back ends consume only the IR.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 mod ast;
 mod builder;

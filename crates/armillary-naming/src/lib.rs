@@ -24,6 +24,7 @@
 //! the `corbaname:` resolution of `Orb::string_to_object`.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 mod context;
 mod fault;

@@ -9,6 +9,7 @@
 //! CDR types that generated code touches are re-exported as [`cdr`].
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 pub mod collocated;
 mod completion;

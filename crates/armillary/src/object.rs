@@ -31,6 +31,17 @@ pub struct OutgoingRequest<'a> {
     pub args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
 }
 
+impl fmt::Debug for OutgoingRequest<'_> {
+    /// The request without its argument encoder (a closure).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutgoingRequest")
+            .field("operation", &self.operation)
+            .field("response_expected", &self.response_expected)
+            .field("sync_scope", &self.sync_scope)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How a reply ended, when it did not end in a system exception.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyOutcome {
@@ -83,6 +94,20 @@ pub enum ReplyBody<'a, 'r> {
         /// A reader positioned at the exception's members.
         members: &'r mut CdrReader<'a>,
     },
+}
+
+impl fmt::Debug for ReplyBody<'_, '_> {
+    /// The kind of body and, for a user exception, its repository id; not
+    /// the bytes the reader holds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplyBody::Result(_) => f.debug_tuple("Result").finish_non_exhaustive(),
+            ReplyBody::UserException { id, .. } => f
+                .debug_struct("UserException")
+                .field("id", id)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Where a LocateRequest found an object.

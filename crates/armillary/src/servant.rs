@@ -53,6 +53,17 @@ pub trait Servant: Send + Sync + 'static {
     }
 }
 
+impl std::fmt::Debug for dyn Servant {
+    /// The servant's most derived repository id, all that every servant
+    /// can show; so that a struct holding an `Arc<dyn Servant>` can derive
+    /// `Debug`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Servant")
+            .field("repository_id", &self.repository_id())
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a POA can activate: a servant by value (a generated skeleton such
 /// as `QuoterSkeleton::new(prices)`), a shared typed servant (`Arc<S>`)
 /// or an already type-erased one (`Arc<dyn Servant>`).
@@ -110,6 +121,23 @@ pub struct ServerRequest<'a> {
     reply: CdrWriter,
     body_start: usize,
     kind: ReplyKind,
+}
+
+impl std::fmt::Debug for ServerRequest<'_> {
+    /// The request's target and the state of its reply, without the
+    /// argument and reply bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerRequest")
+            .field("operation", &self.operation)
+            .field("object_id", &self.object_id)
+            .field("response_expected", &self.response_expected)
+            .field("reply_kind", &self.kind)
+            .field(
+                "reply_body_len",
+                &self.reply.len().saturating_sub(self.body_start),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> ServerRequest<'a> {

@@ -165,12 +165,32 @@ pub enum ServantManager {
     Locator(Arc<dyn ServantLocator>),
 }
 
+impl std::fmt::Debug for ServantManager {
+    /// Which kind of servant manager it is (the manager itself is the
+    /// application's trait object).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServantManager::Activator(_) => f.debug_tuple("Activator").finish_non_exhaustive(),
+            ServantManager::Locator(_) => f.debug_tuple("Locator").finish_non_exhaustive(),
+        }
+    }
+}
+
 /// The ORB-wide table of POAs.
 pub struct PoaRegistry {
     orb_token: u64,
     factory: Arc<dyn ReferenceFactory>,
     table: RwLock<PoaTable>,
     hold_limit: usize,
+}
+
+impl std::fmt::Debug for PoaRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoaRegistry")
+            .field("orb_token", &self.orb_token)
+            .field("hold_limit", &self.hold_limit)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Default)]
@@ -239,6 +259,18 @@ pub enum Resolution {
     NotAPoaKey,
 }
 
+impl std::fmt::Debug for Resolution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resolution::Upcall(upcall) => f.debug_tuple("Upcall").field(upcall).finish(),
+            Resolution::Held(manager) => f.debug_tuple("Held").field(manager).finish(),
+            Resolution::Forward(target) => f.debug_tuple("Forward").field(target).finish(),
+            Resolution::Failed(exception) => f.debug_tuple("Failed").field(exception).finish(),
+            Resolution::NotAPoaKey => f.write_str("NotAPoaKey"),
+        }
+    }
+}
+
 /// A servant located for one request, with everything that must happen
 /// around the call (POA Current, the single-thread lock, the locator's
 /// `postinvoke`, the in-flight count).
@@ -248,6 +280,19 @@ pub struct Upcall {
     servant: Arc<dyn Servant>,
     cookie: Option<(Arc<dyn ServantLocator>, Cookie)>,
     _in_flight: manager::InFlight,
+}
+
+impl std::fmt::Debug for Upcall {
+    /// The target of the upcall: its POA, object id and servant type, and
+    /// whether a servant locator waits for `postinvoke`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upcall")
+            .field("poa", &self.poa)
+            .field("object_id", &self.object_id)
+            .field("servant", &self.servant.repository_id())
+            .field("located", &self.cookie.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 fn not_exist() -> SystemException {
