@@ -216,6 +216,45 @@ impl Interface for ObjectRef {
 }
 
 /// A reference to a CORBA object (`CORBA::Object`). Cheap to clone.
+///
+/// Generated stubs (`Quoter`) wrap an `ObjectRef` and call
+/// [`invoke`](Self::invoke) for each operation; the operations every object
+/// has (`_is_a`, `_non_existent`, LocateRequest) are methods here.
+///
+/// # Examples
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::{ObjectRef, Orb};
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::QuoterSkeleton;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let poa = orb.root_poa();
+/// poa.the_poa_manager().activate()?;
+/// // A Stock::Quoter served by this ORB (the crate docs show how);
+/// // QuoterImpl implements the generated QuoterServant.
+/// let quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
+/// let ior = orb.object_to_string(quoter.as_object());
+///
+/// let object: ObjectRef = orb.string_to_object(&ior)?;
+/// assert_eq!(object.type_id(), "IDL:Stock/Quoter:1.0");
+/// assert!(object.is_a("IDL:Stock/Quoter:1.0")?);
+/// assert!(!object.non_existent()?);
+///
+/// // What the generated stub does for `long get_quote(in string stock_name)`.
+/// let cents = object.invoke_plain(
+///     "get_quote",
+///     &|w| w.write_string("ACME"),
+///     |reply| reply.read_long(),
+/// )?;
+/// assert_eq!(cents, 4217);
+///
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ObjectRef {
     inner: Arc<ObjectInner>,

@@ -38,6 +38,45 @@ pub enum Admission {
 pub type HeldRequest = Box<dyn FnOnce(Admission) + Send>;
 
 /// A POA manager. Cheap to clone; clones control the same manager.
+///
+/// A manager starts [`Holding`](PoaManagerState::Holding): requests to its
+/// POAs wait until it is activated. Discarding refuses them with TRANSIENT
+/// (clients may try again later), deactivating refuses them for good.
+///
+/// # Examples
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::poa::PoaManagerState;
+/// use armillary::Orb;
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::{quoter::GetQuoteError, QuoterSkeleton};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let poa = orb.root_poa();
+/// // QuoterImpl implements the generated QuoterServant (a table of prices).
+/// let quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
+///
+/// let manager = poa.the_poa_manager();
+/// assert_eq!(manager.state(), PoaManagerState::Holding);
+/// manager.activate()?;
+/// assert_eq!(quoter.get_quote("ACME")?, 4217);
+///
+/// // Discarding: calls fail with TRANSIENT, and did not run.
+/// manager.discard_requests(false)?;
+/// let refused = quoter.get_quote("ACME").unwrap_err();
+/// assert!(matches!(&refused, GetQuoteError::System(e) if e.is_transient() && e.is_completed_no()));
+/// manager.activate()?;
+///
+/// // Inactive is final.
+/// manager.deactivate(true)?;
+/// assert_eq!(manager.state(), PoaManagerState::Inactive);
+/// assert!(manager.activate().is_err());
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct PoaManager {
     inner: Arc<ManagerInner>,

@@ -200,6 +200,58 @@ struct PoaTable {
 }
 
 /// A POA. Cheap to clone; clones are the same POA.
+///
+/// The Portable Object Adapter maps object ids to servants: a request's
+/// object key names the POA and the object id, the POA finds the servant
+/// (in its active object map, or through a default servant or servant
+/// manager, as its [`Policy`]s say) and the servant runs the operation.
+/// [`Orb::root_poa`](crate::Orb::root_poa) is the root; the application
+/// creates children with other policies.
+///
+/// # Examples
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::poa::{IdAssignmentPolicy, LifespanPolicy, Policy};
+/// use armillary::Orb;
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::{quoter::GetQuoteError, Quoter, QuoterSkeleton};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let root = orb.root_poa();
+///
+/// // QuoterImpl implements the generated QuoterServant (a table of prices).
+/// // A child POA whose objects have ids the application chooses and
+/// // references that stay valid when the server restarts.
+/// let quotes = root.create_poa(
+///     "Quotes",
+///     Some(root.the_poa_manager()),
+///     &[
+///         Policy::IdAssignment(IdAssignmentPolicy::UserId),
+///         Policy::Lifespan(LifespanPolicy::Persistent),
+///     ],
+/// )?;
+/// quotes.activate_object_with_id(b"nyse", QuoterSkeleton::new(QuoterImpl::default()))?;
+/// let reference = quotes.id_to_reference(b"nyse")?;
+/// assert_eq!(quotes.reference_to_id(&reference)?, b"nyse");
+/// assert_eq!(quotes.active_object_count(), 1);
+///
+/// // Requests run once the POA manager is active.
+/// root.the_poa_manager().activate()?;
+/// let quoter = Quoter::from_object(reference);
+/// assert_eq!(quoter.get_quote("ACME")?, 4217);
+///
+/// // Once deactivated, the object is gone: calls raise OBJECT_NOT_EXIST.
+/// quotes.deactivate_object(b"nyse")?;
+/// assert!(matches!(
+///     quoter.get_quote("ACME"),
+///     Err(GetQuoteError::System(e)) if e.is_object_not_exist()
+/// ));
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Poa {
     inner: Arc<PoaInner>,
