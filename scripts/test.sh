@@ -23,3 +23,6 @@ fi
 echo "== cargo test --workspace"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+
+echo "== cargo doc (every public item documented, no broken links)"
+RUSTDOCFLAGS="-D missing_docs -D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps

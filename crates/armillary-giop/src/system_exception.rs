@@ -232,6 +232,36 @@ kinds! {
 /// constructor named after its kind (`SystemException::transient(..)`),
 /// read with [`kind`](Self::kind), [`minor`](Self::minor) and
 /// [`completed`](Self::completed).
+///
+/// Every CORBA call can raise one: the generated per-operation error enums
+/// carry it as their `System` variant, and `armillary` re-exports it as
+/// `armillary::SystemException`.
+///
+/// # Examples
+///
+/// ```
+/// use armillary_giop::system_exception::{
+///     minor, CompletionStatus, SystemException, SystemExceptionKind,
+/// };
+///
+/// /// Whether a failed call may be made again without running twice.
+/// fn worth_retrying(e: &SystemException) -> bool {
+///     (e.is_transient() || e.is_comm_failure()) && e.is_completed_no()
+/// }
+///
+/// let refused = SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
+/// assert_eq!(refused.kind(), SystemExceptionKind::Transient);
+/// assert_eq!(refused.repository_id(), "IDL:omg.org/CORBA/TRANSIENT:1.0");
+/// assert_eq!(
+///     refused.to_string(),
+///     "CORBA::TRANSIENT (minor 0x4f4d0002, COMPLETED_NO)"
+/// );
+/// assert!(worth_retrying(&refused));
+///
+/// // The connection dropped after the request was sent: it may have run.
+/// let lost = SystemException::comm_failure(minor::CONNECTION_LOST, CompletionStatus::Maybe);
+/// assert!(!worth_retrying(&lost));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct SystemException {

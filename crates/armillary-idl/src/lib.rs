@@ -1,9 +1,62 @@
-//! The OMG IDL compiler of Armillary. This crate is its front end: a
-//! preprocessor, a lexer and parser for CORBA 3 core IDL, and the semantic
-//! checks that turn the parse tree into a resolved [`ir::Spec`] — or into
-//! [`Diagnostic`]s that point at the original file, line and column.
+//! The OMG IDL compiler of Armillary: CORBA 3 core IDL in, Rust out (the
+//! types with their CDR encoding and TypeCodes, a typed stub per
+//! interface, and the servant trait and skeleton a server implements).
 //!
-//! The front end is a library function, in the manner of `prost-build`:
+//! # In `build.rs`
+//!
+//! [`Builder`] is the entry point, in the manner of `prost-build`. The
+//! crate that uses the IDL lists `armillary-idl` under
+//! `[build-dependencies]` and compiles its IDL from `build.rs`:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     armillary_idl::Builder::new()
+//!         .include_dir("idl")
+//!         .file("idl/quoter.idl")
+//!         .compile() // $OUT_DIR/quoter.rs, and cargo:rerun-if-changed for each IDL file read
+//!         .unwrap_or_else(|e| panic!("{e}"));
+//! }
+//! ```
+//!
+//! and includes the result where it wants the generated module:
+//!
+//! ```ignore
+//! // src/lib.rs
+//! pub mod generated {
+//!     armillary::include_idl!("quoter");
+//! }
+//! ```
+//!
+//! An IDL error fails the build with [`BuildError::Diagnostics`], whose
+//! message shows each [`Diagnostic`] the way rustc does, pointing at the
+//! file, line and column. [`Builder::generate`] returns the code without
+//! writing it, for tests and tools:
+//!
+//! ```
+//! let dir = std::env::temp_dir().join(format!("armillary-idl-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let idl = dir.join("hello.idl");
+//! std::fs::write(
+//!     &idl,
+//!     "module Demo { interface Hello { string greet(in string name); }; };",
+//! )?;
+//!
+//! let (code, warnings) = armillary_idl::Builder::new().file(&idl).generate()?;
+//! assert!(warnings.is_empty());
+//! assert!(code.contains("pub struct Hello")); // the stub
+//! assert!(code.contains("pub trait HelloServant")); // what a server implements
+//! std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The front end
+//!
+//! Below the builder, [`Frontend`] is the front end on its own: a
+//! preprocessor, a lexer and parser, and the semantic checks that turn
+//! the parse tree into a resolved [`ir::Spec`] — or into [`Diagnostic`]s
+//! that point at the original file, line and column. Tools that read IDL
+//! without generating Rust (`armillary idl check`) use it directly:
 //!
 //! ```no_run
 //! let spec = armillary_idl::Frontend::new()
@@ -24,9 +77,13 @@
 //! Pipeline: `preprocess` (tokens with original positions, pragmas and
 //! file boundaries as tokens) → `parser` (parse tree) → `resolve`
 //! (names resolved, rules checked, constants evaluated, repository ids
-//! computed) → [`ir::Spec`]. Back ends consume only the IR.
+//! computed) → [`ir::Spec`]. Back ends consume only the IR; [`codegen`] is
+//! the Rust one.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+// The build.rs example of the crate docs shows its `fn main`, as the file has.
+#![allow(clippy::needless_doctest_main)]
 
 mod ast;
 mod builder;

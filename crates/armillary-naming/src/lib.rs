@@ -1,4 +1,7 @@
-//! The CORBA Naming Service (`CosNaming`) for Armillary.
+//! The CORBA Naming Service (`CosNaming`) for Armillary: the directory in
+//! which servers publish their objects under names (`Stock/Quoter`) and
+//! clients look them up, so that only the naming service's address has to
+//! be configured.
 //!
 //! - [`cos_naming`]: the types, stubs and skeletons generated from
 //!   `idl/CosNaming.idl` by `armillary-idl` (in `build.rs`), for clients
@@ -11,19 +14,33 @@
 //!
 //! ```
 //! use armillary::Orb;
+//! use armillary_naming::cos_naming::NamingContextExt;
 //!
-//! let orb = Orb::with_config(Default::default()).unwrap();
-//! let root = armillary_naming::start(&orb).unwrap();
-//! let name = armillary_naming::name::to_name("apps.ctx").unwrap();
-//! let apps = root.bind_new_context(&name).unwrap();
-//! assert_eq!(root.resolve_str("apps.ctx").unwrap(), apps.into_object());
-//! # orb.destroy();
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A naming service in a server's ORB, with one context bound in it.
+//! let server = Orb::with_config(Default::default())?;
+//! let root = armillary_naming::start(&server)?;
+//! let name = armillary_naming::name::to_name("apps.ctx")?;
+//! let apps = root.bind_new_context(&name)?;
+//! let ior = server.object_to_string(root.as_object());
+//!
+//! // A client ORB finds the service from its reference and resolves the name.
+//! let client = Orb::with_config(Default::default())?;
+//! let naming = NamingContextExt::narrow(&client.string_to_object(&ior)?)?
+//!     .expect("a CosNaming::NamingContextExt");
+//! assert!(naming.resolve_str("apps.ctx")?.is_equivalent(apps.as_object()));
+//!
+//! client.shutdown(true);
+//! server.shutdown(true);
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! Not here: persistence (the contexts live as long as the process), and
 //! the `corbaname:` resolution of `Orb::string_to_object`.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 mod context;
 mod fault;

@@ -6,6 +6,8 @@
 //! Not for production code: it panics with a message saying what to
 //! install whenever the test environment is incomplete.
 
+#![warn(missing_docs, missing_debug_implementations)]
+
 pub mod tls;
 
 use std::path::{Path, PathBuf};
@@ -104,6 +106,7 @@ pub fn build_peers() -> PathBuf {
 }
 
 /// A child process, killed when dropped.
+#[derive(Debug)]
 pub struct Peer(pub Child);
 
 impl Drop for Peer {

@@ -24,6 +24,17 @@ pub(crate) struct CollocatedInvoker {
     codesets: CodeSets,
 }
 
+impl std::fmt::Debug for CollocatedInvoker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollocatedInvoker")
+            .field("servant", &self.servant.repository_id())
+            .field("byte_order", &self.byte_order)
+            .field("version", &self.version)
+            .field("codesets", &self.codesets)
+            .finish()
+    }
+}
+
 impl CollocatedInvoker {
     /// An invoker for `servant`, encoding in the machine's byte order with
     /// GIOP 1.2 rules and UTF-8/UTF-16 code sets.

@@ -1,14 +1,124 @@
-//! Armillary, a CORBA ORB for Rust.
+//! Armillary, a CORBA ORB for Rust: it calls and serves CORBA objects over
+//! GIOP/IIOP, with omniORB, TAO, JacORB or another Armillary at the other
+//! end.
 //!
-//! This crate is what applications and generated code link against:
+//! An application compiles its IDL from `build.rs` with
+//! `armillary_idl::Builder` and brings the generated code in with
+//! [`include_idl!`]. A server implements the generated servant trait and
+//! activates it in a [`Poa`](poa::Poa); a client turns a stringified
+//! reference into an [`ObjectRef`] and narrows it to the generated stub,
+//! whose methods return the operation's typed error.
+//!
+//! The types an application touches:
+//! - [`Orb`]: the ORB, its options ([`config::OrbConfig`]), initial
+//!   references, stringified references, `run` and `shutdown`;
 //! - [`ObjectRef`]: a reference to a CORBA object and the calls made on it;
-//! - [`Servant`] and [`ServerRequest`]: the server side of a call;
+//! - [`poa::Poa`], [`poa::PoaManager`] and [`poa::PoaCurrent`]: the
+//!   Portable Object Adapter, which maps objects to servants;
+//! - [`Servant`] and [`ServerRequest`]: the server side of a call (the
+//!   generated skeletons implement them);
 //! - [`UserException`] and [`SystemException`]: what a call can raise.
 //!
 //! The wire layer lives in [`armillary_giop`], re-exported as [`giop`]; the
 //! CDR types that generated code touches are re-exported as [`cdr`].
+//!
+//! # Example: a server and a client
+//!
+//! The IDL, `quoter.idl`:
+//!
+//! ```idl
+//! module Stock {
+//!     exception Invalid_Stock_Symbol {};
+//!     interface Quoter {
+//!         long get_quote (in string stock_name) raises (Invalid_Stock_Symbol);
+//!     };
+//! };
+//! ```
+//!
+//! compiled from `build.rs`:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     armillary_idl::Builder::new()
+//!         .file("quoter.idl")
+//!         .compile()
+//!         .unwrap_or_else(|e| panic!("{e}"));
+//! }
+//! ```
+//!
+//! and included in the crate:
+//!
+//! ```ignore
+//! // src/lib.rs
+//! pub mod generated {
+//!     armillary::include_idl!("quoter"); // $OUT_DIR/quoter.rs
+//! }
+//! ```
+//!
+//! A server implements the generated servant trait and activates it
+//! through the skeleton, which gives the typed reference; a client narrows
+//! a reference to the generated stub and matches the operation's typed
+//! error. Here both run in one ORB, the way the README shows them:
+//!
+//! ```
+//! # use armillary_quoter::generated;
+//! use armillary::Orb;
+//! use generated::stock::{quoter::GetQuoteError, InvalidStockSymbol};
+//! use generated::stock::{Quoter, QuoterServant, QuoterSkeleton};
+//!
+//! struct Prices;
+//! impl QuoterServant for Prices {
+//!     fn get_quote(&self, stock_name: String) -> Result<i32, GetQuoteError> {
+//!         // Inside an upcall, the object's own typed reference (C++ `_this()`);
+//!         // a PoaError converts into the operation's error with `?`.
+//!         let _me: Quoter = armillary::poa::PoaCurrent.this()?;
+//!         match stock_name.as_str() {
+//!             "ACME" => Ok(4217),
+//!             _ => Err(GetQuoteError::InvalidStockSymbol(InvalidStockSymbol {})),
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The server: activate the servant and publish its reference.
+//! let (orb, _args) = Orb::init(std::env::args())?;
+//! let poa = orb.root_poa();
+//! poa.manager().activate()?;
+//! let skeleton = QuoterSkeleton::new(Prices);
+//! let _prices = skeleton.servant().clone(); // an Arc<Prices>, still usable after activation
+//! let quoter: Quoter = skeleton.activate(&poa)?;
+//! let ior = orb.object_to_string(quoter.as_object());
+//! println!("{ior}");
+//!
+//! // The client: from the stringified reference to the typed stub.
+//! let quoter = Quoter::narrow(&orb.string_to_object(&ior)?)?.expect("a Stock::Quoter");
+//! for symbol in ["ACME", "UMBRELLA"] {
+//!     match quoter.get_quote(symbol) {
+//!         Ok(cents) => println!("{symbol}: {cents}"),
+//!         Err(GetQuoteError::InvalidStockSymbol(_)) => println!("{symbol}: unknown"),
+//!         Err(GetQuoteError::System(e)) => eprintln!("{symbol}: {e}"),
+//!     }
+//! }
+//! # assert_eq!(quoter.get_quote("ACME")?, 4217);
+//! # assert!(matches!(
+//! #     quoter.get_quote("UMBRELLA"),
+//! #     Err(GetQuoteError::InvalidStockSymbol(_))
+//! # ));
+//!
+//! // Shut down: waits for running requests, then closes the connections.
+//! orb.shutdown(true);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `examples/quoter` in the repository is the same application as two
+//! programs, `quoter-server` and `quoter-client`.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+// The build.rs example of the crate docs shows its `fn main`, as the file has.
+#![allow(clippy::needless_doctest_main)]
 
 mod collocated;
 mod completion;

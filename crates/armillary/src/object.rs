@@ -33,6 +33,17 @@ pub struct OutgoingRequest<'a> {
     pub args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
 }
 
+impl fmt::Debug for OutgoingRequest<'_> {
+    /// The request without its argument encoder (a closure).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutgoingRequest")
+            .field("operation", &self.operation)
+            .field("response_expected", &self.response_expected)
+            .field("sync_scope", &self.sync_scope)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How a reply ended, when it did not end in a system exception.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyOutcome {
@@ -85,6 +96,20 @@ pub enum ReplyBody<'a, 'r> {
         /// A reader positioned at the exception's members.
         members: &'r mut CdrReader<'a>,
     },
+}
+
+impl fmt::Debug for ReplyBody<'_, '_> {
+    /// The kind of body and, for a user exception, its repository id; not
+    /// the bytes the reader holds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplyBody::Result(_) => f.debug_tuple("Result").finish_non_exhaustive(),
+            ReplyBody::UserException { id, .. } => f
+                .debug_struct("UserException")
+                .field("id", id)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Where a LocateRequest found an object.
@@ -208,6 +233,45 @@ impl Interface for ObjectRef {
 }
 
 /// A reference to a CORBA object (`CORBA::Object`). Cheap to clone.
+///
+/// Generated stubs (`Quoter`) wrap an `ObjectRef` and call
+/// [`invoke`](Self::invoke) for each operation; the operations every object
+/// has (`_is_a`, `_non_existent`, LocateRequest) are methods here.
+///
+/// # Examples
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::{ObjectRef, Orb};
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::QuoterSkeleton;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let poa = orb.root_poa();
+/// poa.manager().activate()?;
+/// // A Stock::Quoter served by this ORB (the crate docs show how);
+/// // QuoterImpl implements the generated QuoterServant.
+/// let quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
+/// let ior = orb.object_to_string(quoter.as_object());
+///
+/// let object: ObjectRef = orb.string_to_object(&ior)?;
+/// assert_eq!(object.type_id(), "IDL:Stock/Quoter:1.0");
+/// assert!(object.is_a("IDL:Stock/Quoter:1.0")?);
+/// assert!(!object.non_existent()?);
+///
+/// // What the generated stub does for `long get_quote(in string stock_name)`.
+/// let cents = object.invoke_plain(
+///     "get_quote",
+///     &|w| w.write_string("ACME"),
+///     |reply| reply.read_long(),
+/// )?;
+/// assert_eq!(cents, 4217);
+///
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ObjectRef {
     inner: Arc<ObjectInner>,

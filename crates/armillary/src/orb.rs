@@ -115,6 +115,37 @@ impl From<ReferenceError> for SystemException {
 }
 
 /// A CORBA ORB. Cheap to clone; clones are the same ORB.
+///
+/// An ORB turns stringified references into [`ObjectRef`]s, gives the
+/// root POA in which servants are activated, serves requests with the
+/// [`ConcurrencyModel`](crate::config::ConcurrencyModel) of its configuration, and is shut down when the
+/// application is done with it.
+///
+/// # Examples
+///
+/// ```
+/// use armillary::Orb;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // `ORB_init`: the -ORB options configure the ORB, the rest is the
+/// // application's.
+/// let args = ["quoter-client", "-ORBGIOPVersion", "1.1", "quoter.ior"];
+/// let (orb, args) = Orb::init(args)?;
+/// assert_eq!(args, ["quoter-client", "quoter.ior"]);
+///
+/// // A reference from a URL; nothing is contacted until it is called.
+/// let naming = orb.string_to_object("corbaloc:iiop:127.0.0.1:2809/NameService")?;
+/// assert!(!naming.is_nil());
+///
+/// // References the ORB makes itself point at its own server.
+/// let reference = orb.root_poa().create_reference("IDL:Stock/Quoter:1.0")?;
+/// let ior = orb.object_to_string(&reference);
+/// assert!(ior.starts_with("IOR:"));
+///
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Orb {
     core: Arc<OrbCore>,

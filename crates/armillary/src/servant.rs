@@ -18,6 +18,60 @@ use crate::exception::UserException;
 use crate::poa::ObjectId;
 
 /// The server side of an IDL interface.
+///
+/// The IDL compiler writes the implementation: each interface's skeleton
+/// (`QuoterSkeleton`) is a `Servant` that decodes the arguments and calls
+/// the application's servant trait (`QuoterServant`). Implement `Servant`
+/// by hand only for an interface without IDL, such as a dynamic bridge.
+///
+/// # Examples
+///
+/// A hand-written servant for `interface Echo { string echo(in string text); };`:
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::{minor, CompletionStatus, Orb, Servant, ServerRequest, SystemException};
+///
+/// struct Echo;
+///
+/// impl Servant for Echo {
+///     fn repository_id(&self) -> &'static str {
+///         "IDL:Demo/Echo:1.0"
+///     }
+///
+///     fn is_a(&self, repository_id: &str) -> bool {
+///         repository_id == self.repository_id()
+///     }
+///
+///     fn dispatch(&self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+///         match request.operation() {
+///             "echo" => {
+///                 let text = request.decode_args(|args| args.read_string())?;
+///                 request.encode_results(|results| results.write_string(&text))
+///             }
+///             _ => Err(SystemException::bad_operation(
+///                 minor::UNKNOWN_OPERATION,
+///                 CompletionStatus::No,
+///             )),
+///         }
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let poa = orb.root_poa();
+/// poa.manager().activate()?;
+/// let id = poa.activate_object(Echo)?;
+/// let echo = poa.id_to_reference(&id)?;
+///
+/// let answer = echo.invoke_plain("echo", &|w| w.write_string("hello"), |r| r.read_string())?;
+/// assert_eq!(answer, "hello");
+/// let unknown = echo.invoke_plain("shout", &|_| Ok(()), |_| Ok(())).unwrap_err();
+/// assert_eq!(unknown.minor(), minor::UNKNOWN_OPERATION);
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Servant: Send + Sync + 'static {
     /// The most derived repository id, e.g. `IDL:Stock/Quoter:1.0`.
     fn repository_id(&self) -> &'static str;
@@ -51,6 +105,17 @@ pub trait Servant: Send + Sync + 'static {
             }
             _ => Ok(false),
         }
+    }
+}
+
+impl std::fmt::Debug for dyn Servant {
+    /// The servant's most derived repository id, all that every servant
+    /// can show; so that a struct holding an `Arc<dyn Servant>` can derive
+    /// `Debug`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Servant")
+            .field("repository_id", &self.repository_id())
+            .finish_non_exhaustive()
     }
 }
 
@@ -114,12 +179,18 @@ pub struct ServerRequest<'a> {
 }
 
 impl std::fmt::Debug for ServerRequest<'_> {
+    /// The request's target and the state of its reply, without the
+    /// argument and reply bytes.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerRequest")
             .field("operation", &self.operation)
             .field("object_id", &self.object_id)
             .field("response_expected", &self.response_expected)
-            .field("reply", &self.kind)
+            .field("reply_kind", &self.kind)
+            .field(
+                "reply_body_len",
+                &self.reply.len().saturating_sub(self.body_start),
+            )
             .finish_non_exhaustive()
     }
 }

@@ -145,6 +145,25 @@ pub struct FrameDecoder {
     failed: Option<FrameError>,
 }
 
+impl std::fmt::Debug for FrameDecoder {
+    /// The decoder's state in counts: the bytes it holds, not their
+    /// contents.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameDecoder")
+            .field("limits", &self.limits)
+            .field("buffered", &self.buf.len())
+            .field("consumed", &self.consumed)
+            .field("ready", &self.ready.len())
+            .field(
+                "partial_messages",
+                &(usize::from(self.partial_11.is_some()) + self.partial_12.len()),
+            )
+            .field("pending_bytes", &self.pending_bytes)
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
 impl Default for FrameDecoder {
     fn default() -> Self {
         Self::new(FrameLimits::default())

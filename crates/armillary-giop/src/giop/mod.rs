@@ -3,7 +3,7 @@
 //!
 //! A decoded [`Message`] is valid by construction and remembers where its
 //! body starts; the body itself stays in the caller's buffer and is read
-//! with a [`CdrReader`] whose alignment counts from the first byte of the
+//! with a [`CdrReader`](crate::cdr::CdrReader) whose alignment counts from the first byte of the
 //! GIOP header. [`MessageBuilder`] writes messages the other way round.
 
 mod fragment;

@@ -37,25 +37,45 @@ pub(crate) enum Admission {
 /// when the manager leaves the holding state.
 pub(crate) type HeldRequest = Box<dyn FnOnce(Admission) + Send>;
 
-/// A POA manager (`PortableServer::POAManager`): it lets the requests of
-/// its POAs run, queues them, discards them or refuses them for good.
-/// Cheap to clone; clones control the same manager.
+/// A POA manager. Cheap to clone; clones control the same manager.
 ///
-/// Every POA has one ([`Poa::manager`](super::Poa::manager)); the root
-/// POA's manager starts in the holding state, so a server activates it
-/// before requests can run:
+/// A manager starts [`Holding`](PoaManagerState::Holding): requests to its
+/// POAs wait until it is activated. Discarding refuses them with TRANSIENT
+/// (clients may try again later), deactivating refuses them for good.
+///
+/// # Examples
 ///
 /// ```
-/// use armillary::poa::PoaManagerState;
-/// use armillary::WaitForCompletion;
+/// use armillary::config::OrbConfig;
+/// use armillary::poa::{Etherealize, PoaManagerState};
+/// use armillary::{Orb, WaitForCompletion};
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::{quoter::GetQuoteError, QuoterSkeleton};
 ///
-/// let (orb, _) = armillary::Orb::init(["app"]).unwrap();
-/// let manager = orb.root_poa().manager();
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let poa = orb.root_poa();
+/// // QuoterImpl implements the generated QuoterServant (a table of prices).
+/// let quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
+///
+/// let manager = poa.manager();
 /// assert_eq!(manager.state(), PoaManagerState::Holding);
-/// manager.activate().unwrap();
-/// manager.hold_requests(WaitForCompletion::No).unwrap();
-/// assert_eq!(manager.state(), PoaManagerState::Holding);
-/// # orb.destroy();
+/// manager.activate()?;
+/// assert_eq!(quoter.get_quote("ACME")?, 4217);
+///
+/// // Discarding: calls fail with TRANSIENT, and did not run.
+/// manager.discard_requests(WaitForCompletion::No)?;
+/// let refused = quoter.get_quote("ACME").unwrap_err();
+/// assert!(matches!(&refused, GetQuoteError::System(e) if e.is_transient() && e.is_completed_no()));
+/// manager.activate()?;
+///
+/// // Inactive is final.
+/// manager.deactivate(Etherealize::Yes, WaitForCompletion::Yes)?;
+/// assert_eq!(manager.state(), PoaManagerState::Inactive);
+/// assert!(manager.activate().is_err());
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct PoaManager {

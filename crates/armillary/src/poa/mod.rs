@@ -217,6 +217,15 @@ pub(crate) struct PoaRegistry {
     hold_limit: usize,
 }
 
+impl std::fmt::Debug for PoaRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoaRegistry")
+            .field("orb_token", &self.orb_token)
+            .field("hold_limit", &self.hold_limit)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct PoaTable {
     slots: SlotTable<Poa>,
@@ -224,6 +233,58 @@ struct PoaTable {
 }
 
 /// A POA. Cheap to clone; clones are the same POA.
+///
+/// The Portable Object Adapter maps object ids to servants: a request's
+/// object key names the POA and the object id, the POA finds the servant
+/// (in its active object map, or through a default servant or servant
+/// manager, as its [`Policy`]s say) and the servant runs the operation.
+/// [`Orb::root_poa`](crate::Orb::root_poa) is the root; the application
+/// creates children with other policies.
+///
+/// # Examples
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::poa::{IdAssignmentPolicy, LifespanPolicy, Policy};
+/// use armillary::Orb;
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::{quoter::GetQuoteError, Quoter, QuoterSkeleton};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let orb = Orb::with_config(OrbConfig::default())?;
+/// let root = orb.root_poa();
+///
+/// // QuoterImpl implements the generated QuoterServant (a table of prices).
+/// // A child POA whose objects have ids the application chooses and
+/// // references that stay valid when the server restarts.
+/// let quotes = root.create_poa(
+///     "Quotes",
+///     Some(root.manager()),
+///     &[
+///         Policy::IdAssignment(IdAssignmentPolicy::UserId),
+///         Policy::Lifespan(LifespanPolicy::Persistent),
+///     ],
+/// )?;
+/// quotes.activate_object_with_id(b"nyse", QuoterSkeleton::new(QuoterImpl::default()))?;
+/// let reference = quotes.id_to_reference(b"nyse")?;
+/// assert_eq!(quotes.reference_to_id(&reference)?, b"nyse");
+/// assert_eq!(quotes.active_object_count(), 1);
+///
+/// // Requests run once the POA manager is active.
+/// root.manager().activate()?;
+/// let quoter = Quoter::from_object(reference);
+/// assert_eq!(quoter.get_quote("ACME")?, 4217);
+///
+/// // Once deactivated, the object is gone: calls raise OBJECT_NOT_EXIST.
+/// quotes.deactivate_object(b"nyse")?;
+/// assert!(matches!(
+///     quoter.get_quote("ACME"),
+///     Err(GetQuoteError::System(e)) if e.is_object_not_exist()
+/// ));
+/// orb.shutdown(true);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Poa {
     inner: Arc<PoaInner>,
@@ -290,6 +351,18 @@ pub(crate) enum Resolution {
     NotAPoaKey,
 }
 
+impl std::fmt::Debug for Resolution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resolution::Upcall(upcall) => f.debug_tuple("Upcall").field(upcall).finish(),
+            Resolution::Held(manager) => f.debug_tuple("Held").field(manager).finish(),
+            Resolution::Forward(target) => f.debug_tuple("Forward").field(target).finish(),
+            Resolution::Failed(exception) => f.debug_tuple("Failed").field(exception).finish(),
+            Resolution::NotAPoaKey => f.write_str("NotAPoaKey"),
+        }
+    }
+}
+
 /// A servant located for one request, with everything that must happen
 /// around the call (POA Current, the single-thread lock, the locator's
 /// `postinvoke`, the in-flight count).
@@ -325,6 +398,19 @@ impl Drop for PoaActivity {
             let _guard = inner.in_flight_lock.lock();
             inner.idle.notify_all();
         }
+    }
+}
+
+impl std::fmt::Debug for Upcall {
+    /// The target of the upcall: its POA, object id and servant type, and
+    /// whether a servant locator waits for `postinvoke`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upcall")
+            .field("poa", &self.poa)
+            .field("object_id", &self.object_id)
+            .field("servant", &self.servant.repository_id())
+            .field("located", &self.cookie.is_some())
+            .finish_non_exhaustive()
     }
 }
 
