@@ -17,7 +17,8 @@ use armillary::giop::any::{read_value, write_value, DynValue};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
 use armillary::poa::PoaCurrent;
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest, UserException};
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 
 fn member(name: &str, type_code: TypeCode) -> StructMember {

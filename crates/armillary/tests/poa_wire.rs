@@ -18,7 +18,8 @@ use armillary::poa::{
     IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, Policy, RequestProcessingPolicy,
     ServantRetentionPolicy, ThreadPolicy,
 };
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest, UserException};
 use armillary_giop::cdr::{CdrDecode, CdrError, CdrReader};
 
 /// Far beyond anything a working server needs; reached only on failure.
