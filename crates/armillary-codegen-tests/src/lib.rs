@@ -26,6 +26,7 @@ pub mod interop {
 
 /// `idl/traits.idl`: the standard traits of generated types, and the
 /// attributes `Builder::type_attribute` and `field_attribute` add.
+#[allow(clippy::module_inception)] // its IDL module is `Traits`
 #[warn(clippy::pedantic)]
 pub mod traits {
     armillary::include_idl!("traits");

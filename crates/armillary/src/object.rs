@@ -233,6 +233,12 @@ impl Eq for ObjectRef {}
 /// `HashMap` or fill a `HashSet`. (For CORBA's `_hash`, which is the same
 /// for merely equivalent references, see [`ObjectRef::hash_within`].)
 ///
+/// Clippy's `mutable_key_type` lint flags such maps, because a reference
+/// binds to its ORB lazily through a `OnceLock`; the IOR that equality and
+/// the hash read never changes, so allow the lint there, or list
+/// `armillary::ObjectRef` under `ignore-interior-mutability` in
+/// `clippy.toml`.
+///
 /// ```
 /// use std::collections::HashSet;
 /// use armillary::ObjectRef;

@@ -559,6 +559,12 @@ impl Generator<'_> {
                 return quote!(if discriminator { #yes } else { #no });
             }
         }
+        if let [(labels, expr)] = arms {
+            if labels.is_empty() {
+                // Only a default member: every value selects it.
+                return expr.clone();
+            }
+        }
         let unlabelled = self.unlabelled_enumerator(module, union);
         let arms = arms.iter().map(|(labels, expr)| {
             let pattern = if labels.is_empty() {
