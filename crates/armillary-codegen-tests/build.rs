@@ -31,6 +31,14 @@ fn main() {
         "interop",
         Builder::new().file(root.join("tests/interop/idl/interop.idl")),
     );
+    build(
+        "traits",
+        Builder::new()
+            .file(root.join("crates/armillary-codegen-tests/idl/traits.idl"))
+            .type_attribute("Traits::Version", "#[derive(PartialOrd, Ord)]")
+            .field_attribute("Traits::Version::minor", "#[doc(alias = \"patch\")]")
+            .type_attribute("::Traits::Level", "#[doc(alias = \"Tier\")]"),
+    );
     let valid = root.join("crates/armillary-idl/tests/valid");
     build(
         "everything",
@@ -38,7 +46,7 @@ fn main() {
         Builder::new()
             .include_dir(valid.join("include"))
             .file(valid.join("everything.idl"))
-            .quiet(),
+            .quiet(true),
     );
     corpus(&out_dir);
 }
@@ -67,7 +75,7 @@ fn corpus(out_dir: &Path) {
             .file(file)
             .out_dir(out_dir.join("corpus"))
             .out_name(&module)
-            .no_rustfmt();
+            .rustfmt(false);
         match builder.generate() {
             Ok((code, warnings)) => {
                 let path = out_dir.join("corpus").join(format!("{module}.rs"));
@@ -75,7 +83,7 @@ fn corpus(out_dir: &Path) {
                 std::fs::write(&path, code).expect("write corpus module");
                 writeln!(
                     modules,
-                    "#[doc = {relative:?}]\n#[allow(clippy::module_inception)]\npub mod {module} {{ include!({:?}); }}",
+                    "#[doc = \"`{relative}`\"]\n#[allow(clippy::module_inception)]\npub mod {module} {{ include!({:?}); }}",
                     path.display().to_string()
                 )
                 .ok();
@@ -89,10 +97,10 @@ fn corpus(out_dir: &Path) {
                     writeln!(left_out, "    ({relative:?}, {:?}),", warning.message).ok();
                 }
             }
-            Err(BuildError::Diagnostics(diagnostics)) => {
-                let first = diagnostics
-                    .iter()
-                    .find(|d| d.is_error())
+            Err(BuildError::Diagnostics(error)) => {
+                let first = error
+                    .errors()
+                    .next()
                     .map(|d| d.message.clone())
                     .unwrap_or_default();
                 writeln!(rejected, "    ({relative:?}, {first:?}),").ok();

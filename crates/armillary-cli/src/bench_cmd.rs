@@ -18,7 +18,8 @@ use armillary::giop::giop::{
 };
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::giop::{ByteOrder, GiopVersion};
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;

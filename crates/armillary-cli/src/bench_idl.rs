@@ -41,12 +41,10 @@ fn armillary_round(files: &[PathBuf], includes: &[PathBuf], out: &Path, rustfmt:
             .define("__OMNIIDL__", None)
             .out_dir(out)
             .out_name(format!("file{i}"))
-            .quiet();
+            .quiet(true)
+            .rustfmt(rustfmt);
         for dir in includes {
             builder = builder.include_dir(dir);
-        }
-        if !rustfmt {
-            builder = builder.no_rustfmt();
         }
         match builder.compile() {
             Ok(path) => {

@@ -135,16 +135,15 @@ fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -
     if let Some(name) = &args.name {
         builder = builder.out_name(name);
     }
-    if args.no_rustfmt {
-        builder = builder.no_rustfmt();
-    }
+    builder = builder.rustfmt(!args.no_rustfmt);
     match builder.compile() {
         Ok(path) => {
             let _ = writeln!(out, "wrote {}", path.display());
             Outcome::Success
         }
-        Err(BuildError::Diagnostics(diagnostics)) => {
-            for diagnostic in &diagnostics {
+        Err(BuildError::Diagnostics(error)) => {
+            let diagnostics = error.diagnostics();
+            for diagnostic in diagnostics {
                 let _ = writeln!(err, "{diagnostic}\n");
             }
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -186,8 +185,9 @@ fn front_end(args: &FrontendArgs, err: &mut dyn Write) -> Option<usize> {
                     .count(),
             )
         }
-        Err(diagnostics) => {
-            print(err, &diagnostics);
+        Err(error) => {
+            let diagnostics = error.diagnostics();
+            print(err, diagnostics);
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             let _ = writeln!(
                 err,

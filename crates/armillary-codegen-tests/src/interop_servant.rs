@@ -4,8 +4,8 @@
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use armillary::cdr::{Any, Fixed};
 use armillary::poa::PoaCurrent;
+use armillary::{Any, Fixed};
 use armillary::{CompletionStatus, ObjectRef, SystemException};
 
 use crate::interop::interop::{

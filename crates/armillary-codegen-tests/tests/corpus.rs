@@ -84,7 +84,7 @@ fn only_value_types_are_left_out() {
 #[cfg(omniorb_idl)]
 #[test]
 fn generated_corpus_types_are_usable() {
-    use armillary::cdr::{ByteOrder, CdrDecode, CdrEncode, CdrReader, CdrWriter, GiopVersion};
+    use armillary::runtime::{ByteOrder, CdrDecode, CdrEncode, CdrReader, CdrWriter, GiopVersion};
     use armillary::IdlType;
     use armillary_codegen_tests::corpus::cos_cosnaming::cos_naming;
 

@@ -7,13 +7,13 @@
 
 use std::fmt::Debug;
 
-use armillary::cdr::{
-    Any, ByteOrder, CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets, Fixed,
-    GiopVersion,
-};
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::{CompletionStatus, SystemExceptionKind};
-use armillary::{IdlType, ObjectRef, Orb, ReplyBody, SystemException};
+use armillary::runtime::{
+    ByteOrder, CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets, GiopVersion,
+    ReplyBody,
+};
+use armillary::{Any, Fixed, IdlType, ObjectRef, Orb, SystemException};
 use armillary_codegen_tests::everything::everything as ev;
 use armillary_codegen_tests::interop::interop::{
     everything::FailError, Base, Choice, Color, Everything, EverythingSkeleton, Failure, Flag,
@@ -208,8 +208,7 @@ fn type_codes_describe_the_types_and_anys_carry_them() {
     // Recursive TypeCodes encode (through an indirection) and decode.
     let tc = ev::TreeNode::type_code();
     let bytes = encode(&tc, ByteOrder::Little, GiopVersion::V1_2).unwrap();
-    let back: armillary::cdr::TypeCode =
-        decode(&bytes, ByteOrder::Little, GiopVersion::V1_2).unwrap();
+    let back: armillary::TypeCode = decode(&bytes, ByteOrder::Little, GiopVersion::V1_2).unwrap();
     assert!(back.equal(&tc));
     let tree = ev::TreeNode {
         value: 1,

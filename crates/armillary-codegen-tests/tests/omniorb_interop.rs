@@ -11,10 +11,10 @@
 
 use std::process::Command;
 
-use armillary::cdr::{Any, Fixed, GiopVersion};
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::{CompletionStatus, SystemExceptionKind};
-use armillary::{IdlType, ObjectRef, Orb, SystemException};
+use armillary::runtime::GiopVersion;
+use armillary::{Any, Fixed, IdlType, ObjectRef, Orb, SystemException};
 use armillary_codegen_tests::interop::interop;
 use armillary_codegen_tests::interop::interop::{
     everything::FailError, Base, Choice, Color, Everything, EverythingSkeleton, Flag, Peer,

@@ -159,6 +159,13 @@ fn invalid(r_or_w_offset: usize, what: &'static str) -> CdrError {
     }
 }
 
+/// [`Any::null`]: an `any` holding nothing.
+impl Default for Any {
+    fn default() -> Self {
+        Any::null()
+    }
+}
+
 impl Any {
     /// An `any` holding nothing (`tk_null`).
     pub fn null() -> Any {

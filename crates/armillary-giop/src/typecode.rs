@@ -236,6 +236,14 @@ simple! {
     longdouble => LongDouble, wchar => WChar,
 }
 
+/// `tk_null`, the TypeCode of no value (what a default-constructed
+/// `TypeCode` member of a generated struct holds).
+impl Default for TypeCode {
+    fn default() -> Self {
+        TypeCode::null()
+    }
+}
+
 impl TypeCode {
     fn new(repr: Repr) -> Self {
         TypeCode(Arc::new(repr))

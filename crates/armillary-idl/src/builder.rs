@@ -6,16 +6,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::codegen::{self, Options};
-use crate::{Diagnostic, Frontend};
+use crate::{Diagnostic, Frontend, ParseError};
 
 /// Why a build failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// The IDL has errors; every diagnostic is here (render them with
-    /// `Display`).
-    #[error("{}", render(.0))]
-    Diagnostics(Vec<Diagnostic>),
+    /// The IDL has errors; every diagnostic is in the [`ParseError`]
+    /// (`Display` renders them all).
+    #[error(transparent)]
+    Diagnostics(ParseError),
+    /// An attribute given to [`Builder::type_attribute`] or
+    /// [`Builder::field_attribute`] is not a Rust outer attribute.
+    #[error("the attribute {attribute:?} for {path:?} does not parse: {reason}")]
+    InvalidAttribute {
+        /// The IDL path it was given for.
+        path: String,
+        /// The attribute as given.
+        attribute: String,
+        /// What the Rust parser said.
+        reason: String,
+    },
     /// No IDL file was given.
     #[error("no IDL files to compile")]
     NoFiles,
@@ -31,14 +42,6 @@ pub enum BuildError {
         /// Why.
         source: std::io::Error,
     },
-}
-
-fn render(diagnostics: &[Diagnostic]) -> String {
-    diagnostics
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Compiles IDL files to one Rust file.
@@ -63,7 +66,9 @@ pub struct Builder {
     files: Vec<PathBuf>,
     out_dir: Option<PathBuf>,
     out_name: Option<String>,
-    no_rustfmt: bool,
+    options: Options,
+    /// True when `rustfmt(false)` was called (rustfmt runs by default).
+    skip_rustfmt: bool,
     quiet: bool,
 }
 
@@ -117,18 +122,50 @@ impl Builder {
         self
     }
 
-    /// Skips running `rustfmt` over the output (it is formatted by
-    /// prettyplease either way; rustfmt, when installed, makes it exactly
-    /// rustfmt-clean).
-    pub fn no_rustfmt(mut self) -> Self {
-        self.no_rustfmt = true;
+    /// Whether to run `rustfmt` over the output (default: `true`). The
+    /// output is formatted by prettyplease either way; rustfmt, when
+    /// installed, makes it exactly rustfmt-clean.
+    pub fn rustfmt(mut self, rustfmt: bool) -> Self {
+        self.skip_rustfmt = !rustfmt;
         self
     }
 
-    /// Does not print warnings from [`Builder::compile`] (they are still
-    /// returned by [`Builder::generate`]).
-    pub fn quiet(mut self) -> Self {
-        self.quiet = true;
+    /// Whether [`Builder::compile`] keeps its warnings to itself (default:
+    /// `false`, it prints them). [`Builder::generate`] returns them either
+    /// way.
+    pub fn quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    /// Adds `attribute` to the generated types that the IDL scoped name
+    /// `path` selects, as `prost-build` does: `"Stock::Quote"` selects that
+    /// type, `"Stock"` every type in module `Stock`, `"."` every type.
+    /// Structs, exceptions, unions and enums take type attributes.
+    ///
+    /// ```no_run
+    /// armillary_idl::Builder::new()
+    ///     .file("quoter.idl")
+    ///     .type_attribute("Stock::Quote", "#[derive(PartialOrd)]")
+    ///     .field_attribute("Stock::Quote::price", "#[doc = \"In cents.\"]")
+    ///     .compile()
+    ///     .unwrap_or_else(|e| panic!("{e}"));
+    /// ```
+    pub fn type_attribute(mut self, path: impl Into<String>, attribute: impl Into<String>) -> Self {
+        self.options = std::mem::take(&mut self.options).type_attribute(path, attribute);
+        self
+    }
+
+    /// Adds `attribute` to the members that `path` selects:
+    /// `"Stock::Quote::price"` one field, `"Stock::Quote"` every field of
+    /// `Quote`, `"."` every member. Members are struct and exception fields,
+    /// union members (the enum's variants) and enumerators.
+    pub fn field_attribute(
+        mut self,
+        path: impl Into<String>,
+        attribute: impl Into<String>,
+    ) -> Self {
+        self.options = std::mem::take(&mut self.options).field_attribute(path, attribute);
         self
     }
 
@@ -145,14 +182,21 @@ impl Builder {
         if self.files.is_empty() {
             return Err(BuildError::NoFiles);
         }
+        if let Some((path, attribute, reason)) = self.options.invalid_attribute() {
+            return Err(BuildError::InvalidAttribute {
+                path: path.to_owned(),
+                attribute: attribute.to_owned(),
+                reason,
+            });
+        }
         let spec = self
             .frontend
             .parse_files(&self.files)
             .map_err(BuildError::Diagnostics)?;
-        let generated = codegen::generate(&spec, &Options::default());
+        let generated = codegen::generate(&spec, &self.options);
         let mut warnings = spec.warnings.clone();
         warnings.extend(generated.warnings);
-        let code = if self.no_rustfmt {
+        let code = if self.skip_rustfmt {
             generated.code
         } else {
             rustfmt(&generated.code).unwrap_or(generated.code)

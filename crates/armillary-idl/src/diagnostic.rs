@@ -154,6 +154,66 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// The IDL has errors: what [`Frontend::parse_files`](crate::Frontend::parse_files)
+/// returns instead of a specification. It holds every diagnostic, errors
+/// and warnings, in the order found; `Display` renders them all, rustc-style.
+///
+/// ```
+/// let error = armillary_idl::Frontend::new()
+///     .parse_str("bad.idl", "struct S { long x; }")
+///     .unwrap_err();
+/// assert!(error.errors().count() >= 1);
+/// assert!(error.to_string().contains("bad.idl"));
+/// let _: &dyn std::error::Error = &error;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl ParseError {
+    /// An error made of `diagnostics` (at least one of which should be an
+    /// error).
+    pub fn new(diagnostics: Vec<Diagnostic>) -> Self {
+        ParseError { diagnostics }
+    }
+
+    /// Every diagnostic, errors and warnings, in the order found.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The errors alone.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
+    /// Every diagnostic, by value.
+    pub fn into_diagnostics(self) -> Vec<Diagnostic> {
+        self.diagnostics
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, diagnostic) in self.diagnostics.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{diagnostic}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+impl From<ParseError> for Vec<Diagnostic> {
+    fn from(error: ParseError) -> Self {
+        error.diagnostics
+    }
+}
+
 /// A diagnostic inside the front end, before it is resolved against the
 /// file table.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -63,10 +63,9 @@
 //!     .include_dir("/usr/share/idl/omniORB")
 //!     .define("__OMNIIDL__", None)
 //!     .parse_files(&["idl/echo.idl"])
-//!     .unwrap_or_else(|diagnostics| {
-//!         for diagnostic in &diagnostics {
-//!             eprintln!("{diagnostic}");
-//!         }
+//!     .unwrap_or_else(|error| {
+//!         // Every diagnostic, rustc-style.
+//!         eprintln!("{error}");
 //!         std::process::exit(1);
 //!     });
 //! for &id in &spec.roots {
@@ -101,7 +100,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use builder::{idl_files_under, BuildError, Builder};
-pub use diagnostic::{Diagnostic, Note, Severity};
+pub use diagnostic::{Diagnostic, Note, ParseError, Severity};
 pub use source::{FileId, FileLoader, FsLoader, Loc, MemoryLoader, SourceFile};
 
 use diagnostic::Diag;
@@ -212,9 +211,13 @@ impl Frontend {
     }
 
     /// Parses and checks the main files `paths` (and what they include)
-    /// into one resolved specification, or returns every diagnostic
-    /// (errors and warnings) when there is an error.
-    pub fn parse_files<P: AsRef<Path>>(&self, paths: &[P]) -> Result<ir::Spec, Vec<Diagnostic>> {
+    /// into one resolved specification.
+    ///
+    /// # Errors
+    ///
+    /// When the IDL has an error: a [`ParseError`] with every diagnostic
+    /// (errors and warnings).
+    pub fn parse_files<P: AsRef<Path>>(&self, paths: &[P]) -> Result<ir::Spec, ParseError> {
         let paths: Vec<&Path> = paths.iter().map(AsRef::as_ref).collect();
         run(
             self.loader.as_ref(),
@@ -223,6 +226,7 @@ impl Frontend {
             &self.defines,
             self.lenient,
         )
+        .map_err(ParseError::new)
     }
 
     /// Like [`Frontend::parse_files`] but only reports: every diagnostic,
@@ -230,13 +234,17 @@ impl Frontend {
     pub fn check<P: AsRef<Path>>(&self, paths: &[P]) -> Vec<Diagnostic> {
         match self.parse_files(paths) {
             Ok(spec) => spec.warnings,
-            Err(diagnostics) => diagnostics,
+            Err(error) => error.into_diagnostics(),
         }
     }
 
     /// Parses IDL text as if it were the file `name` (its `#include`s are
     /// read through the configured loader).
-    pub fn parse_str(&self, name: &str, text: &str) -> Result<ir::Spec, Vec<Diagnostic>> {
+    ///
+    /// # Errors
+    ///
+    /// As [`Frontend::parse_files`].
+    pub fn parse_str(&self, name: &str, text: &str) -> Result<ir::Spec, ParseError> {
         let mut memory = MemoryLoader::new();
         memory.insert(name, text);
         let overlay = Overlay {
@@ -250,19 +258,24 @@ impl Frontend {
             &self.defines,
             self.lenient,
         )
+        .map_err(ParseError::new)
     }
 }
 
 /// Parses and checks IDL files: `paths` are the main files, `include_dirs`
 /// the `-I` directories, `defines` the `-D` macros (`(name, None)` means
 /// `name=1`). See [`Frontend`] for a builder.
+///
+/// # Errors
+///
+/// As [`Frontend::parse_files`].
 pub fn parse_files<P: AsRef<Path>>(
     paths: &[P],
     include_dirs: &[PathBuf],
     defines: &[(String, Option<String>)],
-) -> Result<ir::Spec, Vec<Diagnostic>> {
+) -> Result<ir::Spec, ParseError> {
     let paths: Vec<&Path> = paths.iter().map(AsRef::as_ref).collect();
-    run(&FsLoader, &paths, include_dirs, defines, false)
+    run(&FsLoader, &paths, include_dirs, defines, false).map_err(ParseError::new)
 }
 
 /// Checks IDL files and returns every diagnostic (empty when clean).
@@ -273,7 +286,7 @@ pub fn check<P: AsRef<Path>>(
 ) -> Vec<Diagnostic> {
     match parse_files(paths, include_dirs, defines) {
         Ok(spec) => spec.warnings,
-        Err(diagnostics) => diagnostics,
+        Err(error) => error.into_diagnostics(),
     }
 }
 

@@ -36,8 +36,8 @@ fn builder(dir: &std::path::Path) -> Builder {
     Builder::new()
         .include_dir(dir.join("inc"))
         .file(dir.join("main.idl"))
-        .no_rustfmt()
-        .quiet()
+        .rustfmt(false)
+        .quiet(true)
 }
 
 /// Runs this binary's test `child` with `OUT_DIR=dir` and the role

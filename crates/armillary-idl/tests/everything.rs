@@ -20,16 +20,7 @@ fn everything() -> Spec {
     Frontend::new()
         .include_dir(dir.join("include"))
         .parse_files(&[dir.join("everything.idl")])
-        .unwrap_or_else(|diagnostics| {
-            panic!(
-                "{}",
-                diagnostics
-                    .iter()
-                    .map(|d| d.to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        })
+        .unwrap_or_else(|error| panic!("{error}"))
 }
 
 fn type_text(spec: &Spec, ty: &Type) -> String {

@@ -47,16 +47,9 @@ fn check_diagnostics(fixture: &str, expected: &str) {
 /// `scoped::name repository-id` of every definition of the main files.
 fn check_ids(fixture: &str, expected: &str) {
     let (frontend, mains) = frontend(fixture);
-    let spec = frontend.parse_files(&mains).unwrap_or_else(|diagnostics| {
-        panic!(
-            "{}",
-            diagnostics
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    });
+    let spec = frontend
+        .parse_files(&mains)
+        .unwrap_or_else(|error| panic!("{error}"));
     let actual: Vec<String> = spec
         .definitions()
         .filter(|(_, def)| def.from_main_file)

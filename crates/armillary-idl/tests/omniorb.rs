@@ -116,16 +116,17 @@ fn every_omniorb_idl_file_passes_the_front_end() {
             (Ok(_), Some((_, reason, _))) => failures.push(format!(
                 "{relative}: expected to fail ({reason}) but passed"
             )),
-            (Err(diagnostics), None) => failures.push(format!(
+            (Err(error), None) => failures.push(format!(
                 "{relative}:\n{}",
-                diagnostics
+                error
+                    .diagnostics()
                     .iter()
                     .map(|d| d.to_string())
                     .collect::<Vec<_>>()
                     .join("\n")
             )),
-            (Err(diagnostics), Some((_, reason, expected))) => {
-                let first = diagnostics.iter().find(|d| d.is_error()).map(short);
+            (Err(error), Some((_, reason, expected))) => {
+                let first = error.errors().next().map(short);
                 if first.as_deref() != Some(*expected) {
                     failures.push(format!(
                         "{relative} ({reason}): expected `{expected}`, got `{}`",
@@ -165,7 +166,7 @@ fn the_omniorb_corpus_as_one_specification() {
     let started = Instant::now();
     let spec = frontend()
         .parse_files(&files)
-        .unwrap_or_else(|diagnostics| panic!("{}", diagnostics[0]));
+        .unwrap_or_else(|error| panic!("{}", error.diagnostics()[0]));
     let elapsed = started.elapsed();
     println!(
         "{} files, {} definitions in {elapsed:?}",

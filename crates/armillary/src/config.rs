@@ -170,7 +170,7 @@ impl From<MaxGiopVersion> for GiopVersion {
 /// Armillary does not speak is given back as the error.
 ///
 /// ```
-/// use armillary::cdr::GiopVersion;
+/// use armillary::giop::GiopVersion;
 /// use armillary::config::MaxGiopVersion;
 /// assert_eq!(MaxGiopVersion::try_from(GiopVersion::V1_1), Ok(MaxGiopVersion::V1_1));
 /// let v1_3 = GiopVersion { major: 1, minor: 3 };

@@ -25,7 +25,7 @@
 //! Contexts (`CORBA::Context`) are not supported.
 //!
 //! ```no_run
-//! use armillary::cdr::{Any, TypeCode};
+//! use armillary::{Any, TypeCode};
 //! use armillary::{ObjectRef, RequestError};
 //!
 //! # fn example(obj: &ObjectRef, failure: TypeCode) -> Result<(), RequestError> {
@@ -161,7 +161,7 @@ impl From<ArgumentError> for SystemException {
 /// in ([`DynamicRequest::arguments`](crate::dsi::DynamicRequest::arguments)).
 ///
 /// ```
-/// use armillary::cdr::{Any, TypeCode};
+/// use armillary::{Any, TypeCode};
 /// use armillary::dii::{ArgMode, NvList};
 ///
 /// let list = NvList::new()

@@ -14,7 +14,7 @@
 //! for it from the repository ids it declares.
 //!
 //! ```
-//! use armillary::cdr::{Any, TypeCode};
+//! use armillary::{Any, TypeCode};
 //! use armillary::dii::ArgMode;
 //! use armillary::dsi::{DynamicRequest, DynamicServant};
 //! use armillary::dii::NvList;

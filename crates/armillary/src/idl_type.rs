@@ -25,8 +25,8 @@ use crate::object::ObjectRef;
 ///
 /// ```
 /// use armillary::IdlType;
-/// use armillary::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
-/// use armillary::giop::typecode::TypeCode;
+/// use armillary::runtime::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+/// use armillary::TypeCode;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct Celsius(f64);

@@ -17,10 +17,13 @@
 //!   Portable Object Adapter, which maps objects to servants;
 //! - [`Servant`] and [`ServerRequest`]: the server side of a call (the
 //!   generated skeletons implement them);
-//! - [`UserException`] and [`SystemException`]: what a call can raise.
+//! - [`UserException`] and [`SystemException`]: what a call can raise;
+//! - [`IdlType`], [`Any`], [`TypeCode`], [`Fixed`] and [`LongDouble`]: the
+//!   values IDL types map to.
 //!
-//! The wire layer lives in [`armillary_giop`], re-exported as [`giop`]; the
-//! CDR types that generated code touches are re-exported as [`cdr`].
+//! The wire layer lives in [`armillary_giop`], re-exported as [`giop`].
+//! What generated code needs besides (the CDR codec, the invocation hooks)
+//! is in [`runtime`], which is not for applications.
 //!
 //! # Example: a server and a client
 //!
@@ -133,6 +136,7 @@ mod object;
 mod orb;
 pub mod poa;
 mod reactor;
+pub mod runtime;
 mod servant;
 mod slots;
 pub mod tls;
@@ -140,14 +144,10 @@ mod transport;
 
 pub use armillary_giop as giop;
 pub use completion::WaitForCompletion;
-pub use deferred::PendingReply;
 pub use dii::{Request, RequestError};
 pub use exception::UserException;
 pub use idl_type::IdlType;
-pub use object::{
-    set_default_invoker, Interface, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody,
-    ReplyMessage, ReplyOutcome,
-};
+pub use object::{Interface, Location, ObjectRef};
 pub use orb::{Orb, OrbError, ReferenceError};
 pub use servant::{IntoServant, Servant, ServerRequest};
 pub use transport::server::ServerStats;
@@ -156,12 +156,6 @@ pub use armillary_giop::system_exception::{
     minor, CompletionStatus, SystemException, SystemExceptionKind,
 };
 
-/// The CDR types that generated code uses, under one short path.
-pub mod cdr {
-    pub use armillary_giop::any::Any;
-    pub use armillary_giop::cdr::{
-        CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets, Fixed, LongDouble,
-    };
-    pub use armillary_giop::typecode::TypeCode;
-    pub use armillary_giop::{ByteOrder, GiopVersion};
-}
+pub use armillary_giop::any::Any;
+pub use armillary_giop::cdr::{Fixed, LongDouble};
+pub use armillary_giop::typecode::TypeCode;

@@ -113,7 +113,7 @@ impl fmt::Debug for ReplyBody<'_, '_> {
 }
 
 /// Where a LocateRequest found an object.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// The server has it (`OBJECT_HERE`).
     Here,
@@ -293,9 +293,44 @@ impl fmt::Debug for ObjectRef {
 
 impl PartialEq for ObjectRef {
     /// Two references are equal when their IORs are identical (CORBA's
-    /// `_is_equivalent` without asking the server).
+    /// `_is_equivalent` without asking the server). Which ORB carries
+    /// them does not matter.
     fn eq(&self, other: &Self) -> bool {
         self.inner.ior == other.inner.ior
+    }
+}
+
+/// The nil reference, as CORBA initializes object references.
+impl Default for ObjectRef {
+    fn default() -> Self {
+        ObjectRef::nil()
+    }
+}
+
+/// Equality is IOR identity, which is an equivalence relation.
+impl Eq for ObjectRef {}
+
+/// Hashes the IOR, as [`PartialEq`] compares it, so references can key a
+/// `HashMap` or fill a `HashSet`. (For CORBA's `_hash`, which is the same
+/// for merely equivalent references, see [`ObjectRef::hash_within`].)
+///
+/// Clippy's `mutable_key_type` lint flags such maps, because a reference
+/// binds to its ORB lazily through a `OnceLock`; the IOR that equality and
+/// the hash read never changes, so allow the lint there, or list
+/// `armillary::ObjectRef` under `ignore-interior-mutability` in
+/// `clippy.toml`.
+///
+/// ```
+/// use std::collections::HashSet;
+/// use armillary::ObjectRef;
+///
+/// let mut seen = HashSet::new();
+/// assert!(seen.insert(ObjectRef::nil()));
+/// assert!(!seen.insert(ObjectRef::nil()));
+/// ```
+impl std::hash::Hash for ObjectRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::hash::Hash::hash(&self.inner.ior, state);
     }
 }
 
@@ -477,9 +512,12 @@ impl ObjectRef {
         matches!((key(self), key(other)), (Some(a), Some(b)) if a == b)
     }
 
-    /// `_hash`: a value in `0..=maximum` that is the same for equivalent
-    /// references (it hashes the first IIOP endpoint and key).
-    pub fn hash(&self, maximum: u32) -> u32 {
+    /// CORBA's `_hash`: a value in `0..=maximum` that is the same for
+    /// [equivalent](Self::is_equivalent) references (it hashes the first
+    /// IIOP endpoint and object key). To key a map, use the reference itself:
+    /// it implements [`Hash`](std::hash::Hash) and [`Eq`].
+    #[doc(alias = "_hash")]
+    pub fn hash_within(&self, maximum: u32) -> u32 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         match self.ior().iiop_profiles().into_iter().next() {

@@ -504,12 +504,11 @@ impl Orb {
             "resolve_str",
             &|w| w.write_string(name),
             |reply| match reply {
-                crate::ReplyBody::Result(r) => Ok(Ok(ObjectRef::decode(r)?)),
+                crate::object::ReplyBody::Result(r) => Ok(Ok(ObjectRef::decode(r)?)),
                 // NotFound, CannotProceed or InvalidName.
-                crate::ReplyBody::UserException { .. } => Ok(Err(SystemException::bad_param(
-                    minor::CORBANAME_UNRESOLVED,
-                    CompletionStatus::No,
-                ))),
+                crate::object::ReplyBody::UserException { .. } => Ok(Err(
+                    SystemException::bad_param(minor::CORBANAME_UNRESOLVED, CompletionStatus::No),
+                )),
             },
         )
     }

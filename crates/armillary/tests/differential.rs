@@ -48,7 +48,8 @@ use armillary::config::OrbConfig;
 use armillary::giop::any::{Any, DynValue};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::giop::typecode::{StructMember, TypeCode, UnionMember};
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest};
 use armillary_giop::cdr::{
     CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CharCodeSet, Fixed, LongDouble,
     WCharCodeSet,

@@ -14,11 +14,11 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use armillary::cdr::Any;
 use armillary::config::OrbConfig;
 use armillary::dii::{ArgMode, NvList};
 use armillary::giop::any::DynValue;
 use armillary::giop::typecode::TypeCode;
+use armillary::Any;
 use armillary::{minor, CompletionStatus, ObjectRef, Orb, RequestError, SystemExceptionKind};
 use armillary_giop::GiopVersion;
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server, wait_until};

@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use armillary::cdr::Any;
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::dii::{ArgMode, NvList};
 use armillary::dsi::{DynamicRequest, DynamicServant};
 use armillary::giop::any::DynValue;
 use armillary::giop::typecode::{StructMember, TypeCode};
+use armillary::Any;
 use armillary::{
     minor, CompletionStatus, ObjectRef, Orb, RequestError, Servant, SystemException,
     SystemExceptionKind,
@@ -360,5 +360,5 @@ fn a_deferred_request_is_sent_again_after_an_orderly_close_and_follows_a_forward
 fn requests_are_send() {
     fn send<T: Send>() {}
     send::<armillary::Request>();
-    send::<armillary::PendingReply>();
+    send::<armillary::runtime::PendingReply>();
 }

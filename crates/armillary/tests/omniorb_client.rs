@@ -12,7 +12,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
-use armillary::cdr::Any;
 use armillary::config::OrbConfig;
 use armillary::dii::{ArgMode, NvList};
 use armillary::dsi::{DynamicRequest, DynamicServant};
@@ -20,6 +19,7 @@ use armillary::giop::any::DynValue;
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::giop::typecode::{TCKind, TypeCode};
 use armillary::poa::PoaCurrent;
+use armillary::Any;
 use armillary::{ObjectRef, Orb, Servant};
 
 mod interop_types;

@@ -9,7 +9,8 @@
 
 use armillary::config::OrbConfig;
 use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
-use armillary::{ObjectRef, Orb, ReplyBody};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb};
 use armillary_giop::{CdrEncode, GiopVersion};
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
 

@@ -21,9 +21,8 @@ use armillary::poa::{
     Etherealize, IdAssignmentPolicy, IdUniquenessPolicy, PoaCurrent, PoaError, PoaManagerState,
     Policy, RequestProcessingPolicy, ServantRetentionPolicy, ThreadPolicy,
 };
-use armillary::{
-    ObjectRef, Orb, ReplyBody, Servant, ServerRequest, UserException, WaitForCompletion,
-};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest, UserException, WaitForCompletion};
 use armillary_giop::cdr::{CdrDecode, CdrError, CdrReader};
 
 /// Far beyond anything a working server needs; reached only on failure.

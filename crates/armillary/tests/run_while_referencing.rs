@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::poa::PoaCurrent;
-use armillary::{ObjectRef, Orb, ReplyBody, Servant, ServerRequest};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest};
 use armillary_giop::CdrEncode;
 
 /// How long a step may take before the test calls it a hang.

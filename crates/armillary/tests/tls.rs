@@ -26,8 +26,9 @@ use armillary::giop::ior::{Ior, KnownComponent, TaggedComponent};
 use armillary::giop::system_exception::{
     minor, CompletionStatus, SystemException, SystemExceptionKind,
 };
+use armillary::runtime::ReplyBody;
 use armillary::tls::{ClientAuth, TlsConfig};
-use armillary::{ObjectRef, Orb, OrbError, ReplyBody, Servant, ServerRequest};
+use armillary::{ObjectRef, Orb, OrbError, Servant, ServerRequest};
 use armillary_giop::cdr::CdrError;
 use armillary_giop::giop::{MessageBody, MessageBuilder, RequestHeader, TargetAddress};
 use armillary_giop::{ByteOrder, GiopVersion};

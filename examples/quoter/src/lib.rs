@@ -23,6 +23,10 @@ pub use signals::ShutdownOnSignals;
 /// The Rust generated from `quoter.idl`: `stock::Quoter` (the stub),
 /// `stock::QuoterServant` (the trait a server implements),
 /// `stock::QuoterSkeleton` (the dispatcher), `stock::InvalidStockSymbol`.
+///
+/// Generated code is clean under `clippy::pedantic` (warned here, so
+/// `cargo clippy -- -D warnings` keeps it so).
+#[warn(clippy::pedantic)]
 pub mod generated {
     armillary::include_idl!("quoter");
 }

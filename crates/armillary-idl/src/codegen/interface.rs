@@ -47,17 +47,18 @@ impl Call {
 
     /// The clippy lints a method for this call may meet by mirroring its
     /// IDL, allowed on that method: IDL operations take as many
-    /// parameters as they like, raise exceptions of any size, and may be
-    /// named `from_*` or `into_*`.
-    fn allowed_lints(&self) -> TokenStream {
+    /// parameters as they like, may raise large exceptions (`large` says
+    /// whether one may be over clippy's limit) and may be named `from_*` or
+    /// `into_*`.
+    fn allowed_lints(&self, large: bool) -> TokenStream {
         let mut lints = Vec::new();
+        if large {
+            lints.push(quote!(clippy::result_large_err));
+        }
         let inputs = self.inputs().count();
         // Clippy counts `&self` too.
         if inputs + 1 > 7 {
             lints.push(quote!(clippy::too_many_arguments));
-        }
-        if !self.raises.is_empty() {
-            lints.push(quote!(clippy::result_large_err));
         }
         let m = self.method.trim_start_matches("r#");
         if m.starts_with("from_") || m.starts_with("into_") || m.ends_with("_mut") {
@@ -216,10 +217,45 @@ impl Generator<'_> {
         out
     }
 
+    /// The `# Errors` section of a call's stub method (`servant` false) or
+    /// servant trait method (`servant` true).
+    fn errors_doc(&self, call: &Call, servant: bool) -> TokenStream {
+        let exceptions: Vec<String> = call
+            .raises
+            .iter()
+            .map(|&e| format!("`{}`", self.spec[e].absolute_name()))
+            .collect();
+        let text = match (servant, call.oneway, exceptions.is_empty()) {
+            (false, true, _) => " A system exception when the request cannot be sent.".to_owned(),
+            (false, false, true) => " A system exception: the request could not be delivered, \
+                the server raised one, or the reply could not be decoded."
+                .to_owned(),
+            (false, false, false) => format!(
+                " A user exception the operation declares ({}), or `System` with a \
+                 system exception.",
+                exceptions.join(", ")
+            ),
+            (true, _, true) => " A system exception to raise in the client.".to_owned(),
+            (true, _, false) => format!(
+                " A user exception the operation declares ({}), or `System` with a \
+                 system exception, to raise in the client.",
+                exceptions.join(", ")
+            ),
+        };
+        quote! {
+            #[doc = ""]
+            #[doc = " # Errors"]
+            #[doc = ""]
+            #[doc = #text]
+        }
+    }
+
     /// The client stub's method for one call.
     fn stub_method(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
         let method = ident(&call.method);
-        let doc = &call.doc;
+        let errors = self.errors_doc(call, false);
+        let call_doc = &call.doc;
+        let doc = &quote!(#call_doc #errors);
         let wire = call.wire.as_str();
         let params: Vec<TokenStream> = call
             .inputs()
@@ -235,7 +271,7 @@ impl Generator<'_> {
                 quote!(#name: #ty)
             })
             .collect();
-        let lints = call.allowed_lints();
+        let lints = call.allowed_lints(self.raises_large(&call.raises));
         if call.owner != interface {
             // Inherited: the declaring interface's stub has the code; one
             // copy of it keeps deep hierarchies small.
@@ -330,10 +366,10 @@ impl Generator<'_> {
             },
         };
         let reply_result = if reads.is_empty() {
-            quote!(::armillary::ReplyBody::Result(_) => ::core::result::Result::Ok(::core::result::Result::Ok(())),)
+            quote!(::armillary::runtime::ReplyBody::Result(_) => ::core::result::Result::Ok(::core::result::Result::Ok(())),)
         } else {
             quote! {
-                ::armillary::ReplyBody::Result(r) => {
+                ::armillary::runtime::ReplyBody::Result(r) => {
                     #(#reads)*
                     ::core::result::Result::Ok(::core::result::Result::Ok(#tuple))
                 }
@@ -403,13 +439,13 @@ impl Generator<'_> {
     fn user_exception_arm(&self, from: &[String], call: &Call) -> TokenStream {
         let unknown = quote! {
             ::armillary::SystemException::unknown(
-                ::armillary::giop::system_exception::minor::UNLISTED_USER_EXCEPTION,
+                ::armillary::minor::UNLISTED_USER_EXCEPTION,
                 ::armillary::CompletionStatus::Yes,
             )
         };
         let Some(error_name) = &call.error else {
             return quote! {
-                ::armillary::ReplyBody::UserException { .. } => {
+                ::armillary::runtime::ReplyBody::UserException { .. } => {
                     ::core::result::Result::Ok(::core::result::Result::Err(#unknown))
                 }
             };
@@ -428,7 +464,7 @@ impl Generator<'_> {
                 quote!(#repo => #error::#variant(<#ty as #decode>::decode(members)?),)
             });
         quote! {
-            ::armillary::ReplyBody::UserException { id, members } => {
+            ::armillary::runtime::ReplyBody::UserException { id, members } => {
                 ::core::result::Result::Ok(::core::result::Result::Err(match id.as_str() {
                     #(#arms)*
                     _ => #error::System(#unknown),
@@ -469,9 +505,14 @@ impl Generator<'_> {
             self.spec[call.owner].absolute_name(),
             call.wire
         );
+        let eq_hash = call
+            .raises
+            .iter()
+            .all(|&e| self.members_eq_hash(e))
+            .then(|| quote!(Eq, Hash,));
         quote! {
             #[doc = #doc]
-            #[derive(Debug, Clone, PartialEq)]
+            #[derive(Debug, Clone, PartialEq, #eq_hash)]
             pub enum #name {
                 #(#[doc = #docs] #variants(#types),)*
                 /// A system exception.
@@ -529,7 +570,9 @@ impl Generator<'_> {
     /// The servant trait's method for one call.
     fn trait_method(&self, from: &[String], call: &Call) -> TokenStream {
         let method = ident(&call.method);
-        let doc = &call.doc;
+        let call_doc = &call.doc;
+        let errors = self.errors_doc(call, true);
+        let doc = quote!(#call_doc #errors);
         let params: Vec<TokenStream> = call
             .inputs()
             .map(|p| {
@@ -546,7 +589,7 @@ impl Generator<'_> {
         } else {
             (self.result_type(from, call), self.error_type(from, call))
         };
-        let lints = call.allowed_lints();
+        let lints = call.allowed_lints(self.raises_large(&call.raises));
         quote! {
             #doc
             #lints
@@ -848,7 +891,7 @@ impl Generator<'_> {
             quote! {
                 let _ = (&self.servant, request);
                 ::core::result::Result::Err(::armillary::SystemException::bad_operation(
-                    ::armillary::giop::system_exception::minor::UNKNOWN_OPERATION,
+                    ::armillary::minor::UNKNOWN_OPERATION,
                     ::armillary::CompletionStatus::No,
                 ))
             }
@@ -858,7 +901,7 @@ impl Generator<'_> {
                 match OPERATIONS.binary_search(&request.operation()) {
                     #(::core::result::Result::Ok(#indices) => { #arms })*
                     _ => ::core::result::Result::Err(::armillary::SystemException::bad_operation(
-                        ::armillary::giop::system_exception::minor::UNKNOWN_OPERATION,
+                        ::armillary::minor::UNKNOWN_OPERATION,
                         ::armillary::CompletionStatus::No,
                     )),
                 }
@@ -867,7 +910,9 @@ impl Generator<'_> {
 
         quote! {
             #doc
-            #[derive(Debug, Clone, PartialEq)]
+            #[doc = ""]
+            #[doc = " Equal (and hashed alike) when the IORs are identical; the default is the nil reference."]
+            #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
             pub struct #name {
                 object: ::armillary::ObjectRef,
             }
@@ -877,6 +922,7 @@ impl Generator<'_> {
                 pub const REPOSITORY_ID: &'static str = #repo;
 
                 /// Wraps a reference without checking its type (see [`Self::narrow`]).
+                #[must_use]
                 pub fn from_object(object: ::armillary::ObjectRef) -> Self {
                     Self { object }
                 }
@@ -884,6 +930,10 @@ impl Generator<'_> {
                 /// The reference as this interface, if the object is one (asking it
                 /// with `_is_a` unless its IOR already says so); `None` for nil or
                 /// another type.
+                ///
+                /// # Errors
+                ///
+                /// The system exception of a failed `_is_a` call.
                 pub fn narrow(
                     object: &::armillary::ObjectRef,
                 ) -> ::core::result::Result<::core::option::Option<Self>, ::armillary::SystemException> {
@@ -894,16 +944,19 @@ impl Generator<'_> {
                 }
 
                 /// The untyped reference.
+                #[must_use]
                 pub fn as_object(&self) -> &::armillary::ObjectRef {
                     &self.object
                 }
 
                 /// The untyped reference.
+                #[must_use]
                 pub fn into_object(self) -> ::armillary::ObjectRef {
                     self.object
                 }
 
                 /// True for the nil reference.
+                #[must_use]
                 pub fn is_nil(&self) -> bool {
                     self.object.is_nil()
                 }
@@ -932,7 +985,7 @@ impl Generator<'_> {
             #(#upcasts)*
 
             impl #encode for #name {
-                fn encode(&self, w: &mut ::armillary::cdr::CdrWriter) -> ::core::result::Result<(), #error> {
+                fn encode(&self, w: &mut ::armillary::runtime::CdrWriter) -> ::core::result::Result<(), #error> {
                     #cdr_write
                 }
             }
@@ -940,7 +993,7 @@ impl Generator<'_> {
             impl #decode for #name {
                 const MIN_SIZE: usize = 4;
 
-                fn decode(r: &mut ::armillary::cdr::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
+                fn decode(r: &mut ::armillary::runtime::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
                     #cdr_read
                 }
             }
@@ -972,12 +1025,18 @@ impl Generator<'_> {
 
                 /// The typed servant: clone it before activation to keep a
                 /// handle that stays usable while the POA serves it.
+                #[must_use]
                 pub fn servant(&self) -> &::std::sync::Arc<T> {
                     &self.servant
                 }
 
                 /// Activates the servant in `poa` under a new system-assigned
                 /// id and returns the typed reference.
+                ///
+                /// # Errors
+                ///
+                /// The POA's error when it cannot activate the servant (it is
+                /// destroyed, or its policies do not allow it).
                 pub fn activate(
                     self,
                     poa: &::armillary::poa::Poa,
@@ -987,6 +1046,12 @@ impl Generator<'_> {
 
                 /// Activates the servant in `poa` under `object_id` and returns
                 /// the typed reference.
+                ///
+                /// # Errors
+                ///
+                /// The POA's error when it cannot activate the servant (the id
+                /// is in use, the POA is destroyed, or its policies do not
+                /// allow it).
                 pub fn activate_with_id(
                     self,
                     poa: &::armillary::poa::Poa,
@@ -998,6 +1063,7 @@ impl Generator<'_> {
                 /// The servant as the POA holds it, for the untyped POA
                 /// operations (`servant_to_reference`, `set_servant`, servant
                 /// managers).
+                #[must_use]
                 pub fn into_servant(self) -> ::std::sync::Arc<dyn ::armillary::Servant> {
                     ::std::sync::Arc::new(self)
                 }
@@ -1074,8 +1140,36 @@ pub(super) fn reader_fn(read: TokenStream) -> TokenStream {
     };
     if calls_decode_on_r {
         tokens.pop();
-        tokens.into_iter().collect()
-    } else {
-        quote!(|r| #read)
+        return tokens.into_iter().collect();
     }
+    // `r.read_long()` is `<i32 as CdrDecode>::decode`. (The reader's own
+    // methods cannot be named instead: a path to them is not generic over
+    // the reader's lifetime, which `Any::read_with` and
+    // `ObjectRef::invoke_plain` require.)
+    if let [proc_macro2::TokenTree::Ident(r), proc_macro2::TokenTree::Punct(dot), proc_macro2::TokenTree::Ident(method), proc_macro2::TokenTree::Group(args)] =
+        tokens.as_slice()
+    {
+        let rust = match method.to_string().as_str() {
+            "read_short" => Some(quote!(i16)),
+            "read_ushort" => Some(quote!(u16)),
+            "read_long" => Some(quote!(i32)),
+            "read_ulong" => Some(quote!(u32)),
+            "read_longlong" => Some(quote!(i64)),
+            "read_ulonglong" => Some(quote!(u64)),
+            "read_float" => Some(quote!(f32)),
+            "read_double" => Some(quote!(f64)),
+            "read_long_double" => Some(quote!(::armillary::LongDouble)),
+            "read_octet" => Some(quote!(u8)),
+            "read_bool" => Some(quote!(bool)),
+            "read_char" => Some(quote!(char)),
+            "read_string" => Some(quote!(::std::string::String)),
+            _ => None,
+        };
+        if let Some(rust) =
+            rust.filter(|_| r == "r" && dot.as_char() == '.' && args.stream().is_empty())
+        {
+            return quote!(<#rust as ::armillary::runtime::CdrDecode>::decode);
+        }
+    }
+    quote!(|r| #read)
 }

@@ -17,7 +17,7 @@ impl Generator<'_> {
         let doc = format!(" The TypeCode of `{}`.", self.spec[id].absolute_name());
         quote! {
             #[doc = #doc]
-            pub static #name: ::std::sync::LazyLock<::armillary::cdr::TypeCode> =
+            pub static #name: ::std::sync::LazyLock<::armillary::TypeCode> =
                 ::std::sync::LazyLock::new(|| #expr);
         }
     }
@@ -28,7 +28,7 @@ impl Generator<'_> {
         let tc = ident(self.names(id).tc.as_deref().unwrap_or("TC_MISSING"));
         quote! {
             impl ::armillary::IdlType for #name {
-                fn type_code() -> ::armillary::cdr::TypeCode {
+                fn type_code() -> ::armillary::TypeCode {
                     #tc.clone()
                 }
             }
@@ -88,7 +88,14 @@ impl Generator<'_> {
             .iter()
             .map(|m| self.rust_type(module, &m.ty))
             .collect();
-        let docs: Vec<_> = members.iter().map(Self::member_doc).collect();
+        let docs: Vec<_> = members
+            .iter()
+            .map(|m| {
+                let doc = Self::member_doc(m);
+                let extra = self.field_attributes(id, &m.name);
+                quote!(#doc #extra)
+            })
+            .collect();
         let encodes: Vec<_> = members
             .iter()
             .zip(&fields)
@@ -110,15 +117,36 @@ impl Generator<'_> {
         } else {
             body
         };
+        let eq_hash = self.members_eq_hash(id).then(|| quote!(Eq, Hash,));
+        let derive_default = members.iter().all(|m| self.derives_default(&m.ty));
+        let (default_derive, default_impl) = if derive_default {
+            (quote!(Default,), TokenStream::new())
+        } else {
+            let values = members.iter().map(|m| self.default_expr(module, &m.ty));
+            (
+                TokenStream::new(),
+                quote! {
+                    impl ::core::default::Default for #name {
+                        fn default() -> Self {
+                            Self { #(#fields: #values,)* }
+                        }
+                    }
+                },
+            )
+        };
+        let attributes = self.type_attributes(id);
         quote! {
             #doc
-            #[derive(Debug, Clone, PartialEq)]
+            #[derive(Debug, Clone, PartialEq, #eq_hash #default_derive)]
+            #attributes
             pub struct #name {
                 #(#docs pub #fields: #types,)*
             }
 
+            #default_impl
+
             impl #encode for #name {
-                fn encode(&self, w: &mut ::armillary::cdr::CdrWriter) -> ::core::result::Result<(), #error> {
+                fn encode(&self, w: &mut ::armillary::runtime::CdrWriter) -> ::core::result::Result<(), #error> {
                     #unused_w
                     #(#encodes)*
                     ::core::result::Result::Ok(())
@@ -128,7 +156,7 @@ impl Generator<'_> {
             impl #decode for #name {
                 const MIN_SIZE: usize = #min_size;
 
-                fn decode(r: &mut ::armillary::cdr::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
+                fn decode(r: &mut ::armillary::runtime::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
                     #unused_r
                     #body
                 }
@@ -195,7 +223,8 @@ impl Generator<'_> {
                     Some(doc) => doc.lines().map(|l| format!(" {}", l.trim_end())).collect(),
                     None => vec![format!(" IDL enumerator `{}`.", enumerator.name)],
                 };
-                quote!(#(#[doc = #lines])*)
+                let extra = self.field_attributes(id, &enumerator.name);
+                quote!(#(#[doc = #lines])* #extra)
             })
             .collect();
         let count = proc_macro2::Literal::u32_unsuffixed(variants.len() as u32);
@@ -208,9 +237,11 @@ impl Generator<'_> {
         let (encode, decode, error) = (cdr_encode(), cdr_decode(), cdr_error());
         let idl_type = self.idl_type_impl(id);
         let tc = self.tc_static(&module, id);
+        let attributes = self.type_attributes(id);
         quote! {
             #doc
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+            #attributes
             pub enum #name {
                 #first_doc
                 #[default]
@@ -223,6 +254,7 @@ impl Generator<'_> {
                 pub const ALL: [#name; #len] = [#(#name::#variants),*];
 
                 /// The enumerator with CDR value `value`.
+                #[must_use]
                 pub fn from_u32(value: u32) -> ::core::option::Option<Self> {
                     match value {
                         #(#indices => ::core::option::Option::Some(#name::#variants),)*
@@ -232,7 +264,7 @@ impl Generator<'_> {
             }
 
             impl #encode for #name {
-                fn encode(&self, w: &mut ::armillary::cdr::CdrWriter) -> ::core::result::Result<(), #error> {
+                fn encode(&self, w: &mut ::armillary::runtime::CdrWriter) -> ::core::result::Result<(), #error> {
                     w.write_ulong(*self as u32);
                     ::core::result::Result::Ok(())
                 }
@@ -241,7 +273,7 @@ impl Generator<'_> {
             impl #decode for #name {
                 const MIN_SIZE: usize = 4;
 
-                fn decode(r: &mut ::armillary::cdr::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
+                fn decode(r: &mut ::armillary::runtime::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
                     let offset = r.position();
                     let value = r.read_ulong()?;
                     Self::from_u32(value).ok_or(#error::InvalidEnum { offset, value, count: #count })
@@ -266,6 +298,10 @@ impl Generator<'_> {
         let mut encode_arms = Vec::new();
         let mut decode_arms = Vec::new();
         let mut default_arm = None;
+        // The value of `Default`: the first member an explicit label
+        // selects, or the default member when there are no labels.
+        let mut default_value: Option<TokenStream> = None;
+        let mut only_default: Option<TokenStream> = None;
         // Every explicit label, for the default branch's check.
         let all_labels: Vec<TokenStream> = u
             .cases
@@ -304,6 +340,9 @@ impl Generator<'_> {
                 .collect::<Vec<_>>()
                 .join(", ");
             let member_doc = Self::member_doc(&case.member);
+            let member_attributes = self.field_attributes(id, &case.member.name);
+            let member_doc = quote!(#member_doc #member_attributes);
+            let value_default = self.default_expr(module, &case.member.ty);
             let value_encode = self.encode(&case.member.ty, &Val::Ref(quote!(value)));
             let value_decode = self.decode(module, &case.member.ty);
             if labels.len() == 1 && !is_default {
@@ -322,7 +361,10 @@ impl Generator<'_> {
                         #value_encode
                     }
                 });
-                decode_arms.push(quote!(#label => Self::#variant(#value_decode),));
+                decode_arms.push((vec![label.clone()], quote!(Self::#variant(#value_decode))));
+                if default_value.is_none() {
+                    default_value = Some(quote!(Self::#variant(#value_default)));
+                }
             } else {
                 let disc_encode = self.encode(&u.discriminator, &Val::Ref(quote!(discriminator)));
                 let all_test = label_test(&all_labels, false);
@@ -362,16 +404,30 @@ impl Generator<'_> {
                     }
                 });
                 let pattern = if is_default {
-                    quote!(_)
+                    Vec::new()
                 } else {
-                    label_pattern(&labels)
+                    labels.clone()
                 };
-                let arm =
-                    quote!(#pattern => Self::#variant { discriminator, value: #value_decode },);
+                let arm = (
+                    pattern,
+                    quote!(Self::#variant { discriminator, value: #value_decode }),
+                );
                 if is_default {
                     default_arm = Some(arm);
                 } else {
                     decode_arms.push(arm);
+                }
+                if default_value.is_none() && !labels.is_empty() {
+                    let label = &labels[0];
+                    default_value = Some(
+                        quote!(Self::#variant { discriminator: #label, value: #value_default }),
+                    );
+                }
+                if is_default {
+                    only_default = Some(quote!(Self::#variant {
+                        discriminator: <#disc_type as ::core::default::Default>::default(),
+                        value: #value_default,
+                    }));
                 }
             }
         }
@@ -400,16 +456,17 @@ impl Generator<'_> {
                         #disc_encode
                     }
                 });
-                decode_arms.push(quote!(_ => Self::#variant(discriminator),));
+                decode_arms.push((Vec::new(), quote!(Self::#variant(discriminator))));
             } else if !covered {
-                decode_arms.push(quote! {
-                    _ => {
+                decode_arms.push((
+                    Vec::new(),
+                    quote! {
                         return ::core::result::Result::Err(#error::Invalid {
                             offset: r.position(),
                             what: "union discriminator selects no member",
                         })
-                    }
-                });
+                    },
+                ));
             }
         } else if !covered {
             // The default arm comes last. (When every value has an explicit
@@ -417,11 +474,10 @@ impl Generator<'_> {
             decode_arms.extend(default_arm);
         }
         let disc_decode = self.decode(module, &u.discriminator);
+        let select = self.union_select(module, u, &decode_arms);
         let body = quote! {
             let discriminator: #disc_type = #disc_decode;
-            ::core::result::Result::Ok(match discriminator {
-                #(#decode_arms)*
-            })
+            ::core::result::Result::Ok(#select)
         };
         let body = if self.recursive.contains(&id) {
             quote!(r.nested(|r| { #body }))
@@ -433,15 +489,30 @@ impl Generator<'_> {
         let idl_type = self.idl_type_impl(id);
         let tc = self.tc_static(module, id);
         let nested = self.nested_module(id, TokenStream::new());
+        let eq_hash = self.members_eq_hash(id).then(|| quote!(Eq, Hash,));
+        let attributes = self.type_attributes(id);
+        let default_impl = default_value.or(only_default).map(|value| {
+            quote! {
+                /// The first member that a case label selects.
+                impl ::core::default::Default for #name {
+                    fn default() -> Self {
+                        #value
+                    }
+                }
+            }
+        });
         quote! {
             #doc
-            #[derive(Debug, Clone, PartialEq)]
+            #[derive(Debug, Clone, PartialEq, #eq_hash)]
+            #attributes
             pub enum #name {
                 #(#variants,)*
             }
 
+            #default_impl
+
             impl #encode for #name {
-                fn encode(&self, w: &mut ::armillary::cdr::CdrWriter) -> ::core::result::Result<(), #error> {
+                fn encode(&self, w: &mut ::armillary::runtime::CdrWriter) -> ::core::result::Result<(), #error> {
                     match self {
                         #(#encode_arms)*
                     }
@@ -452,7 +523,7 @@ impl Generator<'_> {
             impl #decode for #name {
                 const MIN_SIZE: usize = #min_size;
 
-                fn decode(r: &mut ::armillary::cdr::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
+                fn decode(r: &mut ::armillary::runtime::CdrReader<'_>) -> ::core::result::Result<Self, #error> {
                     #body
                 }
             }
@@ -460,6 +531,85 @@ impl Generator<'_> {
             #idl_type
             #tc
             #nested
+        }
+    }
+
+    /// The expression that picks a union's member from `discriminator`:
+    /// `arms` are (labels, value) in order, no labels meaning "any other
+    /// value". A boolean discriminator is tested with `if`; a wildcard that
+    /// stands for one enumerator names it.
+    fn union_select(
+        &self,
+        module: &[String],
+        union: &crate::ir::Union,
+        arms: &[(Vec<TokenStream>, TokenStream)],
+    ) -> TokenStream {
+        if matches!(
+            self.spec.unalias(&union.discriminator),
+            Type::Primitive(crate::ir::Primitive::Boolean)
+        ) {
+            let pick = |value: &str| {
+                arms.iter()
+                    .find(|(labels, _)| {
+                        labels.is_empty() || labels.iter().any(|l| l.to_string() == value)
+                    })
+                    .map(|(_, expr)| expr.clone())
+            };
+            if let (Some(yes), Some(no)) = (pick("true"), pick("false")) {
+                return quote!(if discriminator { #yes } else { #no });
+            }
+        }
+        if let [(labels, expr)] = arms {
+            if labels.is_empty() {
+                // Only a default member: every value selects it.
+                return expr.clone();
+            }
+        }
+        let unlabelled = self.unlabelled_enumerator(module, union);
+        let arms = arms.iter().map(|(labels, expr)| {
+            let pattern = if labels.is_empty() {
+                unlabelled.clone().unwrap_or_else(|| quote!(_))
+            } else {
+                label_pattern(labels)
+            };
+            quote!(#pattern => #expr,)
+        });
+        quote!(match discriminator { #(#arms)* })
+    }
+
+    /// For an enum discriminator whose labels leave exactly one enumerator
+    /// out: that enumerator, named from `module` (a `_` arm would stand
+    /// for it alone).
+    fn unlabelled_enumerator(
+        &self,
+        module: &[String],
+        union: &crate::ir::Union,
+    ) -> Option<TokenStream> {
+        let Type::Named(enum_def) = self.spec.unalias(&union.discriminator) else {
+            return None;
+        };
+        let DefKind::Enum(e) = &self.spec[*enum_def].kind else {
+            return None;
+        };
+        let labelled: Vec<u32> = union
+            .cases
+            .iter()
+            .flat_map(|c| &c.labels)
+            .filter_map(|l| match l {
+                UnionLabel::Value(crate::ir::ConstValue::Enumerator { index, .. }) => Some(*index),
+                _ => None,
+            })
+            .collect();
+        let mut left = (0..e.enumerators.len() as u32).filter(|i| !labelled.contains(i));
+        match (left.next(), left.next()) {
+            (Some(index), None) => Some(self.const_value(
+                module,
+                &crate::ir::ConstValue::Enumerator {
+                    enum_def: *enum_def,
+                    index,
+                },
+            )),
+            _ => None,
         }
     }
 
@@ -521,17 +671,22 @@ impl Generator<'_> {
         );
         quote! {
             #[doc = #to_doc]
+            #[doc = ""]
+            #[doc = " # Errors"]
+            #[doc = ""]
+            #[doc = " The CDR error of a value that breaks a bound of the type."]
             pub fn #to_any(
                 value: &#name,
-            ) -> ::core::result::Result<::armillary::cdr::Any, ::armillary::cdr::CdrError> {
-                ::armillary::cdr::Any::from_writer(#tc.clone(), |w| {
+            ) -> ::core::result::Result<::armillary::Any, ::armillary::runtime::CdrError> {
+                ::armillary::Any::from_writer(#tc.clone(), |w| {
                     #encode
                     ::core::result::Result::Ok(())
                 })
             }
 
             #[doc = #from_doc]
-            pub fn #from_any(any: &::armillary::cdr::Any) -> ::core::option::Option<#name> {
+            #[must_use]
+            pub fn #from_any(any: &::armillary::Any) -> ::core::option::Option<#name> {
                 any.read_with(&#tc, #read)
             }
         }
@@ -547,7 +702,7 @@ impl Generator<'_> {
         match self.spec.unalias(&c.ty) {
             Type::Fixed { .. } => quote! {
                 #doc
-                pub static #name: ::std::sync::LazyLock<::armillary::cdr::Fixed> =
+                pub static #name: ::std::sync::LazyLock<::armillary::Fixed> =
                     ::std::sync::LazyLock::new(|| #value.unwrap_or_default());
             },
             Type::String { .. } | Type::WString { .. } => quote! {

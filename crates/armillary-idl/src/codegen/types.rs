@@ -55,19 +55,19 @@ impl Val {
 }
 
 pub(super) fn cdr_encode() -> TokenStream {
-    quote!(::armillary::cdr::CdrEncode)
+    quote!(::armillary::runtime::CdrEncode)
 }
 
 pub(super) fn cdr_decode() -> TokenStream {
-    quote!(::armillary::cdr::CdrDecode)
+    quote!(::armillary::runtime::CdrDecode)
 }
 
 pub(super) fn cdr_error() -> TokenStream {
-    quote!(::armillary::cdr::CdrError)
+    quote!(::armillary::runtime::CdrError)
 }
 
 fn type_code() -> TokenStream {
-    quote!(::armillary::cdr::TypeCode)
+    quote!(::armillary::TypeCode)
 }
 
 /// A `usize` or `u32` literal.
@@ -96,8 +96,8 @@ impl Generator<'_> {
                 }
                 out
             }
-            Type::Fixed { .. } => quote!(::armillary::cdr::Fixed),
-            Type::Any => quote!(::armillary::cdr::Any),
+            Type::Fixed { .. } => quote!(::armillary::Fixed),
+            Type::Any => quote!(::armillary::Any),
             Type::Object => quote!(::armillary::ObjectRef),
             Type::TypeCode => type_code(),
             Type::Principal => quote!(::std::vec::Vec<u8>),
@@ -230,6 +230,7 @@ impl Generator<'_> {
                     };
                 }
                 let recv = val.receiver();
+                let items = val.by_ref();
                 let item = self.encode(element, &Val::Ref(quote!(item)));
                 let check = bound.map(|b| {
                     let limit = Literal::usize_suffixed(b as usize);
@@ -246,7 +247,7 @@ impl Generator<'_> {
                 quote! {
                     #check
                     w.write_len(#recv.len())?;
-                    for item in #recv.iter() {
+                    for item in #items {
                         #item
                     }
                 }
@@ -266,10 +267,10 @@ impl Generator<'_> {
                         dimensions: dimensions[1..].to_vec(),
                     },
                 };
-                let recv = val.receiver();
+                let items = val.by_ref();
                 let item = self.encode(&inner, &Val::Ref(quote!(item)));
                 quote! {
-                    for item in #recv.iter() {
+                    for item in #items {
                         #item
                     }
                 }
@@ -585,7 +586,7 @@ impl Generator<'_> {
                         };
                         let value = Literal::i128_unsuffixed(value);
                         members.push(quote! {
-                            ::armillary::giop::typecode::UnionMember {
+                            ::armillary::runtime::UnionMember {
                                 label: #value,
                                 name: #member_name.into(),
                                 type_code: #member_tc,
@@ -607,12 +608,12 @@ impl Generator<'_> {
             DefKind::Interface(i) => match i.kind {
                 InterfaceKind::Unconstrained => quote!(#tc::objref(#repo, #name)),
                 InterfaceKind::Abstract => quote!(#tc::interface(
-                    ::armillary::giop::typecode::TCKind::AbstractInterface, #repo, #name)),
+                    ::armillary::runtime::TCKind::AbstractInterface, #repo, #name)),
                 InterfaceKind::Local => quote!(#tc::interface(
-                    ::armillary::giop::typecode::TCKind::LocalInterface, #repo, #name)),
+                    ::armillary::runtime::TCKind::LocalInterface, #repo, #name)),
             },
             DefKind::Native => quote!(#tc::interface(
-                ::armillary::giop::typecode::TCKind::Native, #repo, #name)),
+                ::armillary::runtime::TCKind::Native, #repo, #name)),
             _ => quote!(#tc::null()),
         };
         stack.pop();
@@ -631,7 +632,7 @@ impl Generator<'_> {
                 let name = m.name.as_str();
                 let member_tc = self.tc_expr(from, &m.ty, stack);
                 quote! {
-                    ::armillary::giop::typecode::StructMember {
+                    ::armillary::runtime::StructMember {
                         name: #name.into(),
                         type_code: #member_tc,
                     }
@@ -668,7 +669,7 @@ impl Generator<'_> {
             ConstValue::LongDouble(v) => {
                 let bits = armillary_giop::LongDouble::from_f64(*v).to_bits();
                 let bits = Literal::u128_unsuffixed(bits);
-                quote!(::armillary::cdr::LongDouble::from_bits(#bits))
+                quote!(::armillary::LongDouble::from_bits(#bits))
             }
             ConstValue::Char(c) => {
                 let c = Literal::character(char::from(*c));
@@ -687,7 +688,7 @@ impl Generator<'_> {
             ConstValue::Fixed(f) => {
                 let unscaled = signed(f.value);
                 let scale = Literal::u16_unsuffixed(u16::from(f.scale));
-                quote!(::armillary::cdr::Fixed::new(#unscaled, #scale))
+                quote!(::armillary::Fixed::new(#unscaled, #scale))
             }
             ConstValue::Enumerator { enum_def, index } => {
                 let path = self.path_to(from, *enum_def);
@@ -770,7 +771,7 @@ fn primitive_type(p: Primitive) -> TokenStream {
         Primitive::ULongLong => quote!(u64),
         Primitive::Float => quote!(f32),
         Primitive::Double => quote!(f64),
-        Primitive::LongDouble => quote!(::armillary::cdr::LongDouble),
+        Primitive::LongDouble => quote!(::armillary::LongDouble),
         Primitive::Char | Primitive::WChar => quote!(char),
         Primitive::Boolean => quote!(bool),
         Primitive::Octet => quote!(u8),

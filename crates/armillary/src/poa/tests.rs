@@ -2,7 +2,7 @@
 //! servant managers, managers' states and O(1) key resolution.
 
 use super::*;
-use crate::cdr::{ByteOrder, CdrReader, CdrWriter, GiopVersion};
+use crate::runtime::{ByteOrder, CdrReader, CdrWriter, GiopVersion};
 use armillary_giop::ior::{Ior, TaggedProfile};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
