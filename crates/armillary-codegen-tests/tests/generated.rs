@@ -5,6 +5,7 @@
 //! recursion depth) fail with clear errors instead of wrong bytes or a
 //! crash.
 
+use armillary::WaitForCompletion;
 use std::fmt::Debug;
 
 use armillary::cdr::{
@@ -388,7 +389,7 @@ fn typed_activation_keeps_a_servant_handle_and_gives_a_typed_reference() {
     );
     // Outside an upcall there is no current object.
     assert_eq!(PoaCurrent.this::<Peer>().unwrap_err(), PoaError::NoContext);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -452,7 +453,7 @@ fn references_taken_out_of_anys_belong_to_the_orb_that_received_them() {
     // The newest ORB is the process-wide default; it is shut down, so a
     // reference bound to it cannot be called.
     let other = Orb::with_config(OrbConfig::default()).unwrap();
-    other.shutdown(true);
+    other.shutdown(WaitForCompletion::Yes).unwrap();
 
     let sent = e.as_object().to_any().unwrap();
     let received = e.echo_any(&sent).unwrap();
@@ -465,8 +466,8 @@ fn references_taken_out_of_anys_belong_to_the_orb_that_received_them() {
     let local = ObjectRef::from_any(&sent).unwrap();
     assert!(Everything::from_object(local).echo_long(5).is_err());
 
-    client.shutdown(true);
-    server.shutdown(true);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -596,7 +597,7 @@ fn stubs_call_skeletons_through_an_orb() {
         nil.echo_long(1).unwrap_err().kind(),
         SystemExceptionKind::InvObjref
     );
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

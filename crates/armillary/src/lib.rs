@@ -13,6 +13,7 @@
 pub mod collocated;
 mod completion;
 pub mod config;
+mod endpoint;
 mod exception;
 mod idl_type;
 pub mod net;
@@ -27,11 +28,11 @@ mod transport;
 
 pub use armillary_giop as giop;
 pub use completion::WaitForCompletion;
+pub use endpoint::Endpoint;
 pub use exception::UserException;
 pub use idl_type::IdlType;
 pub use object::{
-    set_default_invoker, Interface, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody,
-    ReplyMessage, ReplyOutcome,
+    Interface, Invoker, Location, ObjectRef, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome,
 };
 pub use orb::{Orb, OrbError, ReferenceError};
 pub use servant::{IntoServant, Servant, ServerRequest};

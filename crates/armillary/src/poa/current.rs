@@ -58,6 +58,17 @@ pub fn in_upcall() -> bool {
     STACK.with(|s| !s.borrow().is_empty())
 }
 
+/// True while this thread runs an upcall (possibly nested under others)
+/// of a POA of the ORB whose POAs `registry` holds: waiting there for
+/// that ORB's requests to finish would wait for itself.
+pub(crate) fn in_upcall_of(registry: &Arc<super::PoaRegistry>) -> bool {
+    STACK.with(|s| {
+        s.borrow()
+            .iter()
+            .any(|frame| Arc::ptr_eq(&frame.poa.inner.registry, registry))
+    })
+}
+
 /// `PortableServer::Current`: answers only inside an upcall; elsewhere every
 /// method fails with [`PoaError::NoContext`].
 #[derive(Debug, Clone, Copy, Default)]

@@ -46,7 +46,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Token};
 use parking_lot::Mutex;
 
+use crate::completion::WaitForCompletion;
 use crate::config::ConcurrencyModel;
+use crate::endpoint::Endpoint;
 use crate::net;
 use crate::orb::{OrbCore, OrbError};
 use crate::poa::{Admission, Resolution};
@@ -167,10 +169,16 @@ pub(crate) struct Server {
     published_tls: Vec<(String, u16)>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     connections: Mutex<Vec<std::sync::Weak<ServerConnection>>>,
+    /// The reactor failed (its poll returned an error): nothing more is
+    /// served, and `Orb::run` says so.
+    failed: AtomicBool,
 }
 
 struct Acceptor {
-    listener: Mutex<TcpListener>,
+    /// `None` once the server has stopped: the port is closed.
+    listener: Mutex<Option<TcpListener>>,
+    /// The listener's reactor token.
+    token: Mutex<Option<Token>>,
     /// For a TLS endpoint, the configuration of its sessions.
     tls: Option<Arc<rustls::ServerConfig>>,
     core: std::sync::Weak<OrbCore>,
@@ -383,10 +391,12 @@ impl Server {
             published_tls,
             threads: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
         });
         for (listener, tls) in listeners {
             let acceptor = Arc::new(Acceptor {
-                listener: Mutex::new(listener),
+                listener: Mutex::new(Some(listener)),
+                token: Mutex::new(None),
                 tls,
                 core: Arc::downgrade(&core),
                 server: Arc::downgrade(&server),
@@ -395,12 +405,15 @@ impl Server {
             });
             shared.acceptors.lock().push(Arc::downgrade(&acceptor));
             let mut l = acceptor.listener.lock();
-            reactor
-                .register(&mut *l, Interest::READABLE, acceptor.clone())
-                .map_err(|source| OrbError::Listen {
-                    endpoint: "register".into(),
-                    source,
-                })?;
+            if let Some(listener) = &mut *l {
+                let token = reactor
+                    .register(listener, Interest::READABLE, acceptor.clone())
+                    .map_err(|source| OrbError::Listen {
+                        endpoint: "register".into(),
+                        source,
+                    })?;
+                *acceptor.token.lock() = Some(token);
+            }
         }
         let threads = match core.config.concurrency {
             // With thread per connection the reactor only accepts (and runs
@@ -415,7 +428,7 @@ impl Server {
             let driver = server.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("armillary-reactor-{i}"))
-                .spawn(move || while driver.drive(EVENT_LOOP_WAIT) {})
+                .spawn(move || while let Ok(true) = driver.drive(EVENT_LOOP_WAIT) {})
                 .map_err(|source| OrbError::Listen {
                     endpoint: "thread".into(),
                     source,
@@ -426,14 +439,25 @@ impl Server {
     }
 
     /// One turn of an event loop: posted tasks, one event (waiting up to
-    /// `wait` for one), then the idle ticks if due. False once the server
-    /// is stopping or the reactor failed: the loop should end.
-    pub(crate) fn drive(&self, wait: Duration) -> bool {
-        if self.reactor.is_stopping() || self.reactor.turn(Some(wait)).is_err() {
-            return false;
+    /// `wait` for one), then the idle ticks if due. `Ok(false)` once the
+    /// server is stopping: the loop should end; an error when the reactor
+    /// failed (recorded: see [`failed`](Self::failed)).
+    pub(crate) fn drive(&self, wait: Duration) -> std::io::Result<bool> {
+        if self.reactor.is_stopping() {
+            return Ok(false);
         }
+        self.reactor.turn(Some(wait)).inspect_err(|_| self.fail())?;
         self.reactor.tick_if_due();
-        !self.reactor.is_stopping()
+        Ok(!self.reactor.is_stopping())
+    }
+
+    fn fail(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the reactor failed: the server can serve nothing more.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
     }
 
     /// Whether a request, connection event, posted task or idle check is
@@ -443,11 +467,15 @@ impl Server {
     }
 
     /// Handles one unit of work on the calling thread, waiting up to
-    /// `wait` for one to arrive (`Orb::perform_work`).
-    pub(crate) fn perform_work(&self, wait: Duration) {
+    /// `wait` for one to arrive (`Orb::perform_work`); an error when the
+    /// reactor failed.
+    pub(crate) fn perform_work(&self, wait: Duration) -> std::io::Result<()> {
         if !self.reactor.is_stopping() {
-            let _ = self.reactor.perform_one(wait);
+            self.reactor
+                .perform_one(wait)
+                .inspect_err(|_| self.fail())?;
         }
+        Ok(())
     }
 
     /// What the server has done and holds now.
@@ -465,8 +493,33 @@ impl Server {
         self.published_tls.clone()
     }
 
-    /// Closes every connection with CloseConnection and stops the threads.
-    pub(crate) fn stop(&self, wait: bool) {
+    /// Every endpoint, plain first, then TLS (`Orb::endpoints`).
+    pub(crate) fn endpoints(&self) -> Vec<Endpoint> {
+        let plain = self.published.iter().map(|(h, p)| (h, p, false));
+        let tls = self.published_tls.iter().map(|(h, p)| (h, p, true));
+        plain
+            .chain(tls)
+            .map(|(h, p, tls)| Endpoint::new(h.clone(), *p, tls))
+            .collect()
+    }
+
+    /// Stops the server: closes the listeners (their ports refuse
+    /// connections from now on), closes every connection with
+    /// CloseConnection, and stops the threads; with
+    /// [`WaitForCompletion::Yes`], waits for them to finish what they are
+    /// running (never for the calling thread itself).
+    pub(crate) fn stop(&self, wait: WaitForCompletion) {
+        self.reactor.stop();
+        let acceptors: Vec<Arc<Acceptor>> = self
+            .shared
+            .acceptors
+            .lock()
+            .drain(..)
+            .filter_map(|w| w.upgrade())
+            .collect();
+        for acceptor in acceptors {
+            acceptor.close(&self.reactor);
+        }
         let conns: Vec<_> = self
             .connections
             .lock()
@@ -476,8 +529,7 @@ impl Server {
         for c in conns {
             c.close_orderly(&self.reactor);
         }
-        self.reactor.stop();
-        if wait {
+        if wait.is_yes() {
             let current = std::thread::current().id();
             for t in self.threads.lock().drain(..) {
                 if t.thread().id() != current {
@@ -485,6 +537,9 @@ impl Server {
                 }
             }
         }
+        // What is left (handlers, posted work) would otherwise keep the
+        // reactor, and the sockets it holds, alive through itself.
+        self.reactor.clear();
     }
 }
 
@@ -530,6 +585,15 @@ impl EventHandler for Acceptor {
 }
 
 impl Acceptor {
+    /// Closes the listener: the port refuses connections from now on.
+    fn close(&self, reactor: &Reactor) {
+        let listener = self.listener.lock().take();
+        let token = self.token.lock().take();
+        if let (Some(mut listener), Some(token)) = (listener, token) {
+            reactor.deregister(&mut listener, token);
+        }
+    }
+
     /// Accepts every connection waiting. Out of descriptors it stops and
     /// marks itself paused: a closing connection or the next tick calls it
     /// again (the listener's edge-triggered event does not come again for
@@ -541,7 +605,11 @@ impl Acceptor {
         let mut failures = 0;
         loop {
             self.shared.accept_calls.fetch_add(1, Ordering::SeqCst);
-            let accepted = self.listener.lock().accept();
+            let accepted = match &*self.listener.lock() {
+                Some(listener) => listener.accept(),
+                // Closed by the server's stop.
+                None => return,
+            };
             match accepted {
                 Ok((stream, _)) => {
                     failures = 0;
@@ -654,6 +722,12 @@ impl Acceptor {
             let mut list = server.connections.lock();
             list.retain(|w| w.strong_count() > 0);
             list.push(Arc::downgrade(&conn));
+        }
+        if reactor.is_stopping() {
+            // Accepted while the server stopped, perhaps after it closed
+            // the connections it knew.
+            conn.close_orderly(reactor);
+            return;
         }
         if per_thread {
             self.shared.threads.fetch_add(1, Ordering::SeqCst);
