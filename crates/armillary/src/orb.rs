@@ -1148,15 +1148,17 @@ impl Invoker for OrbCore {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException> {
-        if self.shut_down.load(Ordering::SeqCst) {
-            return Err(shut_down_error());
-        }
         let deadline = self.deadline();
         let mut target = target.clone();
         let mut forwards = 0;
         let mut retries = 0;
         let mut addressing = 0;
         loop {
+            // A shutdown while an attempt was under way closed its
+            // connection: no new one is opened for the retry.
+            if self.shut_down.load(Ordering::SeqCst) {
+                return Err(shut_down_error());
+            }
             // Every attempt so far ended before the server ran the request
             // (re-addressed, forwarded, or refused by an orderly close).
             if deadline.is_some_and(|d| d <= Instant::now()) {

@@ -168,6 +168,9 @@ pub(crate) struct Server {
     /// The (host, port) pairs of the TLS endpoints.
     published_tls: Vec<(String, u16)>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Thread per connection: the connections' threads (finished ones are
+    /// dropped as new ones come).
+    connection_threads: Mutex<Vec<JoinHandle<()>>>,
     connections: Mutex<Vec<std::sync::Weak<ServerConnection>>>,
     /// The reactor failed (its poll returned an error): nothing more is
     /// served, and `Orb::run` says so.
@@ -390,6 +393,7 @@ impl Server {
             published,
             published_tls,
             threads: Mutex::new(Vec::new()),
+            connection_threads: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
         });
@@ -531,7 +535,11 @@ impl Server {
         }
         if wait.is_yes() {
             let current = std::thread::current().id();
-            for t in self.threads.lock().drain(..) {
+            let threads: Vec<_> = self.threads.lock().drain(..).collect();
+            // Their connections are closed: each thread ends once its
+            // request (if any) is answered.
+            let per_connection: Vec<_> = self.connection_threads.lock().drain(..).collect();
+            for t in threads.into_iter().chain(per_connection) {
                 if t.thread().id() != current {
                     let _ = t.join();
                 }
@@ -738,10 +746,19 @@ impl Acceptor {
                     conn2.serve_blocking(&reactor2);
                     conn2.shared.threads.fetch_sub(1, Ordering::SeqCst);
                 });
-            if spawned.is_err() {
-                // No thread for it: the connection cannot be served.
-                self.shared.threads.fetch_sub(1, Ordering::SeqCst);
-                conn.close(reactor);
+            match spawned {
+                Ok(handle) => {
+                    if let Some(server) = self.server.upgrade() {
+                        let mut threads = server.connection_threads.lock();
+                        threads.retain(|t| !t.is_finished());
+                        threads.push(handle);
+                    }
+                }
+                Err(_) => {
+                    // No thread for it: the connection cannot be served.
+                    self.shared.threads.fetch_sub(1, Ordering::SeqCst);
+                    conn.close(reactor);
+                }
             }
         }
     }
