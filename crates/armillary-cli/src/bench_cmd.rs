@@ -215,7 +215,7 @@ fn serve_echo(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
         .servant_to_reference(&servant)
         .map_err(|e| e.to_string())?;
     write_atomically(ior_file, &orb.object_to_string(&obj))?;
-    orb.run();
+    orb.run().map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -520,7 +520,8 @@ fn latency(
         }
     }
     bar.finish_and_clear();
-    orb.shutdown(false);
+    // Not an upcall: cannot fail.
+    let _ = orb.shutdown(armillary::WaitForCompletion::No);
 
     let mut result = json!({
         "benchmark": "latency",

@@ -133,7 +133,7 @@ pub fn serve(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
         .servant_to_reference(&servant)
         .map_err(|e| e.to_string())?;
     write_atomically(ior_file, &orb.object_to_string(&obj))?;
-    orb.run();
+    orb.run().map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 

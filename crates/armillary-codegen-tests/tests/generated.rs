@@ -5,6 +5,7 @@
 //! recursion depth) fail with clear errors instead of wrong bytes or a
 //! crash.
 
+use armillary::WaitForCompletion;
 use std::fmt::Debug;
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
@@ -387,7 +388,7 @@ fn typed_activation_keeps_a_servant_handle_and_gives_a_typed_reference() {
     );
     // Outside an upcall there is no current object.
     assert_eq!(PoaCurrent.this::<Peer>().unwrap_err(), PoaError::NoContext);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -448,24 +449,27 @@ fn references_taken_out_of_anys_belong_to_the_orb_that_received_them() {
         .unwrap();
     let client = Orb::with_config(OrbConfig::default()).unwrap();
     let e = Everything::from_object(client.ior_to_object(served.as_object().ior().clone()));
-    // The newest ORB is the process-wide default; it is shut down, so a
-    // reference bound to it cannot be called.
+    // The newest running ORB: references with no receiving ORB bind to it.
     let other = Orb::with_config(OrbConfig::default()).unwrap();
-    other.shutdown(true);
 
     let sent = e.as_object().to_any().unwrap();
     let received = e.echo_any(&sent).unwrap();
     assert!(received.origin().is_some());
     // Taken out after the call, outside any decoding: bound to `client`.
     let object = ObjectRef::from_any(&received).expect("an object reference");
-    assert_eq!(Everything::from_object(object).echo_long(5).unwrap(), 5);
+    let object = Everything::from_object(object);
+    assert_eq!(object.echo_long(5).unwrap(), 5);
+    // Once `client` is shut down it fails, though `other` still runs.
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    let error = object.echo_long(5).unwrap_err();
+    assert_eq!(error.minor(), armillary::minor::ORB_SHUT_DOWN, "{error:?}");
     // The control: the same reference from an any made here, with no
-    // receiving ORB, falls back to the (shut down) default ORB.
+    // receiving ORB, binds to the newest running ORB (`other`).
     let local = ObjectRef::from_any(&sent).unwrap();
-    assert!(Everything::from_object(local).echo_long(5).is_err());
+    assert_eq!(Everything::from_object(local).echo_long(5).unwrap(), 5);
 
-    client.shutdown(true);
-    server.shutdown(true);
+    other.shutdown(WaitForCompletion::Yes).unwrap();
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -592,7 +596,7 @@ fn stubs_call_skeletons_through_an_orb() {
         nil.echo_long(1).unwrap_err().kind(),
         SystemExceptionKind::InvObjref
     );
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
+use armillary::WaitForCompletion;
 use std::process::Command;
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
@@ -57,7 +58,7 @@ fn omniorb_client_against_a_generated_skeleton_in_every_giop_version() {
         println!("GIOP {version}: {last}");
     }
     let _ = std::fs::remove_file(&ior_file);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 struct Greeter;
@@ -254,7 +255,7 @@ fn generated_stub_session(version: GiopVersion, ior: &str) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(e.oneway_count().unwrap(), before + 3);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub mod minor {
     pub const ADAPTER_INACTIVE: u32 = omg_minor(1);
     /// BAD_OPERATION 2: the servant does not implement the operation.
     pub const UNKNOWN_OPERATION: u32 = omg_minor(2);
+    /// BAD_INV_ORDER 3: waiting for completion here would deadlock (an
+    /// upcall asked its own ORB to shut down and wait for its requests).
+    pub const WOULD_DEADLOCK: u32 = omg_minor(3);
     /// BAD_INV_ORDER 4: the ORB has shut down.
     pub const ORB_SHUT_DOWN: u32 = omg_minor(4);
     /// BAD_INV_ORDER 7: a dynamic servant read its arguments twice, or
@@ -92,6 +95,9 @@ pub mod minor {
     /// (`-ORBClientCallTimeout`), or its request could not be sent in that
     /// time (Armillary's own).
     pub const CALL_TIMEOUT: u32 = armillary_minor(6);
+    /// INTERNAL: the ORB's reactor failed (its event poll returned an
+    /// error), so the ORB can serve nothing more (Armillary's own).
+    pub const REACTOR_FAILED: u32 = armillary_minor(7);
 }
 
 /// Whether the operation ran before the exception was raised.

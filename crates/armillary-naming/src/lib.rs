@@ -30,8 +30,8 @@
 //!     .expect("a CosNaming::NamingContextExt");
 //! assert!(naming.resolve_str("apps.ctx")?.is_equivalent(apps.as_object()));
 //!
-//! client.shutdown(true);
-//! server.shutdown(true);
+//! client.shutdown(armillary::WaitForCompletion::Yes)?;
+//! server.shutdown(armillary::WaitForCompletion::Yes)?;
 //! # Ok(())
 //! # }
 //! ```

@@ -6,6 +6,7 @@
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::SystemExceptionKind;
 use armillary::poa::PoaError;
+use armillary::WaitForCompletion;
 use armillary::{ObjectRef, Orb};
 use armillary_naming::cos_naming::naming_context::{
     AlreadyBound, BindContextError, BindError, BindNewContextError, CannotProceed, DestroyError,
@@ -29,7 +30,7 @@ struct Service {
 
 impl Drop for Service {
     fn drop(&mut self) {
-        self.orb.shutdown(true);
+        self.orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -524,7 +525,7 @@ fn is_reached_by_corbaloc_and_initial_reference() {
     let s = service();
     let x = object(&s.orb, "x");
     s.root.bind(&n("x"), &x).unwrap();
-    let port = s.orb.endpoints().unwrap()[0].1;
+    let port = s.orb.endpoints()[0].port();
     for url in [
         format!("corbaloc:iiop:127.0.0.1:{port}/NameService"),
         format!("corbaloc::127.0.0.1:{port}/NameService"),
@@ -592,7 +593,7 @@ fn corbaname_urls_resolve_through_the_service() {
     let x = object(&s.orb, "x");
     s.root.bind_new_context(&n("dir.ectory")).unwrap();
     s.root.bind(&n("dir.ectory/x.obj"), &x).unwrap();
-    let port = s.orb.endpoints().unwrap()[0].1;
+    let port = s.orb.endpoints()[0].port();
     let client = Orb::with_config(OrbConfig::default()).unwrap();
     let url = format!("corbaname::127.0.0.1:{port}#dir.ectory/x.obj");
     assert_eq!(client.string_to_object(&url).unwrap(), x);
@@ -618,5 +619,5 @@ fn corbaname_urls_resolve_through_the_service() {
         e.minor(),
         armillary::giop::system_exception::minor::CORBANAME_UNRESOLVED
     );
-    client.shutdown(true);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
 }

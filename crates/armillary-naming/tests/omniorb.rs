@@ -7,6 +7,7 @@
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip. Every wait is bounded: a child
 //! process that does not finish in time is killed and the test fails.
 
+use armillary::WaitForCompletion;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -101,7 +102,7 @@ fn nameclt_drives_armillary_naming() {
     }
     let orb = orb();
     let root = armillary_naming::start(&orb).unwrap();
-    let port = orb.endpoints().unwrap()[0].1;
+    let port = orb.endpoints()[0].port();
     let x = orb
         .string_to_object("corbaloc::127.0.0.1:1/some/object")
         .unwrap();
@@ -175,7 +176,7 @@ fn nameclt_drives_armillary_naming() {
     // remove_context unbinds and destroys.
     assert!(nameclt(port, &["remove_context", "empty"]).success);
     assert!(root.resolve_str("empty").is_err());
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// omniNames on a loopback port, with its data in a fresh directory.
@@ -349,5 +350,5 @@ fn generated_stubs_drive_omninames() {
     sub.destroy().unwrap();
     root.unbind(&n("armillary")).unwrap();
     assert!(root.resolve_str("armillary").is_err());
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

@@ -110,7 +110,7 @@
 //! # ));
 //!
 //! // Shut down: waits for running requests, then closes the connections.
-//! orb.shutdown(true);
+//! orb.shutdown(armillary::WaitForCompletion::Yes)?;
 //! # Ok(())
 //! # }
 //! ```
@@ -129,6 +129,7 @@ pub mod config;
 mod deferred;
 pub mod dii;
 pub mod dsi;
+mod endpoint;
 mod exception;
 mod idl_type;
 mod net;
@@ -145,6 +146,7 @@ mod transport;
 pub use armillary_giop as giop;
 pub use completion::WaitForCompletion;
 pub use dii::{Request, RequestError};
+pub use endpoint::Endpoint;
 pub use exception::UserException;
 pub use idl_type::IdlType;
 pub use object::{Interface, Location, ObjectRef};

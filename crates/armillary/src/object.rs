@@ -7,7 +7,7 @@
 //! reads the reply — and never see the transport.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use armillary_giop::any::{Origin, OriginGuard};
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
@@ -158,7 +158,11 @@ pub trait Invoker: Send + Sync + 'static {
     }
 }
 
-static DEFAULT_INVOKER: RwLock<Option<Arc<dyn Invoker>>> = RwLock::new(None);
+/// The ORBs that unbound references may bind to, oldest first: each
+/// ORB registers itself when it starts ([`register_default_invoker`]) and
+/// removes its own entry when it shuts down. Weak, so that this
+/// process-wide list keeps no ORB alive.
+static DEFAULT_INVOKERS: Mutex<Vec<Weak<dyn Invoker>>> = Mutex::new(Vec::new());
 
 /// The token a [`DecodingScope`] installs as the decoding thread's
 /// [`Origin`]: the invoker of the ORB whose message is being decoded.
@@ -190,18 +194,25 @@ fn receiving_invoker() -> Option<Arc<dyn Invoker>> {
         .map(|r| r.0.clone())
 }
 
-/// Sets the invoker used by references that were decoded from CDR without
-/// one (the ORB installs itself here when it starts).
-pub fn set_default_invoker(invoker: Option<Arc<dyn Invoker>>) {
-    let mut slot = DEFAULT_INVOKER.write().unwrap_or_else(|e| e.into_inner());
-    *slot = invoker;
+/// Makes `invoker` (an ORB) the one that references decoded from CDR
+/// without one bind to, until it is unregistered; the ORB registered last
+/// and still alive wins.
+pub(crate) fn register_default_invoker(invoker: Weak<dyn Invoker>) {
+    let mut list = DEFAULT_INVOKERS.lock().unwrap_or_else(|e| e.into_inner());
+    list.retain(|w| w.strong_count() > 0);
+    list.push(invoker);
 }
 
+/// Removes `invoker`'s own registration (and no other ORB's).
+pub(crate) fn unregister_default_invoker(invoker: &Weak<dyn Invoker>) {
+    let mut list = DEFAULT_INVOKERS.lock().unwrap_or_else(|e| e.into_inner());
+    list.retain(|w| w.strong_count() > 0 && !Weak::ptr_eq(w, invoker));
+}
+
+/// The invoker of the newest ORB that is still running, if any.
 fn default_invoker() -> Option<Arc<dyn Invoker>> {
-    DEFAULT_INVOKER
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+    let list = DEFAULT_INVOKERS.lock().unwrap_or_else(|e| e.into_inner());
+    list.iter().rev().find_map(Weak::upgrade)
 }
 
 /// A typed object reference: what the IDL compiler generates for each
@@ -268,7 +279,7 @@ impl Interface for ObjectRef {
 /// )?;
 /// assert_eq!(cents, 4217);
 ///
-/// orb.shutdown(true);
+/// orb.shutdown(armillary::WaitForCompletion::Yes)?;
 /// # Ok(())
 /// # }
 /// ```
@@ -344,8 +355,9 @@ impl ObjectRef {
         }
     }
 
-    /// A reference with no invoker yet: it binds to the ORB's default
-    /// invoker on first use.
+    /// A reference with no invoker yet: on first use it binds to the ORB
+    /// started last among those still running (OBJ_ADAPTER if there is
+    /// none).
     pub fn unbound(ior: Ior) -> Self {
         ObjectRef {
             inner: Arc::new(ObjectInner {

@@ -7,6 +7,7 @@
 //! [`Orb::run`] and [`Orb::perform_work`].
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,8 +24,10 @@ use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::collocated::CollocatedInvoker;
+use crate::completion::WaitForCompletion;
 use crate::config::{ConcurrencyModel, OrbConfig, OrbOptionError};
 use crate::deferred::{PendingReply, RemoteDeferred};
+use crate::endpoint::Endpoint;
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
@@ -142,13 +145,62 @@ impl From<ReferenceError> for SystemException {
 /// let ior = orb.object_to_string(&reference);
 /// assert!(ior.starts_with("IOR:"));
 ///
-/// orb.shutdown(true);
+/// orb.shutdown(armillary::WaitForCompletion::Yes)?;
 /// # Ok(())
 /// # }
 /// ```
+///
+/// # Lifecycle
+///
+/// The ORB lives as long as one of its `Orb` values does. When the last
+/// one is dropped the ORB shuts down as [`destroy`](Self::destroy) does:
+/// its listeners close (the port refuses connections), its server threads
+/// stop, its client connections close, its POAs are destroyed and their
+/// servants released. Dropping waits for the requests that are running to
+/// finish, except inside one of the ORB's own upcalls, where it would wait
+/// for itself: there it returns at once and the requests finish on their
+/// own. References that outlive the ORB fail with BAD_INV_ORDER
+/// ([`minor::ORB_SHUT_DOWN`]); they do not keep it alive, and neither do
+/// the ORB's own threads. A servant that holds a clone of its own `Orb`
+/// does keep it alive, as any `Arc` cycle does: call
+/// [`shutdown`](Self::shutdown) or [`destroy`](Self::destroy) to end it.
+///
+/// Several ORBs in one process are independent: shutting one down or
+/// dropping it touches only its own state.
+///
+/// ```
+/// let (orb, _) = armillary::Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0"]).unwrap();
+/// let port = orb.endpoints()[0].port();
+/// drop(orb);
+/// assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+/// ```
 #[derive(Clone)]
 pub struct Orb {
+    handle: Arc<OrbHandle>,
+}
+
+/// What the application's [`Orb`] values share, and only they: its drop
+/// (the last `Orb` gone) shuts the ORB down. References and the ORB's own
+/// threads hold the core, never this.
+struct OrbHandle {
     core: Arc<OrbCore>,
+}
+
+impl Drop for OrbHandle {
+    fn drop(&mut self) {
+        self.core.release();
+    }
+}
+
+impl fmt::Debug for Orb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let core = self.core();
+        f.debug_struct("Orb")
+            .field("concurrency", &core.config.concurrency)
+            .field("endpoints", &self.endpoints())
+            .field("shut_down", &core.shut_down.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
 }
 
 pub(crate) struct OrbCore {
@@ -230,6 +282,10 @@ fn shut_down_error() -> SystemException {
     SystemException::bad_inv_order(minor::ORB_SHUT_DOWN, CompletionStatus::No)
 }
 
+fn reactor_failed() -> SystemException {
+    SystemException::internal(minor::REACTOR_FAILED, CompletionStatus::No)
+}
+
 /// The invoker of a local object the ORB hands out (POA Current): the
 /// object's own operations run in-process, on the calling thread. A
 /// reference decoded from their replies binds to this invoker (see
@@ -306,9 +362,16 @@ impl Orb {
         Ok((Orb::with_config(config)?, rest))
     }
 
-    /// An ORB with this configuration. Listening endpoints given in the
-    /// configuration are opened now; otherwise the server starts on
-    /// 127.0.0.1 the first time a reference is made.
+    /// An ORB with this configuration.
+    ///
+    /// When the server listens: listening endpoints given in the
+    /// configuration (`-ORBListenEndpoints`, plain or TLS) are opened now,
+    /// so [`endpoints`](Self::endpoints) reports them at once and a
+    /// misconfigured endpoint fails here. Without any, the ORB listens only
+    /// once it publishes an object: the first time a POA makes a reference
+    /// (`servant_to_reference`, `id_to_reference`, a skeleton's
+    /// `activate`, ...) the server starts on 127.0.0.1 with a port the
+    /// system picks. A client-only ORB never listens.
     pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
         let hold_limit = config.hold_limit;
         config.tls.check_version(config.giop_version())?;
@@ -331,16 +394,26 @@ impl Orb {
                 me: me.clone(),
             }
         });
+        let me: Weak<dyn Invoker> = core.me.clone();
+        crate::object::register_default_invoker(me);
+        // From here a failure drops the handle, which undoes the start.
+        let orb = Orb {
+            handle: Arc::new(OrbHandle { core }),
+        };
+        let core = orb.core();
         if !core.config.endpoints.is_empty() || core.config.tls.is_server() {
             core.server()?;
         }
-        crate::object::set_default_invoker(Some(core.clone()));
-        Ok(Orb { core })
+        Ok(orb)
+    }
+
+    fn core(&self) -> &Arc<OrbCore> {
+        &self.handle.core
     }
 
     /// The root POA.
     pub fn root_poa(&self) -> Poa {
-        self.core.root.clone()
+        self.core().root.clone()
     }
 
     /// `resolve_initial_references` for object references: names given
@@ -371,13 +444,13 @@ impl Orb {
         if name == "RootPOA" {
             return Ok(self.local_reference(Arc::new(LocalPoaServant)));
         }
-        if let Some(obj) = self.core.initial.read().get(name) {
+        if let Some(obj) = self.core().initial.read().get(name) {
             return Ok(obj.clone());
         }
-        if let Some(url) = self.core.config.initial_references.get(name) {
+        if let Some(url) = self.core().config.initial_references.get(name) {
             return self.string_to_object(url);
         }
-        if let Some(base) = &self.core.config.default_initial_reference {
+        if let Some(base) = &self.core().config.default_initial_reference {
             return self.string_to_object(&format!("{}/{}", base.trim_end_matches('/'), name));
         }
         Err(SystemException::inv_objref(0, CompletionStatus::No))
@@ -397,20 +470,20 @@ impl Orb {
         let invoker = LocalInvoker {
             ior: ior.clone(),
             local: CollocatedInvoker::new(servant),
-            orb: Arc::downgrade(&self.core),
+            orb: Arc::downgrade(self.core()),
         };
         ObjectRef::new(ior, Arc::new(invoker))
     }
 
     /// Makes `obj` what `resolve_initial_references(name)` returns.
     pub fn register_initial_reference(&self, name: &str, obj: ObjectRef) {
-        self.core.initial.write().insert(name.to_owned(), obj);
+        self.core().initial.write().insert(name.to_owned(), obj);
     }
 
     /// Lets clients reach `obj` with the plain object key `key` (for
     /// `corbaloc::host:port/key` URLs), like TAO's IOR table.
     pub fn bind_object_key(&self, key: &str, obj: ObjectRef) {
-        self.core
+        self.core()
             .key_table
             .write()
             .insert(key.as_bytes().to_vec(), obj);
@@ -426,7 +499,7 @@ impl Orb {
     /// for an IOR taken out of a [`DynValue`](armillary_giop::any::DynValue)
     /// or read from elsewhere).
     pub fn ior_to_object(&self, ior: Ior) -> ObjectRef {
-        ObjectRef::new(ior, self.core.clone())
+        ObjectRef::new(ior, self.core().clone())
     }
 
     /// Turns an `IOR:`, `corbaloc:` or `corbaname:` string into a
@@ -449,7 +522,7 @@ impl Orb {
     /// let e = orb.try_string_to_object("IOR:01zz").unwrap_err();
     /// assert!(matches!(e, ReferenceError::Malformed(IorError::BadHex { ch: 'z', at: 6 })));
     /// assert_eq!(e.to_string(), "malformed object reference: bad hex digit 'z' at character 6");
-    /// orb.shutdown(true);
+    /// orb.shutdown(armillary::WaitForCompletion::Yes).unwrap();
     /// ```
     pub fn try_string_to_object(&self, s: &str) -> Result<ObjectRef, ReferenceError> {
         let url: ObjectUrl = s.parse()?;
@@ -465,7 +538,7 @@ impl Orb {
                 .resolve_corbaname(addresses, key, &name)
                 .map_err(ReferenceError::Resolve),
             other => match other.to_ior() {
-                Some(ior) => Ok(ObjectRef::new(ior, self.core.clone())),
+                Some(ior) => Ok(ObjectRef::new(ior, self.core().clone())),
                 // Unreachable: only rir: and corbaname: URLs have no IOR.
                 None => Err(ReferenceError::Resolve(SystemException::bad_param(
                     minor::MALFORMED,
@@ -493,7 +566,7 @@ impl Orb {
                     .ok_or_else(|| {
                         SystemException::bad_param(minor::MALFORMED, CompletionStatus::No)
                     })?;
-                ObjectRef::new(ior, self.core.clone())
+                ObjectRef::new(ior, self.core().clone())
             }
             None => self.resolve_initial_references(&String::from_utf8_lossy(&key))?,
         };
@@ -519,33 +592,40 @@ impl Orb {
     /// at once: they share the reactor as Leader/Followers). With the other
     /// models the server's own threads do the work and this only blocks
     /// until shutdown.
-    pub fn run(&self) {
-        let drives = self.core.config.concurrency == ConcurrencyModel::ApplicationThreads;
+    ///
+    /// Returns `Ok(())` once the ORB is shut down (at once if it already
+    /// is). Fails with INTERNAL ([`minor::REACTOR_FAILED`]) when the
+    /// reactor failed: the ORB can serve nothing more, so `run` returns
+    /// rather than wait for a shutdown.
+    pub fn run(&self) -> Result<(), SystemException> {
+        let core = self.core();
+        let drives = core.config.concurrency == ConcurrencyModel::ApplicationThreads;
         loop {
             let server = {
-                let mut guard = self.core.shutdown_lock.lock();
+                let mut guard = core.shutdown_lock.lock();
                 loop {
-                    if self.core.shut_down.load(Ordering::SeqCst) {
-                        return;
+                    if core.shut_down.load(Ordering::SeqCst) {
+                        return Ok(());
                     }
                     // Not in the `match`: its guard would live to the end
                     // of it, and block every reference made while we wait.
-                    let current = self.core.server.lock().clone();
+                    let current = core.server.lock().clone();
                     match current {
+                        Some(server) if server.failed() => return Err(reactor_failed()),
                         Some(server) if drives => break server,
-                        // Nothing to drive (yet): `shutdown` and the server's
+                        // The server's threads serve: look at them now and
+                        // then, in case their reactor fails.
+                        Some(_) => {
+                            core.shutdown_signal.wait_for(&mut guard, RUN_WAIT);
+                        }
+                        // Nothing to drive yet: `shutdown` and the server's
                         // start both signal.
-                        _ => self.core.shutdown_signal.wait(&mut guard),
+                        None => core.shutdown_signal.wait(&mut guard),
                     }
                 }
             };
-            if !server.drive(RUN_WAIT) && !self.core.shut_down.load(Ordering::SeqCst) {
-                // The reactor failed: nothing can be served any more.
-                let mut guard = self.core.shutdown_lock.lock();
-                while !self.core.shut_down.load(Ordering::SeqCst) {
-                    self.core.shutdown_signal.wait(&mut guard);
-                }
-                return;
+            if server.drive(RUN_WAIT).is_err() && !core.shut_down.load(Ordering::SeqCst) {
+                return Err(reactor_failed());
             }
         }
     }
@@ -556,16 +636,21 @@ impl Orb {
     /// [`perform_work`](Self::perform_work). With the other models the
     /// server's threads do all the work, so it is always false.
     ///
-    /// Fails with BAD_INV_ORDER (minor 4) after [`shutdown`](Self::shutdown).
+    /// Fails with BAD_INV_ORDER ([`minor::ORB_SHUT_DOWN`]) after
+    /// [`shutdown`](Self::shutdown).
     pub fn work_pending(&self) -> Result<bool, SystemException> {
-        if self.core.shut_down.load(Ordering::SeqCst) {
+        if self.core().shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
         }
-        if self.core.config.concurrency != ConcurrencyModel::ApplicationThreads {
+        if self.core().config.concurrency != ConcurrencyModel::ApplicationThreads {
             return Ok(false);
         }
-        let server = self.core.server.lock().clone();
-        Ok(server.is_some_and(|s| s.work_pending()))
+        let server = self.core().server.lock().clone();
+        match server {
+            Some(server) if server.failed() => Err(reactor_failed()),
+            Some(server) => Ok(server.work_pending()),
+            None => Ok(false),
+        }
     }
 
     /// Does one unit of ORB work on the calling thread: with
@@ -576,7 +661,9 @@ impl Orb {
     /// for something to arrive, never longer. With the other models it
     /// only yields the thread: the server's threads do the work.
     ///
-    /// Fails with BAD_INV_ORDER (minor 4) after [`shutdown`](Self::shutdown).
+    /// Fails with BAD_INV_ORDER ([`minor::ORB_SHUT_DOWN`]) after
+    /// [`shutdown`](Self::shutdown), and with INTERNAL
+    /// ([`minor::REACTOR_FAILED`]) when the reactor failed.
     ///
     /// ```
     /// use armillary::config::{ConcurrencyModel, OrbConfig};
@@ -590,83 +677,147 @@ impl Orb {
     ///         orb.perform_work().unwrap();
     ///     }
     /// }
-    /// orb.shutdown(true);
+    /// orb.shutdown(armillary::WaitForCompletion::Yes).unwrap();
     /// assert!(orb.work_pending().is_err());
     /// ```
     pub fn perform_work(&self) -> Result<(), SystemException> {
-        if self.core.shut_down.load(Ordering::SeqCst) {
+        if self.core().shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
         }
-        let server = match self.core.config.concurrency {
-            ConcurrencyModel::ApplicationThreads => self.core.server.lock().clone(),
+        let server = match self.core().config.concurrency {
+            ConcurrencyModel::ApplicationThreads => self.core().server.lock().clone(),
             _ => None,
         };
         match server {
-            Some(server) => server.perform_work(Self::PERFORM_WORK_WAIT),
-            None => std::thread::yield_now(),
+            Some(server) => server
+                .perform_work(Self::PERFORM_WORK_WAIT)
+                .map_err(|_| reactor_failed()),
+            None => {
+                std::thread::yield_now();
+                Ok(())
+            }
         }
-        Ok(())
     }
 
-    /// Stops the ORB: closes connections with CloseConnection and stops
-    /// the server. With `wait_for_completion`, waits for running requests.
-    pub fn shutdown(&self, wait_for_completion: bool) {
-        self.core.shut_down.store(true, Ordering::SeqCst);
-        let server = self.core.server.lock().take();
-        if let Some(server) = server {
-            server.stop(wait_for_completion);
+    /// `ORB::shutdown`: stops the ORB. The listeners close, connections
+    /// (served and used as a client) close with CloseConnection, the
+    /// server's threads and every [`run`](Self::run) return, and calls
+    /// through the ORB's references fail with BAD_INV_ORDER
+    /// ([`minor::ORB_SHUT_DOWN`]). With [`WaitForCompletion::Yes`] it
+    /// returns once the server's threads have finished the requests they
+    /// were running; with [`WaitForCompletion::No`] at once. Shutting down
+    /// an ORB that is shut down already does nothing.
+    ///
+    /// The error is the [`SystemException`] CORBA raises:
+    /// [`WaitForCompletion::Yes`] from inside an upcall of this same ORB
+    /// (a servant's operation, possibly nested) would wait for itself, so
+    /// it fails with BAD_INV_ORDER ([`minor::WOULD_DEADLOCK`]) and does
+    /// nothing; use [`WaitForCompletion::No`] there.
+    ///
+    /// ```
+    /// use armillary::WaitForCompletion;
+    /// let orb = armillary::Orb::with_config(Default::default()).unwrap();
+    /// orb.shutdown(WaitForCompletion::Yes)?;
+    /// orb.run()?; // Returns at once: the ORB is shut down.
+    /// # Ok::<(), armillary::SystemException>(())
+    /// ```
+    pub fn shutdown(&self, wait: WaitForCompletion) -> Result<(), SystemException> {
+        let core = self.core();
+        if wait.is_yes() && core.in_own_upcall() {
+            return Err(SystemException::bad_inv_order(
+                minor::WOULD_DEADLOCK,
+                CompletionStatus::No,
+            ));
         }
-        self.core
-            .connections
-            .close_all(self.core.config.giop_version());
-        self.core.deferred.clear();
-        let _guard = self.core.shutdown_lock.lock();
-        self.core.shutdown_signal.notify_all();
+        core.stop(wait);
+        Ok(())
     }
 
     /// Whether the ORB has been shut down.
     pub(crate) fn is_shut_down(&self) -> bool {
-        self.core.shut_down.load(Ordering::SeqCst)
+        self.core().shut_down.load(Ordering::SeqCst)
     }
 
     /// The requests sent with `send_multiple_requests`.
     pub(crate) fn deferred_requests(&self) -> &crate::dii::DeferredRequests {
-        &self.core.deferred
+        &self.core().deferred
     }
 
-    /// Shuts down (if needed) and releases the ORB's resources.
+    /// `ORB::destroy`: shuts the ORB down if needed and releases what it
+    /// holds (its POAs and their servants, registered initial references
+    /// and object keys), for every clone of this `Orb`. It waits for the
+    /// running requests as [`shutdown`](Self::shutdown) with
+    /// [`WaitForCompletion::Yes`] does, except inside one of the ORB's own
+    /// upcalls, where it does not wait. Dropping the last `Orb` does the
+    /// same.
     pub fn destroy(self) {
-        self.shutdown(true);
-        let _ = self
-            .core
-            .root
-            .destroy(crate::poa::Etherealize::Yes, crate::WaitForCompletion::No);
-        crate::object::set_default_invoker(None);
+        self.core().release();
     }
 
-    /// The endpoints the server listens on, as (host published, port);
-    /// starts the server if it was not running. [`OrbError::Destroyed`]
-    /// once the ORB has been shut down.
-    pub fn endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
-        Ok(self.core.server()?.published())
-    }
-
-    /// The TLS endpoints the server listens on, as (host published,
-    /// port); starts the server if it was not running.
-    /// [`OrbError::Destroyed`] once the ORB has been shut down.
-    pub fn tls_endpoints(&self) -> Result<Vec<(String, u16)>, OrbError> {
-        Ok(self.core.server()?.published_tls())
+    /// The endpoints the server listens on now, plain IIOP first, then
+    /// IIOP over TLS (see [`Endpoint`]). Empty before the server has
+    /// started (see [`with_config`](Self::with_config) for when it does)
+    /// and after [`shutdown`](Self::shutdown). Asking never starts the
+    /// server.
+    pub fn endpoints(&self) -> Vec<Endpoint> {
+        self.core()
+            .server
+            .lock()
+            .as_ref()
+            .map(|s| s.endpoints())
+            .unwrap_or_default()
     }
 
     /// What the server side has done and holds now (connections, accept
     /// calls, memory held by partly received messages); `None` before the
     /// server has started.
     pub fn server_stats(&self) -> Option<ServerStats> {
-        self.core.server.lock().as_ref().map(|s| s.stats())
+        self.core().server.lock().as_ref().map(|s| s.stats())
     }
 }
 
 impl OrbCore {
+    /// Shuts down (idempotent): no new server, no more default-invoker
+    /// binding, the server stopped, client connections closed, and every
+    /// `run` told.
+    fn stop(&self, wait: WaitForCompletion) {
+        self.shut_down.store(true, Ordering::SeqCst);
+        let me: Weak<dyn Invoker> = self.me.clone();
+        crate::object::unregister_default_invoker(&me);
+        let server = self.server.lock().take();
+        if let Some(server) = server {
+            server.stop(wait);
+        }
+        self.connections.close_all(self.config.giop_version());
+        self.deferred.clear();
+        let _guard = self.shutdown_lock.lock();
+        self.shutdown_signal.notify_all();
+    }
+
+    /// `destroy` and the last handle's drop: shuts down (not waiting for
+    /// itself inside its own upcall) and lets go of what could keep the
+    /// core alive through references to itself (servants, tables).
+    fn release(&self) {
+        let wait = if self.in_own_upcall() {
+            WaitForCompletion::No
+        } else {
+            WaitForCompletion::Yes
+        };
+        self.stop(wait);
+        let _ = self
+            .root
+            .destroy(crate::poa::Etherealize::Yes, WaitForCompletion::No);
+        let keys = std::mem::take(&mut *self.key_table.write());
+        let initial = std::mem::take(&mut *self.initial.write());
+        // Dropped outside the locks: a reference's drop may come back.
+        drop((keys, initial));
+    }
+
+    /// Whether the calling thread runs an upcall of this ORB.
+    fn in_own_upcall(&self) -> bool {
+        crate::poa::current::in_upcall_of(&self.registry)
+    }
+
     pub(crate) fn server(&self) -> Result<Arc<Server>, OrbError> {
         let mut slot = self.server.lock();
         if let Some(s) = &*slot {
@@ -1157,6 +1308,9 @@ impl Invoker for OrbCore {
     }
 
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
         let deadline = self.deadline();
         // An orderly close before the answer: ask again on a new connection.
         for _ in 0..3 {
@@ -1175,12 +1329,14 @@ impl Invoker for OrbCore {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException> {
-        if self.shut_down.load(Ordering::SeqCst) {
-            return Err(shut_down_error());
-        }
         let deadline = self.deadline();
         let mut progress = Progress::new(target);
         loop {
+            // A shutdown while an attempt was under way closed its
+            // connection: no new one is opened for the retry.
+            if self.shut_down.load(Ordering::SeqCst) {
+                return Err(shut_down_error());
+            }
             // Every attempt so far ended before the server ran the request
             // (re-addressed, forwarded, or refused by an orderly close).
             if deadline.is_some_and(|d| d <= Instant::now()) {

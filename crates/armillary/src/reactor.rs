@@ -167,6 +167,20 @@ impl Reactor {
         let _ = self.waker.wake();
     }
 
+    /// Drops every handler and posted task, once stopped: a handler or a
+    /// task may hold the reactor itself (a cycle), and a handler its
+    /// socket. A thread still handling an event keeps its own handle to
+    /// the handler until it is done.
+    pub fn clear(&self) {
+        debug_assert!(self.is_stopping());
+        // Taken out of the locks first: a handler's drop may post work.
+        let handlers = std::mem::take(&mut *self.handlers.write());
+        drop(handlers);
+        let tasks = std::mem::take(&mut *self.tasks.lock());
+        drop(tasks);
+        self.ready.lock().clear();
+    }
+
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }

@@ -23,7 +23,6 @@
 //! and everything else through the crate root (or `::armillary::poa`).
 
 pub use crate::deferred::PendingReply;
-pub use crate::object::set_default_invoker;
 pub use crate::object::{Invoker, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome};
 pub use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets};
 pub use armillary_giop::typecode::{StructMember, TCKind, UnionMember};

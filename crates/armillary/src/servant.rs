@@ -68,7 +68,7 @@ use crate::poa::ObjectId;
 /// assert_eq!(answer, "hello");
 /// let unknown = echo.invoke_plain("shout", &|_| Ok(()), |_| Ok(())).unwrap_err();
 /// assert_eq!(unknown.minor(), minor::UNKNOWN_OPERATION);
-/// orb.shutdown(true);
+/// orb.shutdown(armillary::WaitForCompletion::Yes)?;
 /// # Ok(())
 /// # }
 /// ```

@@ -37,6 +37,7 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
+use armillary::WaitForCompletion;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -997,7 +998,7 @@ impl EchoServer {
 
 impl Drop for EchoServer {
     fn drop(&mut self) {
-        self.orb.shutdown(true);
+        self.orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -1166,7 +1167,7 @@ fn random_anys_through_omniorb_compare_values_and_bytes() {
         if let Err(e) = result {
             panic!("{e}");
         }
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -1318,7 +1319,7 @@ fn every_kind_of_sequence_in_fragmented_replies_from_omniorb() {
         } else {
             assert!(reply.fragments >= 10, "GIOP {version}: {reply:?}");
         }
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -1440,7 +1441,7 @@ fn issue_9_defect_1_empty_primitive_sequences_with_omniorb() {
             };
             assert!(theirs.ends_with(&value), "{}", hex(&theirs));
         }
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
     // omniORB's client against an Armillary server.
     let server = EchoServer::start();
@@ -1597,7 +1598,7 @@ fn issue_9_defect_3_fragmented_replies_from_an_omniorb_server() {
         if version == GiopVersion::V1_1 {
             assert!(reply.fragments >= 3, "GIOP {version}: {reply:?}");
         }
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 

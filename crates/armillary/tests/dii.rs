@@ -19,7 +19,9 @@ use armillary::dii::{ArgMode, NvList};
 use armillary::giop::any::DynValue;
 use armillary::giop::typecode::TypeCode;
 use armillary::Any;
-use armillary::{minor, CompletionStatus, ObjectRef, Orb, RequestError, SystemExceptionKind};
+use armillary::{
+    minor, CompletionStatus, ObjectRef, Orb, RequestError, SystemExceptionKind, WaitForCompletion,
+};
 use armillary_giop::GiopVersion;
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server, wait_until};
 
@@ -243,7 +245,7 @@ fn run_session(version: GiopVersion, ior: &str) {
         (e.kind(), e.minor()),
         (SystemExceptionKind::BadInvOrder, minor::REQUEST_NOT_SENT)
     );
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -321,7 +323,7 @@ fn requests_to_a_server_that_never_answers_time_out() {
         .with_in(Any::from(1))
         .send_oneway()
         .unwrap();
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -334,7 +336,7 @@ fn deferred_requests_left_behind_are_released_at_shutdown() {
     orb.send_multiple_requests((0..3).map(|v| echo_long(&obj, v)))
         .unwrap();
     assert!(!orb.poll_next_response());
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
     // The ORB forgot them: nothing is outstanding any more.
     let e = orb.get_next_response().unwrap_err();
     assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder);
@@ -422,6 +424,6 @@ fn a_deferred_request_to_an_omniorb_server_that_does_not_answer_times_out() {
             .as_deref(),
         Some("hello")
     );
-    client.shutdown(true);
-    peer_orb.shutdown(true);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    peer_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

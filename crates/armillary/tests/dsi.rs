@@ -13,6 +13,7 @@ use armillary::dsi::{DynamicRequest, DynamicServant};
 use armillary::giop::any::DynValue;
 use armillary::giop::typecode::{StructMember, TypeCode};
 use armillary::Any;
+use armillary::WaitForCompletion;
 use armillary::{
     minor, CompletionStatus, ObjectRef, Orb, RequestError, Servant, SystemException,
     SystemExceptionKind,
@@ -229,7 +230,7 @@ fn a_dynamic_servant_serves_dii_requests_over_iiop() {
         (mismatch.0, mismatch.2),
         (SystemExceptionKind::Marshal, CompletionStatus::No)
     );
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -257,8 +258,8 @@ fn deferred_replies_are_delivered_by_whichever_call_reads_them() {
             Some(2 * i)
         );
     }
-    client.shutdown(true);
-    server.shutdown(true);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -274,7 +275,7 @@ fn dii_requests_on_a_local_object_are_answered_at_once() {
     assert!(is_a.poll_response().unwrap());
     is_a.get_response().unwrap();
     assert!(is_a.return_value().and_then(|v| v.get::<bool>()).is_some());
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// Reads requests from `stream` until one arrives; its id.
@@ -351,9 +352,9 @@ fn a_deferred_request_is_sent_again_after_an_orderly_close_and_follows_a_forward
         request.return_value().and_then(|v| v.get::<i32>()),
         Some(42)
     );
-    client.shutdown(true);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
     assert_eq!(gateway.join().unwrap(), 2);
-    server.shutdown(true);
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

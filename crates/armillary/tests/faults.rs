@@ -184,7 +184,7 @@ fn child_server() {
     let tmp = ior_file.with_extension("tmp");
     std::fs::write(&tmp, format!("{}\n", orb.object_to_string(&obj))).unwrap();
     std::fs::rename(&tmp, &ior_file).unwrap();
-    orb.run();
+    orb.run().unwrap();
 }
 
 struct ChildServer {

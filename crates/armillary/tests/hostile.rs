@@ -15,6 +15,7 @@
 //! time (accept calls while the server is out of descriptors) grows with
 //! the time measured, so a slow machine only loosens it.
 
+use armillary::WaitForCompletion;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -129,10 +130,10 @@ impl Server {
         let servant: Arc<dyn Servant> = echo.clone();
         let obj = poa.servant_to_reference(&servant).unwrap();
         let key = obj.ior().iiop_profiles()[0].object_key.clone();
-        let port = orb.endpoints().unwrap()[0].1;
+        let port = orb.endpoints()[0].port();
         let runner = application.then(|| {
             let orb = orb.clone();
-            std::thread::spawn(move || orb.run())
+            std::thread::spawn(move || orb.run().unwrap())
         });
         Server {
             orb,
@@ -164,7 +165,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.orb.shutdown(true);
+        self.orb.shutdown(WaitForCompletion::Yes).unwrap();
         if let Some(r) = self.runner.take() {
             let _ = r.join();
         }
@@ -834,5 +835,5 @@ fn a_malformed_reference_says_what_is_wrong() {
             armillary::giop::system_exception::SystemExceptionKind::BadParam
         );
     }
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

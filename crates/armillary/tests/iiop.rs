@@ -3,6 +3,7 @@
 //! exceptions, oneways, corbaloc keys, holding POA managers, a thread-pool
 //! server under concurrent clients, and garbage on the wire.
 
+use armillary::WaitForCompletion;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -233,16 +234,20 @@ fn calls_in_every_giop_version_with(concurrency: ConcurrencyModel) {
         } else {
             assert_eq!(long_call(&remote, "pings", 0).unwrap(), before + 2);
         }
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
 fn corbaloc_keys_and_unknown_objects() {
     let (server_orb, obj) = server(OrbConfig::default());
     server_orb.bind_object_key("Echo", obj.clone());
-    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let (host, port) = server_orb
+        .endpoints()
+        .first()
+        .map(|e| (e.host().to_owned(), e.port()))
+        .unwrap();
     let orb = client(GiopVersion::V1_2);
     let by_key = orb
         .string_to_object(&format!("corbaloc:iiop:1.2@{host}:{port}/Echo"))
@@ -266,8 +271,8 @@ fn corbaloc_keys_and_unknown_objects() {
         long_call(&remote, "echo_long", 3).unwrap_err().kind(),
         SystemExceptionKind::ObjectNotExist
     );
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -297,8 +302,8 @@ fn a_holding_manager_queues_requests_until_activated() {
         long_call(&remote, "echo_long", 3).unwrap_err().kind(),
         SystemExceptionKind::Transient
     );
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -333,8 +338,8 @@ fn concurrent_clients(concurrency: ConcurrencyModel) {
     for t in threads {
         assert_eq!(t.join().unwrap(), 1);
     }
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 fn read_message(stream: &mut TcpStream) -> Vec<u8> {
@@ -354,7 +359,11 @@ fn read_message(stream: &mut TcpStream) -> Vec<u8> {
 #[test]
 fn garbage_gets_a_message_error_and_others_are_still_served() {
     let (server_orb, obj) = server(OrbConfig::default());
-    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let (host, port) = server_orb
+        .endpoints()
+        .first()
+        .map(|e| (e.host().to_owned(), e.port()))
+        .unwrap();
     let mut raw = TcpStream::connect((host.as_str(), port)).unwrap();
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
@@ -408,8 +417,8 @@ fn garbage_gets_a_message_error_and_others_are_still_served() {
         .string_to_object(&server_orb.object_to_string(&obj))
         .unwrap();
     assert_eq!(long_call(&remote, "echo_long", 11).unwrap(), 11);
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -417,20 +426,16 @@ fn orb_options_and_shutdown() {
     let (orb, rest) =
         Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0", "--flag"]).unwrap();
     assert_eq!(rest, ["app", "--flag"]);
-    assert_eq!(orb.endpoints().unwrap()[0].0, "127.0.0.1");
+    assert_eq!(orb.endpoints()[0].host(), "127.0.0.1");
     assert!(Orb::init(["-ORBListenEndpoints", "tcp://x"]).is_err());
     let (wild, _) = Orb::init(["-ORBListenEndpoints", "iiop://0.0.0.0:0"]).unwrap();
-    assert!(wild
-        .endpoints()
-        .unwrap()
-        .iter()
-        .all(|(h, _)| h != "0.0.0.0"));
-    wild.shutdown(true);
+    assert!(wild.endpoints().iter().all(|e| e.host() != "0.0.0.0"));
+    wild.shutdown(WaitForCompletion::Yes).unwrap();
     let runner = {
         let orb = orb.clone();
-        std::thread::spawn(move || orb.run())
+        std::thread::spawn(move || orb.run().unwrap())
     };
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
     runner.join().unwrap();
 }
 
@@ -454,8 +459,8 @@ fn idle_connections_are_closed_and_calls_still_succeed() {
         std::thread::sleep(Duration::from_millis(1000));
         assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
     }
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// Forwards every request for an object to `to` (ForwardRequest).
@@ -526,8 +531,8 @@ fn location_forward_is_followed_transparently_and_bounded() {
         long_call(&remote, "echo_long", 1).unwrap_err().kind(),
         SystemExceptionKind::Transient
     );
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -556,19 +561,19 @@ fn persistent_references_survive_a_server_restart() {
         (orb, obj)
     };
     let (first, obj) = start(0);
-    let port = first.endpoints().unwrap()[0].1;
+    let port = first.endpoints()[0].port();
     let ior = first.object_to_string(&obj);
     let orb = client(GiopVersion::V1_2);
     let remote = orb.string_to_object(&ior).unwrap();
     assert_eq!(long_call(&remote, "echo_long", 1).unwrap(), 1);
-    first.shutdown(true);
+    first.shutdown(WaitForCompletion::Yes).unwrap();
     drop(first);
     let (second, obj2) = start(port);
     assert_eq!(second.object_to_string(&obj2).len(), ior.len());
     // The old reference reaches the new server.
     assert_eq!(long_call(&remote, "echo_long", 2).unwrap(), 2);
-    orb.shutdown(true);
-    second.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    second.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -592,8 +597,8 @@ fn ipv6_endpoints_work_end_to_end() {
         long_call(&by_url, "echo_long", 6).unwrap_err().kind(),
         SystemExceptionKind::ObjectNotExist
     );
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -631,14 +636,18 @@ fn oneway_sync_scopes_wait_as_far_as_asked() {
     remote
         .invoke_oneway_with(SyncScope::None, "ping", &|_| Ok(()))
         .unwrap();
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
 fn every_target_address_form_reaches_the_object() {
     let (server_orb, obj) = server(OrbConfig::default());
-    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let (host, port) = server_orb
+        .endpoints()
+        .first()
+        .map(|e| (e.host().to_owned(), e.port()))
+        .unwrap();
     let ior = obj.ior().clone();
     let mut raw = TcpStream::connect((host.as_str(), port)).unwrap();
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -677,7 +686,7 @@ fn every_target_address_form_reaches_the_object() {
             40 + id as i32
         );
     }
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// A server that first answers NEEDS_ADDRESSING_MODE (asking for the
@@ -733,7 +742,7 @@ fn the_client_re_addresses_when_the_server_needs_another_mode() {
             ..
         }
     ));
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -760,8 +769,8 @@ fn equivalence_and_hash_need_no_remote_call() {
     assert_eq!(a.hash_within(1000), b.hash_within(1000));
     assert!(a.hash_within(10) <= 10);
     assert!(!a.is_equivalent(&ObjectRef::nil()));
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -774,7 +783,11 @@ fn locate_requests_from_the_client() {
         .string_to_object(&server_orb.object_to_string(&obj))
         .unwrap();
     assert_eq!(here.locate().unwrap(), Location::Here);
-    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let (host, port) = server_orb
+        .endpoints()
+        .first()
+        .map(|e| (e.host().to_owned(), e.port()))
+        .unwrap();
     let unknown = orb
         .string_to_object(&format!("corbaloc::{host}:{port}/unknown"))
         .unwrap();
@@ -808,8 +821,8 @@ fn locate_requests_from_the_client() {
         }
         other => panic!("expected a forward, got {other:?}"),
     }
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 fn string_call(obj: &ObjectRef, text: &str) -> Result<String, SystemException> {
@@ -833,7 +846,11 @@ fn string_call(obj: &ObjectRef, text: &str) -> Result<String, SystemException> {
 fn code_sets_are_fixed_per_connection_whatever_the_reference() {
     let (server_orb, obj) = server(OrbConfig::default());
     server_orb.bind_object_key("Echo", obj.clone());
-    let (host, port) = server_orb.endpoints().unwrap()[0].clone();
+    let (host, port) = server_orb
+        .endpoints()
+        .first()
+        .map(|e| (e.host().to_owned(), e.port()))
+        .unwrap();
     let orb = client(GiopVersion::V1_2);
     let full = orb
         .string_to_object(&server_orb.object_to_string(&obj))
@@ -860,6 +877,6 @@ fn code_sets_are_fixed_per_connection_whatever_the_reference() {
         .string_to_object(&server_orb.object_to_string(&obj))
         .unwrap();
     assert_eq!(string_call(&full, "grüße").unwrap(), "grüße");
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

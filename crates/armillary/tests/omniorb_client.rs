@@ -8,6 +8,7 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
+use armillary::WaitForCompletion;
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -212,7 +213,7 @@ fn omniorb_client_against_armillary_server_in_every_giop_version() {
         println!("GIOP {version}: {last} ({took:.2?})");
     }
     let _ = std::fs::remove_file(&ior_file);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// omniORB's SSL transport against an Armillary TLS server:
@@ -276,6 +277,6 @@ fn omniorb_ssl_client_against_armillary_tls_server() {
         "{}",
         String::from_utf8_lossy(&refused.stdout)
     );
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,7 +10,7 @@
 use armillary::config::OrbConfig;
 use armillary::giop::system_exception::{CompletionStatus, SystemException, SystemExceptionKind};
 use armillary::runtime::ReplyBody;
-use armillary::{ObjectRef, Orb};
+use armillary::{ObjectRef, Orb, WaitForCompletion};
 use armillary_giop::{CdrEncode, GiopVersion};
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
 
@@ -258,7 +258,7 @@ fn run_session(version: GiopVersion, ior: &str) {
     // LocateRequest, answered by omniORB.
     assert_eq!(obj.locate().unwrap(), armillary::Location::Here);
     assert_eq!(bogus.locate().unwrap(), armillary::Location::Unknown);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -292,5 +292,5 @@ fn a_vanished_server_is_a_clean_exception() {
         ),
         "{e}"
     );
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

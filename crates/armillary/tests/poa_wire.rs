@@ -202,8 +202,8 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
         let again = whoami(&me.reference_by_cdr);
         assert_eq!(again.object_id, id);
     }
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn poa_current_raises_no_context_outside_an_upcall() {
         .unwrap();
     assert!(PoaCurrent::narrow(&remote).is_none());
     assert!(PoaCurrent::narrow(&ObjectRef::nil()).is_none());
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// A two-party rendezvous with a timeout.
@@ -372,7 +372,7 @@ fn two_clients<T: Send + 'static>(
                 // Connect (and check the object) before the measured calls.
                 assert!(!obj.non_existent().unwrap());
                 let out = call(&obj);
-                orb.shutdown(true);
+                orb.shutdown(WaitForCompletion::Yes).unwrap();
                 out
             })
         })
@@ -400,7 +400,7 @@ fn a_single_thread_poa_runs_one_upcall_at_a_time_under_a_thread_pool() {
     });
     assert!(met.iter().flatten().all(|m| !m), "{met:?}");
     assert_eq!(load.max.load(Ordering::SeqCst), 1);
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -413,7 +413,7 @@ fn an_orb_controlled_poa_runs_upcalls_concurrently_under_a_thread_pool() {
     });
     assert_eq!(met, [[true; 3], [true; 3]]);
     assert_eq!(load.max.load(Ordering::SeqCst), 2);
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// Asks, inside its own upcall, for what CORBA forbids there: to wait for
@@ -476,6 +476,6 @@ fn waiting_for_completion_inside_an_upcall_raises_bad_inv_order_minor_3() {
     root.manager()
         .deactivate(Etherealize::Yes, WaitForCompletion::Yes)
         .unwrap();
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

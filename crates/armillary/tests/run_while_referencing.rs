@@ -11,6 +11,7 @@
 //! ORB down; `run()` returns. Every step has a bounded wait that only
 //! turns a hang into a failure; no timing decides anything.
 
+use armillary::WaitForCompletion;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,7 +106,7 @@ fn references_while_another_thread_is_in_run(concurrency: ConcurrencyModel) {
     std::thread::Builder::new()
         .name("orb-run".into())
         .spawn(move || {
-            runner.run();
+            runner.run().unwrap();
             let _ = ran.send(());
         })
         .unwrap();
@@ -147,12 +148,12 @@ fn references_while_another_thread_is_in_run(concurrency: ConcurrencyModel) {
     // Shutdown from yet another thread returns, and so does run().
     within("shutdown from another thread", {
         let orb = orb.clone();
-        move || orb.shutdown(true)
+        move || orb.shutdown(WaitForCompletion::Yes).unwrap()
     });
     run_returned
         .recv_timeout(HANG)
         .unwrap_or_else(|_| panic!("run() did not return after shutdown ({concurrency:?})"));
-    client.shutdown(true);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

@@ -13,6 +13,7 @@
 //! No assertion depends on timing: waits for the server are bounded by
 //! generous deadlines that only a broken server reaches.
 
+use armillary::WaitForCompletion;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
@@ -161,7 +162,7 @@ fn application_threads_serve_requests_only_in_perform_work() {
         let got: Vec<i32> = (0..5)
             .map(|i| long_call(&remote, "echo_long", i).unwrap())
             .collect();
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
         got
     });
     // The connection (then the request) waits for the application: the ORB
@@ -178,7 +179,7 @@ fn application_threads_serve_requests_only_in_perform_work() {
         threads.iter().all(|t| *t == me),
         "every upcall ran inside perform_work, on this thread"
     );
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -189,7 +190,7 @@ fn run_serves_on_the_calling_thread_until_shutdown() {
     let runner = {
         let orb = server_orb.clone();
         std::thread::spawn(move || {
-            orb.run();
+            orb.run().unwrap();
             std::thread::current().id()
         })
     };
@@ -206,12 +207,12 @@ fn run_serves_on_the_calling_thread_until_shutdown() {
     for i in 0..3 {
         assert_eq!(long_call(&remote, "echo_long", i).unwrap(), i);
     }
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
     let run_thread = runner.join().unwrap();
     let threads = echo.upcall_threads();
     assert_eq!(threads.len(), 3);
     assert!(threads.iter().all(|t| *t == run_thread));
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -226,7 +227,7 @@ fn held_requests_are_released_through_perform_work() {
         let orb = client();
         let remote = orb.string_to_object(&ior).unwrap();
         let got = long_call(&remote, "echo_long", 42);
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
         got
     });
     drive_until(&server_orb, || manager.held_count() == 1);
@@ -236,7 +237,7 @@ fn held_requests_are_released_through_perform_work() {
     assert!(server_orb.work_pending().unwrap());
     drive_until(&server_orb, || caller.is_finished());
     assert_eq!(caller.join().unwrap().unwrap(), 42);
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -257,9 +258,9 @@ fn threaded_models_leave_no_work_to_the_application() {
             // The server's threads did it all; perform_work only yields.
             assert!(!server_orb.work_pending().unwrap(), "{concurrency:?}");
             server_orb.perform_work().unwrap();
-            orb.shutdown(true);
+            orb.shutdown(WaitForCompletion::Yes).unwrap();
         }
-        server_orb.shutdown(true);
+        server_orb.shutdown(WaitForCompletion::Yes).unwrap();
         for e in [
             server_orb.work_pending().unwrap_err(),
             server_orb.perform_work().unwrap_err(),
@@ -335,7 +336,11 @@ fn read_long_reply(raw: &mut TcpStream, id: u32) -> i32 {
 }
 
 fn raw_connection(orb: &Orb) -> TcpStream {
-    let (host, port) = orb.endpoints().unwrap()[0].clone();
+    let (host, port) = orb
+        .endpoints()
+        .first()
+        .map(|e| (e.host().to_owned(), e.port()))
+        .unwrap();
     let raw = TcpStream::connect((host.as_str(), port)).unwrap();
     raw.set_read_timeout(Some(DEADLINE)).unwrap();
     raw
@@ -405,7 +410,7 @@ fn idle_close_waits_for_requests_in_progress() {
         held_poa.manager().activate().unwrap();
         expect_reply_then_orderly_close(&mut a, 1, 10);
         expect_reply_then_orderly_close(&mut b, 2, 20);
-        server_orb.shutdown(true);
+        server_orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -469,7 +474,7 @@ fn threaded_models_close_idle_connections_and_calls_still_succeed() {
         ConcurrencyModel::ThreadPerConnection,
     ] {
         let (server_orb, _, obj) = server(model(concurrency).idle_timeout(Duration::from_secs(1)));
-        let server_port = server_orb.endpoints().unwrap()[0].1;
+        let server_port = server_orb.endpoints()[0].port();
         let relay = relay(server_port);
         let key: String = key_of(&obj).iter().map(|b| format!("%{b:02x}")).collect();
         let orb = client();
@@ -494,8 +499,8 @@ fn threaded_models_close_idle_connections_and_calls_still_succeed() {
         let second = relay.closes.recv_timeout(DEADLINE).unwrap();
         assert!(second >= 1);
         assert_eq!(long_call(&remote, "echo_long", 7).unwrap(), 7);
-        orb.shutdown(true);
-        server_orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
+        server_orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -510,14 +515,14 @@ fn application_threads_close_idle_connections_in_perform_work() {
     let reader = std::thread::spawn(move || expect_reply_then_orderly_close(&mut raw, 5, 50));
     drive_until(&server_orb, || reader.is_finished());
     reader.join().unwrap();
-    server_orb.shutdown(true);
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// Starts driving `orb` (an `ApplicationThreads` server) from one thread
 /// of its own, which `Orb::run` keeps until the ORB shuts down.
 fn one_driver(orb: &Orb) -> std::thread::JoinHandle<()> {
     let orb = orb.clone();
-    std::thread::spawn(move || orb.run())
+    std::thread::spawn(move || orb.run().unwrap())
 }
 
 /// The models that keep a connection's order run a oneway before anything
@@ -571,8 +576,8 @@ fn ordered_models_run_a_oneway_before_the_next_request() {
                 "{concurrency:?}"
             );
         }
-        orb.shutdown(true);
-        server_orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
+        server_orb.shutdown(WaitForCompletion::Yes).unwrap();
         if let Some(driver) = driver {
             driver.join().unwrap();
         }
@@ -615,6 +620,6 @@ fn a_thread_pool_answers_a_later_request_while_a_oneway_runs() {
             .unwrap();
         assert_eq!(long_call(&remote, "pings", 0).unwrap(), i);
     }
-    orb.shutdown(true);
-    server_orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

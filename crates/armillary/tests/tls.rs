@@ -11,6 +11,7 @@
 //! (`armillary_testkit::tls`); nothing secret is stored. No assertion depends on timing: waits are bounded by
 //! deadlines that only a broken ORB reaches.
 
+use armillary::WaitForCompletion;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -160,7 +161,7 @@ fn every_concurrency_model_serves_tls() {
         // serves.
         let runner = (concurrency == ConcurrencyModel::ApplicationThreads).then(|| {
             let orb = server_orb.clone();
-            std::thread::spawn(move || orb.run())
+            std::thread::spawn(move || orb.run().unwrap())
         });
         let orb = client(client_tls(&pki.ca, None));
         let obj = orb.string_to_object(&ior).unwrap();
@@ -184,8 +185,8 @@ fn every_concurrency_model_serves_tls() {
         });
         assert!(obj.is_a("IDL:Test/Echo:1.0").unwrap());
         assert_eq!(obj.locate().unwrap(), armillary::Location::Here);
-        orb.shutdown(true);
-        server_orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
+        server_orb.shutdown(WaitForCompletion::Yes).unwrap();
         if let Some(runner) = runner {
             runner.join().unwrap();
         }
@@ -201,7 +202,7 @@ fn the_ior_announces_the_tls_endpoint() {
         (ClientAuth::Required, 0x66, 0x46),
     ] {
         let (orb, ior) = server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, auth)));
-        let port = orb.tls_endpoints().unwrap()[0].1;
+        let port = orb.endpoints().iter().find(|e| e.is_tls()).unwrap().port();
         let obj = orb.string_to_object(&ior).unwrap();
         let profile = &obj.ior().iiop_profiles()[0];
         // Only TLS: the profile's own port is 0, as omniORB publishes it.
@@ -251,7 +252,7 @@ fn the_ior_announces_the_tls_endpoint() {
                 "{text}"
             );
         }
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
     assert_eq!(
         association::names(0x46),
@@ -267,8 +268,8 @@ fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
         &pki.ca,
         ClientAuth::None,
     )));
-    let plain_port = orb.endpoints().unwrap()[0].1;
-    let tls_port = orb.tls_endpoints().unwrap()[0].1;
+    let plain_port = orb.endpoints()[0].port();
+    let tls_port = orb.endpoints().iter().find(|e| e.is_tls()).unwrap().port();
     let obj = orb.string_to_object(&ior).unwrap();
     let profile = &obj.ior().iiop_profiles()[0];
     assert_eq!(profile.port, plain_port);
@@ -290,9 +291,9 @@ fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
         echo_long(&secure.string_to_object(&ior).unwrap(), 8).unwrap(),
         8
     );
-    plain.shutdown(true);
-    secure.shutdown(true);
-    orb.shutdown(true);
+    plain.shutdown(WaitForCompletion::Yes).unwrap();
+    secure.shutdown(WaitForCompletion::Yes).unwrap();
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -311,12 +312,12 @@ fn client_authentication_required() {
         for _ in 0..2 {
             assert_refused(&echo_long(&obj, 2).unwrap_err(), minor::TLS_REFUSED);
         }
-        refused.shutdown(true);
+        refused.shutdown(WaitForCompletion::Yes).unwrap();
     }
     // The server still serves the client it trusts.
     assert_eq!(echo_long(&obj, 3).unwrap(), 3);
-    with_cert.shutdown(true);
-    orb.shutdown(true);
+    with_cert.shutdown(WaitForCompletion::Yes).unwrap();
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -327,14 +328,14 @@ fn client_authentication_optional() {
     for identity in [None, Some(&pki.client)] {
         let c = client(client_tls(&pki.ca, identity));
         assert_eq!(echo_long(&c.string_to_object(&ior).unwrap(), 4).unwrap(), 4);
-        c.shutdown(true);
+        c.shutdown(WaitForCompletion::Yes).unwrap();
     }
     // A certificate that is presented must be trusted.
     let rogue = client(client_tls(&pki.ca, Some(&pki.rogue_client)));
     let e = echo_long(&rogue.string_to_object(&ior).unwrap(), 5).unwrap_err();
     assert_refused(&e, minor::TLS_REFUSED);
-    rogue.shutdown(true);
-    orb.shutdown(true);
+    rogue.shutdown(WaitForCompletion::Yes).unwrap();
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
@@ -352,9 +353,9 @@ fn an_untrusted_server_certificate_is_refused() {
         echo_long(&trusting.string_to_object(&ior).unwrap(), 2).unwrap(),
         2
     );
-    c.shutdown(true);
-    trusting.shutdown(true);
-    orb.shutdown(true);
+    c.shutdown(WaitForCompletion::Yes).unwrap();
+    trusting.shutdown(WaitForCompletion::Yes).unwrap();
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// A GIOP 1.2 request for `echo_long(1)` on `key`.
@@ -385,7 +386,7 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
             &pki.ca,
             ClientAuth::None,
         )));
-        let port = orb.tls_endpoints().unwrap()[0].1;
+        let port = orb.endpoints().iter().find(|e| e.is_tls()).unwrap().port();
         let key = orb.string_to_object(&ior).unwrap().ior().iiop_profiles()[0]
             .object_key
             .clone();
@@ -428,9 +429,9 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
             echo_long(&good.string_to_object(&ior).unwrap(), 9).unwrap(),
             9
         );
-        plain.shutdown(true);
-        good.shutdown(true);
-        orb.shutdown(true);
+        plain.shutdown(WaitForCompletion::Yes).unwrap();
+        good.shutdown(WaitForCompletion::Yes).unwrap();
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -487,7 +488,7 @@ fn clients_refuse_what_their_tls_settings_forbid() {
     let e = echo_long(&relaxed.string_to_object(&lying).unwrap(), 4).unwrap_err();
     assert_refused(&e, minor::TLS_REFUSED);
     for orb in [plain, strict, relaxed, tls_orb, plain_orb] {
-        orb.shutdown(true);
+        orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 
@@ -516,7 +517,9 @@ fn orb_options_configure_tls() {
     ])
     .unwrap();
     assert_eq!(rest, ["server", "--app-flag"]);
-    assert!(server_orb.endpoints().unwrap().is_empty());
+    // Only the TLS endpoint: no plain IIOP one.
+    let endpoints = server_orb.endpoints();
+    assert!(!endpoints.is_empty() && endpoints.iter().all(|e| e.is_tls()));
     let poa = server_orb.root_poa();
     poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Echo);
@@ -582,8 +585,8 @@ fn orb_options_configure_tls() {
         }
     }
     assert!(Orb::init(["-ORBTlsClientAuth", "sometimes"]).is_err());
-    client_orb.shutdown(true);
-    server_orb.shutdown(true);
+    client_orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -668,7 +671,7 @@ fn armillary_client_against_omniorb_ssl_server() {
         11
     );
     for o in [orb, anonymous, wary, plain] {
-        o.shutdown(true);
+        o.shutdown(WaitForCompletion::Yes).unwrap();
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,7 +14,7 @@
 use std::io::Write;
 
 use armillary::config::OrbConfig;
-use armillary::{Orb, OrbError};
+use armillary::{Orb, OrbError, WaitForCompletion};
 use armillary_naming::cos_naming::{NameComponent, NamingContextExt};
 
 use crate::stock::{quoter::GetQuoteError, Quoter, QuoterSkeleton};
@@ -73,7 +73,9 @@ pub fn run(out: &mut dyn Write) -> Result<(), DemoError> {
         source,
     })?;
     let result = serve_and_call(&server, out);
-    server.shutdown(true);
+    server
+        .shutdown(WaitForCompletion::Yes)
+        .map_err(step("shutting down the server ORB"))?;
     writeln!(out, "server ORB shut down")?;
     result?;
     writeln!(out, "done: every step succeeded")?;
@@ -82,15 +84,15 @@ pub fn run(out: &mut dyn Write) -> Result<(), DemoError> {
 
 fn serve_and_call(server: &Orb, out: &mut dyn Write) -> Result<(), DemoError> {
     let naming = armillary_naming::start(server).map_err(step("starting the naming service"))?;
-    let (host, port) = server
+    let endpoint = server
         .endpoints()
-        .map_err(step("reading the server's endpoint"))?
         .into_iter()
         .next()
         .ok_or_else(|| DemoError::Step {
             step: "reading the server's endpoint",
             reason: "the server listens nowhere".into(),
         })?;
+    let (host, port) = (endpoint.host(), endpoint.port());
     let naming_url = format!("corbaloc:iiop:{host}:{port}/NameService");
     writeln!(out, "[server] naming service at {naming_url}")?;
 
@@ -127,7 +129,9 @@ fn serve_and_call(server: &Orb, out: &mut dyn Write) -> Result<(), DemoError> {
         source,
     })?;
     let result = call(&client, &naming_url, out);
-    client.shutdown(true);
+    client
+        .shutdown(WaitForCompletion::Yes)
+        .map_err(step("shutting down the client ORB"))?;
     writeln!(out, "client ORB shut down")?;
     result
 }

@@ -5,7 +5,7 @@
 
 use std::thread::JoinHandle;
 
-use armillary::Orb;
+use armillary::{Orb, WaitForCompletion};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
@@ -35,7 +35,8 @@ impl ShutdownOnSignals {
                         "SIGTERM"
                     };
                     eprintln!("{name}: shutting down");
-                    orb.shutdown(true);
+                    // Not an upcall: waiting cannot deadlock.
+                    let _ = orb.shutdown(WaitForCompletion::Yes);
                 }
             })?;
         Ok(ShutdownOnSignals {

@@ -3,6 +3,7 @@
 //! by `corbaloc:` URL; bad references are clean errors. omniORB's
 //! `catior` reads the server's IOR when omniORB is installed.
 
+use armillary::WaitForCompletion;
 use std::process::{Command, Stdio};
 
 use armillary_testkit::{wait_for_file, Peer};
@@ -52,7 +53,7 @@ fn client_calls_server_by_ior_file_and_by_corbaloc() {
     let (ok, out, err) = client(&[&url, "GLOBEX"]);
     assert!(ok, "{out}{err}");
     assert_eq!(out, "GLOBEX: 189.50\n");
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 
     if armillary_testkit::omniorb_available() {
         let cat = Command::new("catior").arg(&ior).output().unwrap();
@@ -117,7 +118,7 @@ fn stops_cleanly_on(signal: &str) {
     let (mut server, ior_file, ior) = start_server(&format!("signal-{signal}"));
     let (orb, _) = armillary::Orb::init(["test"]).unwrap();
     let port = orb.string_to_object(&ior).unwrap().ior().iiop_profiles()[0].port;
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
     // It serves before the signal...
     let (ok, out, err) = client(&[ior_file.to_str().unwrap(), "ACME"]);
     assert!(ok, "{out}{err}");

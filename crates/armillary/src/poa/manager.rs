@@ -73,7 +73,7 @@ pub(crate) type HeldRequest = Box<dyn FnOnce(Admission) + Send>;
 /// manager.deactivate(Etherealize::Yes, WaitForCompletion::Yes)?;
 /// assert_eq!(manager.state(), PoaManagerState::Inactive);
 /// assert!(manager.activate().is_err());
-/// orb.shutdown(true);
+/// orb.shutdown(armillary::WaitForCompletion::Yes)?;
 /// # Ok(())
 /// # }
 /// ```

@@ -145,7 +145,7 @@ impl From<PoaError> for SystemException {
             }
             PoaError::InvalidPolicy(_) => SystemException::inv_policy(0, no),
             PoaError::NoContext => SystemException::bad_inv_order(0, no),
-            PoaError::BadInvOrder => SystemException::bad_inv_order(omg_minor(3), no),
+            PoaError::BadInvOrder => SystemException::bad_inv_order(minor::WOULD_DEADLOCK, no),
         }
     }
 }
@@ -281,7 +281,7 @@ struct PoaTable {
 ///     quoter.get_quote("ACME"),
 ///     Err(GetQuoteError::System(e)) if e.is_object_not_exist()
 /// ));
-/// orb.shutdown(true);
+/// orb.shutdown(armillary::WaitForCompletion::Yes)?;
 /// # Ok(())
 /// # }
 /// ```

@@ -46,7 +46,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Token};
 use parking_lot::Mutex;
 
+use crate::completion::WaitForCompletion;
 use crate::config::ConcurrencyModel;
+use crate::endpoint::Endpoint;
 use crate::net;
 use crate::orb::{OrbCore, OrbError};
 use crate::poa::{Admission, Resolution};
@@ -166,11 +168,20 @@ pub(crate) struct Server {
     /// The (host, port) pairs of the TLS endpoints.
     published_tls: Vec<(String, u16)>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Thread per connection: the connections' threads (finished ones are
+    /// dropped as new ones come).
+    connection_threads: Mutex<Vec<JoinHandle<()>>>,
     connections: Mutex<Vec<std::sync::Weak<ServerConnection>>>,
+    /// The reactor failed (its poll returned an error): nothing more is
+    /// served, and `Orb::run` says so.
+    failed: AtomicBool,
 }
 
 struct Acceptor {
-    listener: Mutex<TcpListener>,
+    /// `None` once the server has stopped: the port is closed.
+    listener: Mutex<Option<TcpListener>>,
+    /// The listener's reactor token.
+    token: Mutex<Option<Token>>,
     /// For a TLS endpoint, the configuration of its sessions.
     tls: Option<Arc<rustls::ServerConfig>>,
     core: std::sync::Weak<OrbCore>,
@@ -382,11 +393,14 @@ impl Server {
             published,
             published_tls,
             threads: Mutex::new(Vec::new()),
+            connection_threads: Mutex::new(Vec::new()),
             connections: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
         });
         for (listener, tls) in listeners {
             let acceptor = Arc::new(Acceptor {
-                listener: Mutex::new(listener),
+                listener: Mutex::new(Some(listener)),
+                token: Mutex::new(None),
                 tls,
                 core: Arc::downgrade(&core),
                 server: Arc::downgrade(&server),
@@ -395,12 +409,15 @@ impl Server {
             });
             shared.acceptors.lock().push(Arc::downgrade(&acceptor));
             let mut l = acceptor.listener.lock();
-            reactor
-                .register(&mut *l, Interest::READABLE, acceptor.clone())
-                .map_err(|source| OrbError::Listen {
-                    endpoint: "register".into(),
-                    source,
-                })?;
+            if let Some(listener) = &mut *l {
+                let token = reactor
+                    .register(listener, Interest::READABLE, acceptor.clone())
+                    .map_err(|source| OrbError::Listen {
+                        endpoint: "register".into(),
+                        source,
+                    })?;
+                *acceptor.token.lock() = Some(token);
+            }
         }
         let threads = match core.config.concurrency {
             // With thread per connection the reactor only accepts (and runs
@@ -415,7 +432,7 @@ impl Server {
             let driver = server.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("armillary-reactor-{i}"))
-                .spawn(move || while driver.drive(EVENT_LOOP_WAIT) {})
+                .spawn(move || while let Ok(true) = driver.drive(EVENT_LOOP_WAIT) {})
                 .map_err(|source| OrbError::Listen {
                     endpoint: "thread".into(),
                     source,
@@ -426,14 +443,25 @@ impl Server {
     }
 
     /// One turn of an event loop: posted tasks, one event (waiting up to
-    /// `wait` for one), then the idle ticks if due. False once the server
-    /// is stopping or the reactor failed: the loop should end.
-    pub(crate) fn drive(&self, wait: Duration) -> bool {
-        if self.reactor.is_stopping() || self.reactor.turn(Some(wait)).is_err() {
-            return false;
+    /// `wait` for one), then the idle ticks if due. `Ok(false)` once the
+    /// server is stopping: the loop should end; an error when the reactor
+    /// failed (recorded: see [`failed`](Self::failed)).
+    pub(crate) fn drive(&self, wait: Duration) -> std::io::Result<bool> {
+        if self.reactor.is_stopping() {
+            return Ok(false);
         }
+        self.reactor.turn(Some(wait)).inspect_err(|_| self.fail())?;
         self.reactor.tick_if_due();
-        !self.reactor.is_stopping()
+        Ok(!self.reactor.is_stopping())
+    }
+
+    fn fail(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the reactor failed: the server can serve nothing more.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
     }
 
     /// Whether a request, connection event, posted task or idle check is
@@ -443,11 +471,15 @@ impl Server {
     }
 
     /// Handles one unit of work on the calling thread, waiting up to
-    /// `wait` for one to arrive (`Orb::perform_work`).
-    pub(crate) fn perform_work(&self, wait: Duration) {
+    /// `wait` for one to arrive (`Orb::perform_work`); an error when the
+    /// reactor failed.
+    pub(crate) fn perform_work(&self, wait: Duration) -> std::io::Result<()> {
         if !self.reactor.is_stopping() {
-            let _ = self.reactor.perform_one(wait);
+            self.reactor
+                .perform_one(wait)
+                .inspect_err(|_| self.fail())?;
         }
+        Ok(())
     }
 
     /// What the server has done and holds now.
@@ -465,8 +497,33 @@ impl Server {
         self.published_tls.clone()
     }
 
-    /// Closes every connection with CloseConnection and stops the threads.
-    pub(crate) fn stop(&self, wait: bool) {
+    /// Every endpoint, plain first, then TLS (`Orb::endpoints`).
+    pub(crate) fn endpoints(&self) -> Vec<Endpoint> {
+        let plain = self.published.iter().map(|(h, p)| (h, p, false));
+        let tls = self.published_tls.iter().map(|(h, p)| (h, p, true));
+        plain
+            .chain(tls)
+            .map(|(h, p, tls)| Endpoint::new(h.clone(), *p, tls))
+            .collect()
+    }
+
+    /// Stops the server: closes the listeners (their ports refuse
+    /// connections from now on), closes every connection with
+    /// CloseConnection, and stops the threads; with
+    /// [`WaitForCompletion::Yes`], waits for them to finish what they are
+    /// running (never for the calling thread itself).
+    pub(crate) fn stop(&self, wait: WaitForCompletion) {
+        self.reactor.stop();
+        let acceptors: Vec<Arc<Acceptor>> = self
+            .shared
+            .acceptors
+            .lock()
+            .drain(..)
+            .filter_map(|w| w.upgrade())
+            .collect();
+        for acceptor in acceptors {
+            acceptor.close(&self.reactor);
+        }
         let conns: Vec<_> = self
             .connections
             .lock()
@@ -476,15 +533,21 @@ impl Server {
         for c in conns {
             c.close_orderly(&self.reactor);
         }
-        self.reactor.stop();
-        if wait {
+        if wait.is_yes() {
             let current = std::thread::current().id();
-            for t in self.threads.lock().drain(..) {
+            let threads: Vec<_> = self.threads.lock().drain(..).collect();
+            // Their connections are closed: each thread ends once its
+            // request (if any) is answered.
+            let per_connection: Vec<_> = self.connection_threads.lock().drain(..).collect();
+            for t in threads.into_iter().chain(per_connection) {
                 if t.thread().id() != current {
                     let _ = t.join();
                 }
             }
         }
+        // What is left (handlers, posted work) would otherwise keep the
+        // reactor, and the sockets it holds, alive through itself.
+        self.reactor.clear();
     }
 }
 
@@ -530,6 +593,15 @@ impl EventHandler for Acceptor {
 }
 
 impl Acceptor {
+    /// Closes the listener: the port refuses connections from now on.
+    fn close(&self, reactor: &Reactor) {
+        let listener = self.listener.lock().take();
+        let token = self.token.lock().take();
+        if let (Some(mut listener), Some(token)) = (listener, token) {
+            reactor.deregister(&mut listener, token);
+        }
+    }
+
     /// Accepts every connection waiting. Out of descriptors it stops and
     /// marks itself paused: a closing connection or the next tick calls it
     /// again (the listener's edge-triggered event does not come again for
@@ -541,7 +613,11 @@ impl Acceptor {
         let mut failures = 0;
         loop {
             self.shared.accept_calls.fetch_add(1, Ordering::SeqCst);
-            let accepted = self.listener.lock().accept();
+            let accepted = match &*self.listener.lock() {
+                Some(listener) => listener.accept(),
+                // Closed by the server's stop.
+                None => return,
+            };
             match accepted {
                 Ok((stream, _)) => {
                     failures = 0;
@@ -655,6 +731,12 @@ impl Acceptor {
             list.retain(|w| w.strong_count() > 0);
             list.push(Arc::downgrade(&conn));
         }
+        if reactor.is_stopping() {
+            // Accepted while the server stopped, perhaps after it closed
+            // the connections it knew.
+            conn.close_orderly(reactor);
+            return;
+        }
         if per_thread {
             self.shared.threads.fetch_add(1, Ordering::SeqCst);
             let (conn2, reactor2) = (conn.clone(), reactor.clone());
@@ -664,10 +746,19 @@ impl Acceptor {
                     conn2.serve_blocking(&reactor2);
                     conn2.shared.threads.fetch_sub(1, Ordering::SeqCst);
                 });
-            if spawned.is_err() {
-                // No thread for it: the connection cannot be served.
-                self.shared.threads.fetch_sub(1, Ordering::SeqCst);
-                conn.close(reactor);
+            match spawned {
+                Ok(handle) => {
+                    if let Some(server) = self.server.upgrade() {
+                        let mut threads = server.connection_threads.lock();
+                        threads.retain(|t| !t.is_finished());
+                        threads.push(handle);
+                    }
+                }
+                Err(_) => {
+                    // No thread for it: the connection cannot be served.
+                    self.shared.threads.fetch_sub(1, Ordering::SeqCst);
+                    conn.close(reactor);
+                }
             }
         }
     }

@@ -11,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use armillary::Orb;
+use armillary::{Orb, WaitForCompletion};
 use armillary_quoter::stock::{quoter::GetQuoteError, Quoter};
 
 const USAGE: &str = "usage: quoter-client REFERENCE SYMBOL... [-ORB<option> VALUE]...";
@@ -29,7 +29,8 @@ fn main() -> ExitCode {
 fn ask() -> Result<(), String> {
     let (orb, args) = Orb::init(std::env::args()).map_err(|e| e.to_string())?;
     let result = ask_with(&orb, &args);
-    orb.shutdown(true);
+    orb.shutdown(WaitForCompletion::Yes)
+        .map_err(|e| e.to_string())?;
     result
 }
 

@@ -73,7 +73,7 @@ fn serve() -> Result<(), String> {
         std::fs::write(path, format!("{ior}\n")).map_err(|e| format!("writing {path}: {e}"))?;
     }
     println!("{ior}");
-    orb.run();
+    orb.run().map_err(|e| e.to_string())?;
     drop(signals);
     orb.destroy();
     Ok(())
