@@ -122,7 +122,7 @@ impl Shared {
             shared: self.clone(),
             id: n,
         })
-        .activate_with_id(&self.poa, context_id(n).as_bytes())?;
+        .activate_with_id(&self.poa, context_id(n))?;
         store.next_context += 1;
         store.contexts.insert(n, Bindings::new());
         Ok(context.into())
@@ -451,7 +451,7 @@ impl NamingContextImpl {
         }
         let n = store.next_iterator;
         let iterator = BindingIteratorImpl::skeleton(self.shared.clone(), n, rest)
-            .activate_with_id(&self.shared.poa, iterator_id(n).as_bytes())?;
+            .activate_with_id(&self.shared.poa, iterator_id(n))?;
         store.next_iterator += 1;
         store.iterators.push_back(n);
         Ok(iterator)

@@ -1055,7 +1055,7 @@ impl Generator<'_> {
                 pub fn activate_with_id(
                     self,
                     poa: &::armillary::poa::Poa,
-                    object_id: &[u8],
+                    object_id: impl ::core::convert::Into<::armillary::poa::ObjectId>,
                 ) -> ::core::result::Result<#name, ::armillary::poa::PoaError> {
                     poa.activate_with_id_as(object_id, self)
                 }
