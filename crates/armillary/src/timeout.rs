@@ -18,7 +18,34 @@
 //! send. A call out of time fails with TIMEOUT, minor code
 //! [`minor::CALL_TIMEOUT`](crate::minor::CALL_TIMEOUT), COMPLETED_MAYBE if
 //! the request had left whole and COMPLETED_NO if it had not; its reply,
-//! should it come later, is discarded.
+//! should it come later, is discarded. Calls to objects this ORB serves
+//! itself run on the calling thread (collocated), and no timeout bounds
+//! them, as in the example below.
+//!
+//! ```
+//! use std::time::Duration;
+//! use armillary::config::OrbConfig;
+//! use armillary::{CallTimeout, Interface, Orb};
+//! # use armillary_quoter::{generated, QuoterImpl};
+//! use generated::stock::{Quoter, QuoterSkeleton};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The ORB level: every call this ORB makes.
+//! let orb = Orb::with_config(OrbConfig::new().call_timeout(Duration::from_secs(5)))?;
+//! # let poa = orb.root_poa();
+//! # poa.manager().activate()?;
+//! # let quoter: Quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
+//! // The thread level: this thread's calls while `_thread` lives.
+//! let _thread = CallTimeout::set_for_thread(Duration::from_secs(2));
+//! assert_eq!(quoter.get_quote("ACME")?, 4217); // 2 s were it remote
+//! // The reference level: a new typed reference to the same object.
+//! let hasty: Quoter = quoter.with_call_timeout(Duration::from_millis(200));
+//! assert_eq!(hasty.get_quote("ACME")?, 4217); // 200 ms were it remote
+//! assert_eq!(hasty.as_object().call_timeout(), Some(Duration::from_millis(200)));
+//! # orb.shutdown(armillary::WaitForCompletion::Yes)?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! [`ObjectRef::with_call_timeout`]: crate::ObjectRef::with_call_timeout
 
