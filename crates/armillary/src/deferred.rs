@@ -1,5 +1,5 @@
 //! Requests sent now whose replies are collected later: what
-//! [`Invoker::send_deferred`](crate::Invoker::send_deferred) returns, the
+//! [`Invoker::send_deferred`](crate::runtime::Invoker::send_deferred) returns, the
 //! client half of DII's `send_deferred` (and what AMI pollers build on).
 //!
 //! A remote request binds a deferred reply dispatcher
@@ -27,7 +27,7 @@ use crate::orb::{Attempt, OrbCore, Progress, Sent};
 use crate::transport::reply::deferred::DeferredSlot;
 
 /// The reply to a two-way request sent with
-/// [`Invoker::send_deferred`](crate::Invoker::send_deferred), to be
+/// [`Invoker::send_deferred`](crate::runtime::Invoker::send_deferred), to be
 /// collected later with [`poll`](Self::poll) or [`wait`](Self::wait).
 ///
 /// Both take the request again: a reply that forwards the request elsewhere

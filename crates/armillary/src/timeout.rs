@@ -2,52 +2,8 @@
 //! `RelativeRoundtripTimeoutPolicy`) at its three levels, and the one
 //! function that says which applies to a call.
 //!
-//! - **ORB**: [`OrbConfig::call_timeout`](crate::config::OrbConfig::call_timeout)
-//!   (`-ORBClientCallTimeout MS`), for every call the ORB makes.
-//! - **Thread**: [`CallTimeout::set_for_thread`], for the calls the current
-//!   thread makes while the guard it returns lives (CORBA's `PolicyCurrent`).
-//! - **Object reference**: [`ObjectRef::with_call_timeout`], for the calls
-//!   made through that reference (CORBA's `_set_policy_overrides`).
-//!
-//! The innermost level that is set wins, as in CORBA Messaging: the
-//! reference's, else the thread's, else the ORB's. A level set to
-//! [`Duration::ZERO`] or [`Duration::MAX`] means "no limit" and still
-//! overrides the outer levels. The time counts from the call's start
-//! (connecting, waiting for a free slot on the connection, sending and
-//! waiting for the reply included); a deferred request's counts from its
-//! send. A call out of time fails with TIMEOUT, minor code
-//! [`minor::CALL_TIMEOUT`](crate::minor::CALL_TIMEOUT), COMPLETED_MAYBE if
-//! the request had left whole and COMPLETED_NO if it had not; its reply,
-//! should it come later, is discarded. Calls to objects this ORB serves
-//! itself run on the calling thread (collocated), and no timeout bounds
-//! them, as in the example below.
-//!
-//! ```
-//! use std::time::Duration;
-//! use armillary::config::OrbConfig;
-//! use armillary::{CallTimeout, Interface, Orb};
-//! # use armillary_quoter::{generated, QuoterImpl};
-//! use generated::stock::{Quoter, QuoterSkeleton};
-//!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // The ORB level: every call this ORB makes.
-//! let orb = Orb::with_config(OrbConfig::new().call_timeout(Duration::from_secs(5)))?;
-//! # let poa = orb.root_poa();
-//! # poa.manager().activate()?;
-//! # let quoter: Quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
-//! // The thread level: this thread's calls while `_thread` lives.
-//! let _thread = CallTimeout::set_for_thread(Duration::from_secs(2));
-//! assert_eq!(quoter.get_quote("ACME")?, 4217); // 2 s were it remote
-//! // The reference level: a new typed reference to the same object.
-//! let hasty: Quoter = quoter.with_call_timeout(Duration::from_millis(200));
-//! assert_eq!(hasty.get_quote("ACME")?, 4217); // 200 ms were it remote
-//! assert_eq!(hasty.as_object().call_timeout(), Some(Duration::from_millis(200)));
-//! # orb.shutdown(armillary::WaitForCompletion::Yes)?;
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! [`ObjectRef::with_call_timeout`]: crate::ObjectRef::with_call_timeout
+//! The levels and their precedence are documented on [`CallTimeout`],
+//! the public face of this module.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -58,11 +14,56 @@ thread_local! {
     static THREAD_TIMEOUT: Cell<Option<Duration>> = const { Cell::new(None) };
 }
 
-/// The thread level of the call timeout (CORBA's `PolicyCurrent` with a
-/// `RelativeRoundtripTimeoutPolicy`): see the [module docs](self) for how
-/// it combines with the ORB's and a reference's.
+/// The relative round-trip timeout of client calls (CORBA Messaging's
+/// `RelativeRoundtripTimeoutPolicy`) and its thread level (CORBA's
+/// `PolicyCurrent`). It is set at three levels:
 ///
-/// # Examples
+/// - **ORB**: [`OrbConfig::call_timeout`](crate::config::OrbConfig::call_timeout)
+///   (`-ORBClientCallTimeout MS`), for every call the ORB makes.
+/// - **Thread**: [`CallTimeout::set_for_thread`], for the calls the current
+///   thread makes while the guard it returns lives (CORBA's `PolicyCurrent`).
+/// - **Object reference**: [`ObjectRef::with_call_timeout`], for the calls
+///   made through that reference (CORBA's `_set_policy_overrides`).
+///
+/// The innermost level that is set wins, as in CORBA Messaging: the
+/// reference's, else the thread's, else the ORB's. A level set to
+/// [`Duration::ZERO`] or [`Duration::MAX`] means "no limit" and still
+/// overrides the outer levels. The time counts from the call's start
+/// (connecting, waiting for a free slot on the connection, sending and
+/// waiting for the reply included); a deferred request's counts from its
+/// send. A call out of time fails with TIMEOUT, minor code
+/// [`minor::CALL_TIMEOUT`](crate::minor::CALL_TIMEOUT), COMPLETED_MAYBE if
+/// the request had left whole and COMPLETED_NO if it had not; its reply,
+/// should it come later, is discarded. Calls to objects this ORB serves
+/// itself run on the calling thread (collocated), and no timeout bounds
+/// them, as in the example below.
+///
+/// ```
+/// use std::time::Duration;
+/// use armillary::config::OrbConfig;
+/// use armillary::{CallTimeout, Interface, Orb};
+/// # use armillary_quoter::{generated, QuoterImpl};
+/// use generated::stock::{Quoter, QuoterSkeleton};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // The ORB level: every call this ORB makes.
+/// let orb = Orb::with_config(OrbConfig::new().call_timeout(Duration::from_secs(5)))?;
+/// # let poa = orb.root_poa();
+/// # poa.manager().activate()?;
+/// # let quoter: Quoter = QuoterSkeleton::new(QuoterImpl::default()).activate(&poa)?;
+/// // The thread level: this thread's calls while `_thread` lives.
+/// let _thread = CallTimeout::set_for_thread(Duration::from_secs(2));
+/// assert_eq!(quoter.get_quote("ACME")?, 4217); // 2 s were it remote
+/// // The reference level: a new typed reference to the same object.
+/// let hasty: Quoter = quoter.with_call_timeout(Duration::from_millis(200));
+/// assert_eq!(hasty.get_quote("ACME")?, 4217); // 200 ms were it remote
+/// assert_eq!(hasty.as_object().call_timeout(), Some(Duration::from_millis(200)));
+/// # orb.shutdown(armillary::WaitForCompletion::Yes)?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// A thread's guards nest:
 ///
 /// ```
 /// use std::time::Duration;
@@ -80,6 +81,8 @@ thread_local! {
 /// }
 /// assert_eq!(CallTimeout::for_thread(), None);
 /// ```
+///
+/// [`ObjectRef::with_call_timeout`]: crate::ObjectRef::with_call_timeout
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct CallTimeout;
