@@ -13,7 +13,8 @@
 //! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
-//! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`) |
+//! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
+//! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
 //! | `-ORBTlsKey FILE` | this ORB's private key (PEM) |
@@ -356,6 +357,8 @@ pub struct OrbConfig {
     pub(crate) tls: crate::tls::TlsConfig,
     /// The longest a call this ORB makes may take (`None`: no limit).
     pub(crate) call_timeout: Option<Duration>,
+    /// Most requests awaiting their reply on one client connection.
+    pub(crate) client_max_outstanding: usize,
 }
 
 impl Default for OrbConfig {
@@ -382,6 +385,7 @@ impl Default for OrbConfig {
             max_forwards: 16,
             tls: crate::tls::TlsConfig::default(),
             call_timeout: None,
+            client_max_outstanding: 1024,
         }
     }
 }
@@ -569,6 +573,24 @@ impl OrbConfig {
         self
     }
 
+    /// Sets the most requests this ORB may have awaiting their reply on one
+    /// client connection (default 1,024, at least 1;
+    /// `-ORBClientMaxOutstanding`). A request beyond the limit waits, before
+    /// it is sent, until one of the connection's replies comes (the waiting
+    /// caller reads the connection meanwhile if nobody else does) or its
+    /// call timeout passes: then it fails with TIMEOUT
+    /// (`minor::CALL_TIMEOUT`, COMPLETED_NO), having sent nothing. Waiting,
+    /// rather than failing at once, is what a full socket buffer does too:
+    /// a client that sends faster than the server answers is slowed to the
+    /// server's pace instead of having to retry, while its memory stays
+    /// bounded by the limit; a caller that must not wait sets a call
+    /// timeout. Oneways without a sync scope await no reply and do not
+    /// count.
+    pub fn client_max_outstanding(mut self, count: usize) -> Self {
+        self.client_max_outstanding = count.max(1);
+        self
+    }
+
     /// The plain IIOP endpoints to listen on, in the order added.
     pub fn get_endpoints(&self) -> &[ListenEndpoint] {
         &self.endpoints
@@ -670,6 +692,12 @@ impl OrbConfig {
     /// The most LOCATION_FORWARD hops one invocation follows.
     pub fn get_max_forwards(&self) -> u32 {
         self.max_forwards
+    }
+
+    /// The most requests awaiting their reply on one client connection
+    /// (see [`client_max_outstanding`](Self::client_max_outstanding)).
+    pub fn get_client_max_outstanding(&self) -> usize {
+        self.client_max_outstanding
     }
 
     /// The IIOP over TLS configuration.
@@ -927,6 +955,9 @@ impl OrbConfig {
                 }
                 "-ORBMaxQueuedReplyBytes" => {
                     self.max_queued_reply_bytes = parse_size(&option, &value()?)?
+                }
+                "-ORBClientMaxOutstanding" | "-ORBMaxOutstanding" => {
+                    self.client_max_outstanding = parse_count(&option, &value()?)?
                 }
                 "-ORBMaxConnections" => self.max_connections = parse_count(&option, &value()?)?,
                 "-ORBMaxConnectionThreads" => {
@@ -1260,6 +1291,14 @@ mod tests {
                 OrbConfig::new().call_timeout(ms(250)),
             ),
             (
+                vec!["-ORBClientMaxOutstanding", "8"],
+                OrbConfig::new().client_max_outstanding(8),
+            ),
+            (
+                vec!["-ORBMaxOutstanding", "9"],
+                OrbConfig::new().client_max_outstanding(9),
+            ),
+            (
                 vec![
                     "-ORBListenEndpoints",
                     "iiops://0.0.0.0:4433",
@@ -1318,7 +1357,9 @@ mod tests {
             .hold_limit(8)
             .max_forwards(9)
             .tls(crate::tls::TlsConfig::new().require(true))
-            .call_timeout(Duration::from_secs(10));
+            .call_timeout(Duration::from_secs(10))
+            .client_max_outstanding(11);
+        assert_eq!(c.get_client_max_outstanding(), 11);
         assert_eq!(c.get_endpoints(), [ListenEndpoint::new("127.0.0.1", 7)]);
         assert_eq!(c.get_publish_host(), Some("h"));
         assert_eq!(c.get_initial_reference("A"), Some("corbaloc::h:1/A"));
@@ -1359,11 +1400,13 @@ mod tests {
         let c = OrbConfig::new()
             .call_timeout(Duration::ZERO)
             .idle_timeout(Duration::ZERO)
+            .client_max_outstanding(0)
             .max_connections(0)
             .max_message_size(0);
         assert_eq!(c.get_call_timeout(), None);
         assert_eq!(c.get_idle_timeout(), None);
         assert_eq!(c.get_max_connections(), 1);
+        assert_eq!(c.get_client_max_outstanding(), 1);
         assert_eq!(c.get_max_message_size(), 1);
         assert_eq!(OrbConfig::new(), OrbConfig::default());
     }

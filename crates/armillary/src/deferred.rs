@@ -8,8 +8,9 @@
 //! caller leading it, a thread waiting for this reply, or a poll that reads
 //! what has arrived without blocking. Forwards, re-addressing and the
 //! re-sending of a request that an orderly close refused happen when the
-//! reply is collected, as for a synchronous call. The ORB's call timeout
-//! counts from the send: past it the request ends in TIMEOUT and its
+//! reply is collected, as for a synchronous call. The call timeout (the
+//! reference's, the thread's at the send, or the ORB's: see
+//! [`CallTimeout`](crate::CallTimeout)) counts from the send: past it the request ends in TIMEOUT and its
 //! dispatcher is unbound, so a late reply is dropped. Dropping a
 //! [`PendingReply`] unbinds its dispatcher too.
 
@@ -84,8 +85,8 @@ impl PendingReply {
         }
     }
 
-    /// Waits for the reply (no longer than the ORB's call timeout, counted
-    /// from the send). BAD_INV_ORDER (`minor::RESPONSE_ALREADY_RETRIEVED`)
+    /// Waits for the reply (no longer than the call timeout, counted from
+    /// the send). BAD_INV_ORDER (`minor::RESPONSE_ALREADY_RETRIEVED`)
     /// once the outcome has been taken.
     pub fn wait(&mut self, request: &OutgoingRequest<'_>) -> Result<ReplyMessage, SystemException> {
         let outcome = match &mut self.inner {
@@ -162,7 +163,7 @@ impl RemoteDeferred {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> PendingReply {
-        let deadline = core.deadline();
+        let deadline = core.deadline_for(request);
         let mut remote = RemoteDeferred {
             core,
             progress: Progress::new(target),

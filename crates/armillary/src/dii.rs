@@ -529,7 +529,7 @@ impl Request {
         let outcome = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args);
+            let request = two_way(&self.operation, &args, self.target.call_timeout());
             invoker
                 .invoke(self.target.ior(), &request)
                 .and_then(|reply| {
@@ -551,6 +551,7 @@ impl Request {
             response_expected: false,
             sync_scope: SyncScope::None,
             args: &args,
+            call_timeout: self.target.call_timeout(),
         };
         invoker.invoke(self.target.ior(), &request)?;
         self.state = State::Oneway;
@@ -568,7 +569,7 @@ impl Request {
         let pending = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args);
+            let request = two_way(&self.operation, &args, self.target.call_timeout());
             invoker.send_deferred(self.target.ior(), &request)?
         };
         self.state = State::Deferred(pending);
@@ -586,7 +587,7 @@ impl Request {
             State::Deferred(pending) => {
                 let arguments = &self.arguments;
                 let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-                let request = two_way(&self.operation, &args);
+                let request = two_way(&self.operation, &args, self.target.call_timeout());
                 match pending.poll(&request) {
                     Some(outcome) => {
                         let _ = self.complete(outcome);
@@ -613,7 +614,7 @@ impl Request {
                 let outcome = {
                     let arguments = &self.arguments;
                     let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-                    let request = two_way(&self.operation, &args);
+                    let request = two_way(&self.operation, &args, self.target.call_timeout());
                     pending.wait(&request)
                 };
                 self.complete(outcome)
@@ -633,7 +634,7 @@ impl Request {
         if let State::Deferred(pending) = &mut self.state {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args);
+            let request = two_way(&self.operation, &args, self.target.call_timeout());
             pending.wait_for_activity(&request, until);
             if let Some(outcome) = pending.poll(&request) {
                 let _ = self.complete(outcome);
@@ -702,16 +703,19 @@ impl Request {
     }
 }
 
-/// The two-way request a dynamic request sends: the same as a stub's.
+/// The two-way request a dynamic request sends: the same as a stub's
+/// (`call_timeout` is the target reference's).
 fn two_way<'a>(
     operation: &'a str,
     args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    call_timeout: Option<std::time::Duration>,
 ) -> OutgoingRequest<'a> {
     OutgoingRequest {
         operation,
         response_expected: true,
         sync_scope: SyncScope::WithTarget,
         args,
+        call_timeout,
     }
 }
 

@@ -140,6 +140,7 @@ mod reactor;
 pub mod runtime;
 mod servant;
 mod slots;
+mod timeout;
 pub mod tls;
 mod transport;
 
@@ -152,6 +153,7 @@ pub use idl_type::IdlType;
 pub use object::{Interface, Location, ObjectRef};
 pub use orb::{Orb, OrbError, ReferenceError};
 pub use servant::{IntoServant, Servant, ServerRequest};
+pub use timeout::{CallTimeout, CallTimeoutGuard};
 pub use transport::server::ServerStats;
 
 pub use armillary_giop::system_exception::{

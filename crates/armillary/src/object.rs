@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use armillary_giop::any::{Origin, OriginGuard};
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
@@ -31,6 +32,21 @@ pub struct OutgoingRequest<'a> {
     pub sync_scope: SyncScope,
     /// Writes the arguments into the request body.
     pub args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    /// The call timeout set on the reference the request is made through
+    /// ([`ObjectRef::with_call_timeout`]), if any: it overrides the
+    /// thread's and the ORB's (see [`CallTimeout`](crate::CallTimeout)).
+    pub call_timeout: Option<Duration>,
+}
+
+impl OutgoingRequest<'_> {
+    /// The timeout that applies to this request if it is sent now on an
+    /// ORB whose own call timeout is `orb_timeout`: the reference's if set,
+    /// else the current thread's, else the ORB's (`None`: no limit). Every
+    /// way of sending a request (synchronous, oneway, deferred, and the
+    /// asynchronous forms) takes its deadline from here.
+    pub fn effective_timeout(&self, orb_timeout: Option<Duration>) -> Option<Duration> {
+        crate::timeout::effective(self.call_timeout, orb_timeout)
+    }
 }
 
 impl fmt::Debug for OutgoingRequest<'_> {
@@ -40,6 +56,7 @@ impl fmt::Debug for OutgoingRequest<'_> {
             .field("operation", &self.operation)
             .field("response_expected", &self.response_expected)
             .field("sync_scope", &self.sync_scope)
+            .field("call_timeout", &self.call_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -229,6 +246,16 @@ pub trait Interface: Sized {
 
     /// The untyped reference.
     fn as_object(&self) -> &ObjectRef;
+
+    /// A new reference to the same object whose calls have their own call
+    /// timeout, overriding the thread's and the ORB's (CORBA's
+    /// `_set_policy_overrides` with a `RelativeRoundtripTimeoutPolicy`);
+    /// see [`ObjectRef::with_call_timeout`]. Works on generated stubs
+    /// (`quoter.with_call_timeout(…)` gives a `Quoter`).
+    #[must_use = "the timeout applies to the returned reference only"]
+    fn with_call_timeout(&self, timeout: Duration) -> Self {
+        Self::from_object(self.as_object().with_call_timeout(timeout))
+    }
 }
 
 impl Interface for ObjectRef {
@@ -291,6 +318,8 @@ pub struct ObjectRef {
 struct ObjectInner {
     ior: Ior,
     invoker: OnceLock<Arc<dyn Invoker>>,
+    /// The reference-level call timeout override, if one is set.
+    call_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for ObjectRef {
@@ -298,6 +327,7 @@ impl fmt::Debug for ObjectRef {
         f.debug_struct("ObjectRef")
             .field("type_id", &self.inner.ior.type_id)
             .field("profiles", &self.inner.ior.profiles.len())
+            .field("call_timeout", &self.inner.call_timeout)
             .finish()
     }
 }
@@ -351,8 +381,55 @@ impl ObjectRef {
         let cell = OnceLock::new();
         let _ = cell.set(invoker);
         ObjectRef {
-            inner: Arc::new(ObjectInner { ior, invoker: cell }),
+            inner: Arc::new(ObjectInner {
+                ior,
+                invoker: cell,
+                call_timeout: None,
+            }),
         }
+    }
+
+    /// A new reference to the same object (and carried by the same ORB)
+    /// whose calls have the call timeout `timeout`, whatever the thread's
+    /// and the ORB's are (CORBA's `_set_policy_overrides` with a
+    /// `RelativeRoundtripTimeoutPolicy`). `Duration::ZERO` or
+    /// `Duration::MAX`: no limit for its calls. This reference keeps its
+    /// own; the two compare equal (the IOR is the same).
+    ///
+    /// A call that runs out of time fails with TIMEOUT
+    /// ([`minor::CALL_TIMEOUT`](crate::minor::CALL_TIMEOUT)),
+    /// COMPLETED_MAYBE once the request has left and COMPLETED_NO before.
+    /// Levels and precedence: [`CallTimeout`](crate::CallTimeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use armillary::ObjectRef;
+    ///
+    /// let plain = ObjectRef::nil();
+    /// let hasty = plain.with_call_timeout(Duration::from_millis(100));
+    /// assert_eq!(hasty.call_timeout(), Some(Duration::from_millis(100)));
+    /// assert_eq!(plain.call_timeout(), None);
+    /// assert_eq!(plain, hasty);
+    /// ```
+    #[must_use = "the timeout applies to the returned reference only"]
+    pub fn with_call_timeout(&self, timeout: Duration) -> ObjectRef {
+        let invoker = OnceLock::new();
+        if let Some(bound) = self.inner.invoker.get() {
+            let _ = invoker.set(bound.clone());
+        }
+        ObjectRef {
+            inner: Arc::new(ObjectInner {
+                ior: self.inner.ior.clone(),
+                invoker,
+                call_timeout: Some(timeout),
+            }),
+        }
+    }
+
+    /// The call timeout set on this reference
+    /// ([`with_call_timeout`](Self::with_call_timeout)), if any.
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.inner.call_timeout
     }
 
     /// A reference with no invoker yet: on first use it binds to the ORB
@@ -363,6 +440,7 @@ impl ObjectRef {
             inner: Arc::new(ObjectInner {
                 ior,
                 invoker: OnceLock::new(),
+                call_timeout: None,
             }),
         }
     }
@@ -417,6 +495,7 @@ impl ObjectRef {
             response_expected: true,
             sync_scope: SyncScope::WithTarget,
             args,
+            call_timeout: self.call_timeout(),
         };
         let invoker = self.invoker()?;
         let reply = invoker
@@ -485,6 +564,7 @@ impl ObjectRef {
             response_expected: false,
             sync_scope,
             args,
+            call_timeout: self.call_timeout(),
         };
         self.invoker()?.invoke(self.ior(), &request).map(|_| ())
     }

@@ -887,13 +887,8 @@ impl OrbCore {
         route: &crate::transport::tls::Route,
         deadline: Option<Instant>,
     ) -> Result<Arc<ClientConnection>, SystemException> {
-        self.connections.get(
-            &route.host,
-            route.port,
-            route.tls,
-            deadline,
-            self.config.call_timeout,
-        )
+        self.connections
+            .get(&route.host, route.port, route.tls, deadline)
     }
 
     /// What a reply wait that ran out of time means for the call and the
@@ -1019,10 +1014,24 @@ impl OrbCore {
             let bytes = builder.finish(false);
             // Oneways with SYNC_WITH_SERVER or _TARGET still get a reply.
             let wait = request.response_expected || request.sync_scope != SyncScope::None;
-            if wait {
-                conn.bind(id, dispatcher, deadline);
+            // Back-pressure: past the connection's limit of requests
+            // awaiting a reply, wait for one of them to end (reading the
+            // connection meanwhile if nobody does), no longer than the
+            // call's deadline.
+            if wait
+                && !conn.bind_within_limit(
+                    id,
+                    dispatcher,
+                    deadline,
+                    self.config.client_max_outstanding,
+                )
+            {
+                return Err(SystemException::timeout(
+                    minor::CALL_TIMEOUT,
+                    CompletionStatus::No,
+                ));
             }
-            if let Err(e) = conn.send(&bytes) {
+            if let Err(e) = conn.send_within(&bytes, self.timeout_for(request)) {
                 // Not sent whole: the server cannot have run it.
                 conn.unbind(id);
                 self.connections.evict(&conn);
@@ -1154,7 +1163,8 @@ impl OrbCore {
             .finish(false);
         let slot = Arc::new(SyncSlot::default());
         conn.bind(id, slot.dispatcher(), deadline);
-        if let Err(e) = conn.send(&bytes) {
+        let timeout = crate::timeout::effective(None, self.config.call_timeout);
+        if let Err(e) = conn.send_within(&bytes, timeout) {
             conn.unbind(id);
             self.connections.evict(&conn);
             return match e {
@@ -1209,9 +1219,24 @@ impl OrbCore {
 }
 
 impl OrbCore {
-    /// When a call starting now must end (the ORB's call timeout).
+    /// The call timeout of `request` sent now: the reference's, the
+    /// thread's or the ORB's (see [`crate::timeout`]).
+    pub(crate) fn timeout_for(&self, request: &OutgoingRequest<'_>) -> Option<Duration> {
+        request.effective_timeout(self.config.call_timeout)
+    }
+
+    /// When `request`, starting now, must end: the one place every way of
+    /// sending a request (synchronous, oneway, deferred, and the
+    /// asynchronous forms to come) takes its deadline from.
+    pub(crate) fn deadline_for(&self, request: &OutgoingRequest<'_>) -> Option<Instant> {
+        crate::timeout::deadline(self.timeout_for(request))
+    }
+
+    /// When a call starting now that is made through no particular
+    /// reference (a LocateRequest) must end: the thread's or the ORB's
+    /// timeout.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.config.call_timeout.map(|t| Instant::now() + t)
+        crate::timeout::deadline(crate::timeout::effective(None, self.config.call_timeout))
     }
 }
 
@@ -1329,7 +1354,7 @@ impl Invoker for OrbCore {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException> {
-        let deadline = self.deadline();
+        let deadline = self.deadline_for(request);
         let mut progress = Progress::new(target);
         loop {
             // A shutdown while an attempt was under way closed its

@@ -105,7 +105,9 @@ pub(crate) struct ClientConnection {
     /// in the cache).
     endpoint: (String, u16, bool),
     stream: ClientStream,
-    write_lock: Mutex<()>,
+    /// Held while a message is written; holds the write timeout currently
+    /// set on the socket.
+    write_lock: Mutex<Option<Duration>>,
     state: Mutex<ReadState>,
     wake: Condvar,
     next_id: AtomicU32,
@@ -140,14 +142,12 @@ const POLL_READ: Duration = Duration::from_millis(1);
 
 impl ClientConnection {
     /// Connects within `connect_timeout` (and, with `tls`, runs the TLS
-    /// handshake within it); with `write_timeout`, a write that the server
-    /// does not take in that time fails.
+    /// handshake within it).
     fn open(
         host: &str,
         port: u16,
         tls: Option<&Arc<rustls::ClientConfig>>,
         connect_timeout: Duration,
-        write_timeout: Option<Duration>,
     ) -> Result<Arc<Self>, SystemException> {
         let transient = || SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
         let socket = net::connect(host, port, connect_timeout).map_err(|_| transient())?;
@@ -162,12 +162,12 @@ impl ClientConnection {
         };
         stream
             .socket()
-            .set_write_timeout(write_timeout)
+            .set_write_timeout(None)
             .map_err(|_| transient())?;
         Ok(Arc::new(ClientConnection {
             endpoint: (host.to_owned(), port, tls.is_some()),
             stream,
-            write_lock: Mutex::new(()),
+            write_lock: Mutex::new(None),
             state: Mutex::new(ReadState {
                 decoder: FrameDecoder::new(super::frame_limits()),
                 buf: vec![0; super::READ_BUFFER],
@@ -236,10 +236,50 @@ impl ClientConnection {
         }
     }
 
+    /// Binds `dispatcher` to the reply of `id` as [`bind`](Self::bind)
+    /// does, once fewer than `limit` requests await their reply on the
+    /// connection: until then the caller waits (leading the connection, so
+    /// that replies free their slots, when nobody else reads it). False
+    /// when `deadline` passed first (nothing is bound then).
+    pub(crate) fn bind_within_limit(
+        &self,
+        id: u32,
+        dispatcher: Box<dyn ReplyDispatcher>,
+        deadline: Option<Instant>,
+        limit: usize,
+    ) -> bool {
+        let mut dispatcher = Some(dispatcher);
+        let ended = self.wait_until(deadline, |state| {
+            if state.closed.is_some() {
+                return true;
+            }
+            if state.dispatchers.len() < limit {
+                if let Some(d) = dispatcher.take() {
+                    let frames = state.frames;
+                    state.dispatchers.bind(id, d, frames, deadline);
+                }
+                return true;
+            }
+            false
+        });
+        match dispatcher {
+            // Bound, or the connection closed (which the dispatcher learns).
+            Some(d) if ended => {
+                self.bind(id, d, deadline);
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
     /// Forgets the dispatcher of a reply nobody will collect; a reply that
     /// comes later is dropped.
     pub(crate) fn unbind(&self, id: u32) {
-        self.state.lock().dispatchers.unbind(id);
+        if self.state.lock().dispatchers.unbind(id) {
+            // A caller may be waiting for a free slot.
+            self.wake.notify_all();
+        }
     }
 
     /// Ends the request `id` as timed out now (its owner's deadline
@@ -248,6 +288,8 @@ impl ClientConnection {
         let mut state = self.state.lock();
         let frames = state.frames;
         state.dispatchers.time_out(id, frames);
+        drop(state);
+        self.wake.notify_all();
     }
 
     /// Writes a whole message. An error means the request did not reach
@@ -255,9 +297,34 @@ impl ClientConnection {
     /// closed, since part of a message may have left and nothing more can
     /// follow it.
     pub(crate) fn send(&self, bytes: &[u8]) -> Result<(), SendError> {
+        self.write(bytes, None)
+    }
+
+    /// Writes a whole message as [`send`](Self::send) does, failing if
+    /// the server does not take it within `timeout` (`None`: however long
+    /// it takes).
+    pub(crate) fn send_within(
+        &self,
+        bytes: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<(), SendError> {
+        self.write(bytes, Some(timeout))
+    }
+
+    /// Writes `bytes`, first setting the socket's write timeout to
+    /// `timeout` when one is given and differs from the current one.
+    fn write(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
         let written = {
-            let _guard = self.write_lock.lock();
-            self.stream.write_all(bytes)
+            let mut current = self.write_lock.lock();
+            match timeout {
+                Some(t) if t != *current => self
+                    .stream
+                    .socket()
+                    .set_write_timeout(t)
+                    .map(|()| *current = t)
+                    .and_then(|()| self.stream.write_all(bytes)),
+                _ => self.stream.write_all(bytes),
+            }
         };
         let Err(e) = written else {
             return Ok(());
@@ -294,11 +361,11 @@ impl ClientConnection {
     pub(crate) fn wait_until(
         &self,
         deadline: Option<Instant>,
-        mut done: impl FnMut(&ReadState) -> bool,
+        mut done: impl FnMut(&mut ReadState) -> bool,
     ) -> bool {
         let mut state = self.state.lock();
         loop {
-            if done(&state) || state.closed.is_some() {
+            if done(&mut state) || state.closed.is_some() {
                 return true;
             }
             let now = Instant::now();
@@ -462,16 +529,13 @@ impl ConnectionCache {
     }
 
     /// The live connection to `host:port` (over TLS with `tls`), opening
-    /// one if needed (within `deadline` when there is one); with
-    /// `call_timeout`, writes that the server does not take within it
-    /// fail.
+    /// one if needed (within `deadline` when there is one).
     pub(crate) fn get(
         &self,
         host: &str,
         port: u16,
         tls: bool,
         deadline: Option<Instant>,
-        call_timeout: Option<Duration>,
     ) -> Result<Arc<ClientConnection>, SystemException> {
         let config = match (tls, &self.tls) {
             (false, _) => None,
@@ -505,7 +569,7 @@ impl ConnectionCache {
             None => CONNECT_TIMEOUT,
         };
         *slot = None;
-        let fresh = ClientConnection::open(host, port, config, connect_timeout, call_timeout)?;
+        let fresh = ClientConnection::open(host, port, config, connect_timeout)?;
         *slot = Some(fresh.clone());
         Ok(fresh)
     }
@@ -620,7 +684,7 @@ mod tests {
     fn a_timed_out_wait_forgets_its_reply_and_the_connection_carries_on() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
         let (mut server, _) = listener.accept().unwrap();
 
         // Nothing comes: the wait ends at its deadline, with nothing heard.
@@ -672,7 +736,7 @@ mod tests {
     fn an_idle_connection_the_server_closed_is_found_dead_before_use() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
         let (server, _) = listener.accept().unwrap();
         assert!(!conn.is_dead_while_idle());
         drop(server);
@@ -688,7 +752,7 @@ mod tests {
     fn followers_and_the_leader_each_keep_their_own_deadline() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         // Four waiters with short deadlines and one without: the short ones
         // all end (whoever leads), the last gets its reply afterwards.
@@ -727,7 +791,7 @@ mod tests {
         use crate::transport::reply::deferred::DeferredSlot;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         let deferred = Arc::new(DeferredSlot::default());
         conn.bind(1, deferred.dispatcher(), None);
@@ -754,7 +818,7 @@ mod tests {
         use crate::transport::reply::deferred::DeferredSlot;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         let deferred = Arc::new(DeferredSlot::default());
         conn.bind(1, deferred.dispatcher(), None);
@@ -807,11 +871,44 @@ mod tests {
     }
 
     #[test]
+    fn a_bind_beyond_the_limit_waits_for_a_reply_or_its_deadline() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let first = Arc::new(DeferredSlot::default());
+        assert!(conn.bind_within_limit(1, first.dispatcher(), None, 1));
+        // The only slot is taken: the deadline passes, nothing is bound.
+        let refused = Arc::new(DeferredSlot::default());
+        let deadline = Instant::now() + Duration::from_millis(20);
+        assert!(!conn.bind_within_limit(2, refused.dispatcher(), Some(deadline), 1));
+        assert_eq!(conn.state.lock().dispatchers.len(), 1);
+        assert_eq!(Arc::strong_count(&refused), 1);
+        // The reply to 1 frees it: the waiting binder reads it and binds.
+        server.write_all(&reply(1, 111)).unwrap();
+        let second = Arc::new(DeferredSlot::default());
+        assert!(conn.bind_within_limit(3, second.dispatcher(), None, 1));
+        assert!(first.is_ready());
+        assert_eq!(conn.state.lock().dispatchers.len(), 1);
+        // Unbinding frees a slot too.
+        conn.unbind(3);
+        let third = Arc::new(DeferredSlot::default());
+        assert!(conn.bind_within_limit(4, third.dispatcher(), Some(Instant::now()), 1));
+        // On a closed connection the dispatcher learns it at once.
+        drop(server);
+        assert!(conn.wait_until(None, |_| false));
+        let late = Arc::new(DeferredSlot::default());
+        assert!(conn.bind_within_limit(5, late.dispatcher(), None, 1));
+        assert!(matches!(late.take(), Some(Awaited::Closed(Closed::Broken))));
+    }
+
+    #[test]
     fn a_closing_connection_ends_every_deferred_request() {
         use crate::transport::reply::deferred::DeferredSlot;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, None).unwrap();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
         let (server, _) = listener.accept().unwrap();
         let slots: Vec<_> = (1..=3)
             .map(|id| {

@@ -160,7 +160,6 @@ impl DispatcherTable {
     }
 
     /// How many requests are outstanding.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
