@@ -646,7 +646,7 @@ fn readiness(stream: &TcpStream) -> Readiness {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
 
     use armillary_giop::giop::{ReplyHeader, ReplyStatus};
     use armillary_giop::ByteOrder;
@@ -668,6 +668,16 @@ mod tests {
         b.finish(false)
     }
 
+    /// A client connection to a loopback listener, and the server's end of
+    /// it.
+    fn connected() -> (Arc<ClientConnection>, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (conn, server)
+    }
+
     /// Binds a synchronous dispatcher to `id` and returns its slot.
     fn expect(conn: &ClientConnection, id: u32) -> Arc<SyncSlot> {
         let slot = Arc::new(SyncSlot::default());
@@ -682,10 +692,7 @@ mod tests {
 
     #[test]
     fn a_timed_out_wait_forgets_its_reply_and_the_connection_carries_on() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let (conn, mut server) = connected();
 
         // Nothing comes: the wait ends at its deadline, with nothing heard.
         let slot1 = expect(&conn, 1);
@@ -734,10 +741,7 @@ mod tests {
 
     #[test]
     fn an_idle_connection_the_server_closed_is_found_dead_before_use() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (server, _) = listener.accept().unwrap();
+        let (conn, server) = connected();
         assert!(!conn.is_dead_while_idle());
         drop(server);
         // The FIN travels asynchronously: poll for it, bounded.
@@ -750,10 +754,7 @@ mod tests {
 
     #[test]
     fn followers_and_the_leader_each_keep_their_own_deadline() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let (conn, mut server) = connected();
         // Four waiters with short deadlines and one without: the short ones
         // all end (whoever leads), the last gets its reply afterwards.
         let mut slots: Vec<_> = (1..=5).map(|id| expect(&conn, id)).collect();
@@ -789,10 +790,7 @@ mod tests {
     #[test]
     fn the_leader_delivers_a_deferred_reply_into_its_dispatcher() {
         use crate::transport::reply::deferred::DeferredSlot;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let (conn, mut server) = connected();
         let deferred = Arc::new(DeferredSlot::default());
         conn.bind(1, deferred.dispatcher(), None);
         let slot2 = expect(&conn, 2);
@@ -816,10 +814,7 @@ mod tests {
     #[test]
     fn a_poll_reads_what_has_arrived_without_blocking() {
         use crate::transport::reply::deferred::DeferredSlot;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let (conn, mut server) = connected();
         let deferred = Arc::new(DeferredSlot::default());
         conn.bind(1, deferred.dispatcher(), None);
         // Nothing has arrived: the poll returns at once, empty-handed.
@@ -873,10 +868,7 @@ mod tests {
     #[test]
     fn a_bind_beyond_the_limit_waits_for_a_reply_or_its_deadline() {
         use crate::transport::reply::deferred::DeferredSlot;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let (conn, mut server) = connected();
         let first = Arc::new(DeferredSlot::default());
         assert!(conn.bind_within_limit(1, first.dispatcher(), None, 1));
         // The only slot is taken: the deadline passes, nothing is bound.
@@ -906,10 +898,7 @@ mod tests {
     #[test]
     fn a_closing_connection_ends_every_deferred_request() {
         use crate::transport::reply::deferred::DeferredSlot;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
-        let (server, _) = listener.accept().unwrap();
+        let (conn, server) = connected();
         let slots: Vec<_> = (1..=3)
             .map(|id| {
                 let slot = Arc::new(DeferredSlot::default());
