@@ -15,7 +15,13 @@ use armillary_idl::{BuildError, Builder};
 const CORPUS: &str = "/usr/share/idl/omniORB";
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Read when the script runs, not baked in when it is compiled: a build
+    // script reused from a target directory shared with another checkout
+    // must find this checkout's files.
+    let manifest_dir = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
+    let root = manifest_dir.join("../..");
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let build = |name: &str, builder: Builder| {
         builder
