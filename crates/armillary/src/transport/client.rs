@@ -554,11 +554,14 @@ impl ClientConnection {
         ) {
             let _ = self.send(&b.finish(false));
         }
-        self.stream.shutdown();
+        // Closed (orderly) before the socket is shut, so that a thread
+        // blocked reading it does not take the shutdown for a broken
+        // connection.
         let mut state = self.state.lock();
         state.close(Closed::Orderly);
         self.wake.notify_all();
         release(state);
+        self.stream.shutdown();
     }
 }
 
@@ -1003,6 +1006,46 @@ mod tests {
         let late = Arc::new(DeferredSlot::default());
         assert!(conn.bind_within_limit(5, late.dispatcher(), None, 1));
         assert!(matches!(late.take(), Some(Awaited::Closed(Closed::Broken))));
+    }
+
+    #[test]
+    fn an_asynchronous_reply_is_read_by_an_orb_thread_and_its_callback_runs_unlocked() {
+        use crate::transport::reply::callback::Notify;
+        use crate::transport::reply::deferred::DeferredSlot;
+        let (conn, mut server) = connected();
+        let slot = Arc::new(DeferredSlot::new(true));
+        conn.bind(1, slot.dispatcher(), None);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let conn2 = conn.clone();
+        let seen = slot.clone();
+        assert!(slot
+            .on_ready(Notify::Continue(Box::new(move || {
+                // The read state is free: the continuation may use the
+                // connection.
+                let unlocked = conn2.state.try_lock().is_some();
+                let _ = tx.send((unlocked, seen.take(), std::thread::current().id()));
+            })))
+            .is_none());
+        assert!(conn.ensure_reader());
+        // One reader per connection.
+        assert!(!conn.ensure_reader());
+        server.write_all(&reply(1, 111)).unwrap();
+        let (unlocked, outcome, thread) = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(unlocked);
+        assert_ne!(thread, std::thread::current().id());
+        match outcome {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 111),
+            _ => panic!("no reply in the slot"),
+        }
+        // With nothing asynchronous outstanding, the reader ends.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while conn.state.lock().reader {
+            assert!(Instant::now() < deadline, "the reader never ended");
+            std::thread::yield_now();
+        }
+        // A synchronous slot needs no reader.
+        let _sync = expect(&conn, 2);
+        assert!(!conn.ensure_reader());
     }
 
     #[test]

@@ -1,0 +1,478 @@
+//! The AMI runtime (`armillary::ami`) through hand-written stubs that call
+//! the hooks generated code calls (`send_poller`, `send_future`,
+//! `send_callback`): against omniORB's `interop_server` in every GIOP
+//! version, and against a raw server that answers only when told to (call
+//! timeouts, late replies, many outstanding requests in any order).
+//!
+//! No outcome depends on timing: a request expected to time out is one the
+//! server never answers; waits for other threads are bounded generously and
+//! only turn a hang into a failure.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use armillary::ami::ExceptionHolder;
+use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::giop::giop::{
+    FrameDecoder, FrameLimits, Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus,
+};
+use armillary::giop::{ByteOrder, GiopVersion};
+use armillary::runtime::{CdrError, CdrReader, ReplyBody, UserExceptionSet};
+use armillary::{
+    minor, CompletionStatus, ObjectRef, Orb, SystemException, SystemExceptionKind,
+    WaitForCompletion,
+};
+use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
+
+/// How long a test waits for something that must happen.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// What `Interop::Everything::fail` raises, typed as generated code types it.
+#[derive(Debug, PartialEq)]
+enum FailError {
+    Failure {
+        code: i32,
+        reason: String,
+        details: Vec<String>,
+    },
+    Empty,
+    System(SystemException),
+}
+
+impl From<SystemException> for FailError {
+    fn from(e: SystemException) -> Self {
+        FailError::System(e)
+    }
+}
+
+impl UserExceptionSet for FailError {
+    fn decode_user_exception(
+        id: &str,
+        members: &mut CdrReader<'_>,
+    ) -> Result<Option<Self>, CdrError> {
+        Ok(match id {
+            "IDL:Interop/Failure:1.0" => Some(FailError::Failure {
+                code: members.read_long()?,
+                reason: members.read_string()?,
+                details: members.read()?,
+            }),
+            "IDL:Interop/Empty:1.0" => Some(FailError::Empty),
+            _ => None,
+        })
+    }
+}
+
+/// The stub's reply decoder for `fail`.
+fn fail_result(reply: ReplyBody<'_, '_>) -> Result<Result<(), FailError>, CdrError> {
+    match reply {
+        ReplyBody::Result(_) => Ok(Ok(())),
+        ReplyBody::UserException { id, members } => Ok(Err(FailError::decode_user_exception(
+            &id, members,
+        )?
+        .unwrap_or_else(|| {
+            FailError::System(SystemException::unknown(
+                minor::UNLISTED_USER_EXCEPTION,
+                CompletionStatus::Yes,
+            ))
+        }))),
+    }
+}
+
+/// The stub's reply decoder for `echo_long`.
+fn long_result(reply: ReplyBody<'_, '_>) -> Result<Result<i32, SystemException>, CdrError> {
+    match reply {
+        ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+        ReplyBody::UserException { .. } => Ok(Err(SystemException::unknown(
+            minor::UNLISTED_USER_EXCEPTION,
+            CompletionStatus::Yes,
+        ))),
+    }
+}
+
+fn long_arg(v: i32) -> impl Fn(&mut armillary::runtime::CdrWriter) -> Result<(), CdrError> {
+    move |w| {
+        w.write_long(v);
+        Ok(())
+    }
+}
+
+fn expected_failure(code: i32) -> FailError {
+    FailError::Failure {
+        code,
+        reason: "failed on purpose".into(),
+        details: vec!["first".into(), "second".into()],
+    }
+}
+
+fn no_permission(minor: u32) -> SystemException {
+    SystemException::no_permission(minor, CompletionStatus::Yes)
+}
+
+/// Sends a callback request and waits (bounded) for its delivery.
+fn by_callback<R: Send + 'static, E: UserExceptionSet>(
+    send: impl FnOnce(Sender<Result<R, ExceptionHolder<E>>>) -> Result<(), SystemException>,
+) -> Result<R, ExceptionHolder<E>> {
+    let (tx, rx) = mpsc::channel();
+    send(tx).expect("the request was not sent");
+    rx.recv_timeout(BOUND).expect("the callback never ran")
+}
+
+fn session(version: GiopVersion, ior: &str) {
+    let orb = Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap()))
+        .unwrap();
+    let obj = orb.string_to_object(ior).unwrap();
+
+    // Poller: normal reply, user exception, system exception.
+    let mut p = obj.send_poller("echo_long", long_arg(41), long_result);
+    assert!(p.wait(BOUND));
+    assert!(p.is_ready());
+    assert_eq!(p.take(), Ok(41));
+    let again = p.take().unwrap_err();
+    assert_eq!(again.minor(), minor::RESPONSE_ALREADY_RETRIEVED);
+    let mut p = obj.send_poller("fail", long_arg(7), fail_result);
+    assert_eq!(p.take(), Err(expected_failure(7)));
+    let mut p = obj.send_poller("fail", long_arg(0), fail_result);
+    assert_eq!(p.take(), Err(FailError::Empty));
+    let mut p = obj.send_poller("fail_system", long_arg(5), long_result);
+    assert_eq!(p.take(), Err(no_permission(5)));
+
+    // Future, on two executors.
+    let f = obj.send_future("echo_long", long_arg(42), long_result);
+    assert_eq!(futures::executor::block_on(f), Ok(42));
+    let f = obj.send_future("echo_long", long_arg(43), long_result);
+    assert_eq!(pollster::block_on(f), Ok(43));
+    let f = obj.send_future("fail", long_arg(8), fail_result);
+    assert_eq!(pollster::block_on(f), Err(expected_failure(8)));
+    let f = obj.send_future("fail_system", long_arg(6), long_result);
+    assert_eq!(futures::executor::block_on(f), Err(no_permission(6)));
+
+    // Callback.
+    let got = by_callback::<i32, SystemException>(|tx| {
+        obj.send_callback("echo_long", long_arg(44), |r| r.read_long(), move |o| {
+            let _ = tx.send(o);
+        })
+    });
+    assert_eq!(got.unwrap(), 44);
+    let got = by_callback::<(), FailError>(|tx| {
+        obj.send_callback("fail", long_arg(9), |_| Ok(()), move |o| {
+            let _ = tx.send(o);
+        })
+    });
+    let holder = got.unwrap_err();
+    assert!(!holder.is_system_exception());
+    assert_eq!(holder.raise(), expected_failure(9));
+    assert_eq!(
+        holder.repository_id().as_deref(),
+        Some("IDL:Interop/Failure:1.0")
+    );
+    // The holder's wire form carries the exception to another process.
+    let mut w = armillary::runtime::CdrWriter::new(ByteOrder::Big, version);
+    armillary::runtime::CdrEncode::encode(&holder, &mut w).unwrap();
+    let bytes = w.into_bytes();
+    let mut r = CdrReader::new(&bytes, ByteOrder::Big, version);
+    let back: ExceptionHolder<FailError> = armillary::runtime::CdrDecode::decode(&mut r).unwrap();
+    assert_eq!(back.marshaled_exception(), holder.marshaled_exception());
+    let got = by_callback::<i32, SystemException>(|tx| {
+        obj.send_callback("fail_system", long_arg(3), |r| r.read_long(), move |o| {
+            let _ = tx.send(o);
+        })
+    });
+    let holder = got.unwrap_err();
+    assert!(holder.is_system_exception());
+    assert_eq!(holder.raise(), no_permission(3));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn every_form_against_omniorb_in_every_giop_version() {
+    if !omniorb_available() {
+        return;
+    }
+    let peers = build_peers();
+    let (_server, ior) = start_interop_server(&peers, "ami", &[]);
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        session(version, &ior);
+    }
+}
+
+/// A request the held server received.
+#[derive(Debug)]
+struct Received {
+    id: u32,
+    version: GiopVersion,
+}
+
+/// A server with one connection that answers only when told to.
+struct HeldServer {
+    port: u16,
+    requests: Receiver<Received>,
+    connection: Arc<Mutex<Option<TcpStream>>>,
+}
+
+impl HeldServer {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, requests) = mpsc::channel();
+        let connection = Arc::new(Mutex::new(None));
+        let accepted = connection.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                *accepted.lock().unwrap() = Some(stream.try_clone().unwrap());
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut decoder = FrameDecoder::new(FrameLimits::default());
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = stream.read(&mut buf) {
+                        if decoder.handle_bytes(&buf[..n]).is_err() {
+                            return;
+                        }
+                        while let Some(frame) = decoder.poll_frame() {
+                            let Ok(msg) = Message::decode(&frame.bytes) else {
+                                return;
+                            };
+                            if let MessageBody::Request(h) = &msg.body {
+                                let _ = tx.send(Received {
+                                    id: h.request_id,
+                                    version: msg.header.version,
+                                });
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        HeldServer {
+            port,
+            requests,
+            connection,
+        }
+    }
+
+    fn reference(&self, orb: &Orb) -> ObjectRef {
+        orb.string_to_object(&format!("corbaloc::1.2@127.0.0.1:{}/held", self.port))
+            .unwrap()
+    }
+
+    fn next(&self) -> Received {
+        self.requests
+            .recv_timeout(BOUND)
+            .expect("no request reached the server")
+    }
+
+    /// Answers the requests with their id as the long result, in one write.
+    fn answer(&self, requests: &[Received]) {
+        let mut bytes = Vec::new();
+        for request in requests {
+            let mut message = MessageBuilder::new(
+                request.version,
+                ByteOrder::NATIVE,
+                &MessageBody::Reply(ReplyHeader {
+                    request_id: request.id,
+                    reply_status: ReplyStatus::NoException,
+                    service_contexts: Vec::new(),
+                }),
+            )
+            .unwrap();
+            message.body().write_long(request.id as i32);
+            bytes.extend(message.finish(false));
+        }
+        let mut conn = self.connection.lock().unwrap();
+        conn.as_mut().unwrap().write_all(&bytes).unwrap();
+    }
+}
+
+fn assert_timeout<T: std::fmt::Debug>(outcome: Result<T, SystemException>) {
+    let e = outcome.expect_err("the request should have timed out");
+    assert_eq!(
+        (e.kind(), e.minor(), e.completed()),
+        (
+            SystemExceptionKind::Timeout,
+            minor::CALL_TIMEOUT,
+            CompletionStatus::Maybe
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn pollers_futures_and_callbacks_time_out_and_late_replies_are_dropped() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new().call_timeout(Duration::from_millis(30))).unwrap();
+    let obj = server.reference(&orb);
+
+    let mut poller = obj.send_poller("echo_long", long_arg(1), long_result);
+    let first = server.next();
+    assert!(poller.wait(BOUND));
+    assert_timeout(poller.take());
+
+    let future = obj.send_future("echo_long", long_arg(2), long_result);
+    let second = server.next();
+    assert_timeout(futures::executor::block_on(future));
+
+    let got = by_callback::<i32, SystemException>(|tx| {
+        obj.send_callback("echo_long", long_arg(3), |r| r.read_long(), move |o| {
+            let _ = tx.send(o);
+        })
+    });
+    let third = server.next();
+    assert_timeout(Err::<(), _>(got.unwrap_err().raise()));
+
+    // The late replies come, and are dropped; the connection serves on.
+    server.answer(&[first, second, third]);
+    let patient = obj.with_call_timeout(BOUND);
+    let future = patient.send_future("echo_long", long_arg(4), long_result);
+    let fourth = server.next();
+    let id = fourth.id as i32;
+    server.answer(&[fourth]);
+    assert_eq!(pollster::block_on(future), Ok(id));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn ten_thousand_futures_and_callbacks_on_one_connection_answered_backwards() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(20_000)).unwrap();
+    let obj = server.reference(&orb);
+    let futures: Vec<_> = (0..5_000)
+        .map(|i| obj.send_future("echo_long", long_arg(i), long_result))
+        .collect();
+    let (tx, rx) = mpsc::channel();
+    for i in 0..5_000 {
+        let tx = tx.clone();
+        obj.send_callback("echo_long", long_arg(i), |r| r.read_long(), move |o: Result<i32, ExceptionHolder<SystemException>>| {
+            let _ = tx.send(o.map_err(|h| h.raise()));
+        })
+        .unwrap();
+    }
+    let mut requests: Vec<_> = (0..10_000).map(|_| server.next()).collect();
+    let ids: Vec<u32> = requests.iter().map(|r| r.id).collect();
+    requests.reverse();
+    server.answer(&requests);
+    let mut answered: Vec<u32> = futures
+        .into_iter()
+        .map(|f| futures::executor::block_on(f).unwrap() as u32)
+        .collect();
+    for _ in 0..5_000 {
+        answered.push(rx.recv_timeout(BOUND).expect("a callback never ran").unwrap() as u32);
+    }
+    answered.sort_unstable();
+    let mut ids = ids;
+    ids.sort_unstable();
+    assert_eq!(answered, ids);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn callbacks_run_only_in_perform_work_under_application_threads() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(
+        OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads),
+    )
+    .unwrap();
+    let obj = server.reference(&orb);
+    let (tx, rx) = mpsc::channel();
+    obj.send_callback("echo_long", long_arg(1), |r| r.read_long(), move |o: Result<i32, ExceptionHolder<SystemException>>| {
+        let _ = tx.send((std::thread::current().id(), o.map_err(|h| h.raise())));
+    })
+    .unwrap();
+    let request = server.next();
+    let id = request.id as i32;
+    server.answer(&[request]);
+    // The reply is read by the ORB's reader; the callback waits for us.
+    let deadline = std::time::Instant::now() + BOUND;
+    while !orb.work_pending().unwrap() {
+        assert!(std::time::Instant::now() < deadline, "the reply never came");
+        std::thread::yield_now();
+    }
+    assert!(rx.try_recv().is_err());
+    orb.perform_work().unwrap();
+    let (thread, outcome) = rx.try_recv().expect("perform_work did not run the callback");
+    assert_eq!(thread, std::thread::current().id());
+    assert_eq!(outcome, Ok(id));
+    assert!(!orb.work_pending().unwrap());
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn shutdown_ends_outstanding_asynchronous_requests() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let obj = server.reference(&orb);
+    let future = obj.send_future("echo_long", long_arg(1), long_result);
+    let (tx, rx) = mpsc::channel();
+    obj.send_callback("echo_long", long_arg(2), |r| r.read_long(), move |o: Result<i32, ExceptionHolder<SystemException>>| {
+        let _ = tx.send(o.map_err(|h| h.raise()));
+    })
+    .unwrap();
+    server.next();
+    server.next();
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    let e = futures::executor::block_on(future).unwrap_err();
+    assert_eq!((e.kind(), e.minor()), (SystemExceptionKind::BadInvOrder, minor::ORB_SHUT_DOWN));
+    let e = rx.recv_timeout(BOUND).unwrap().unwrap_err();
+    assert_eq!((e.kind(), e.minor()), (SystemExceptionKind::BadInvOrder, minor::ORB_SHUT_DOWN));
+}
+
+#[test]
+fn back_pressure_holds_asynchronous_sends_too() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(2)).unwrap();
+    let obj = server.reference(&orb);
+    let first = obj.send_future("echo_long", long_arg(1), long_result);
+    let mut second = obj.send_poller("echo_long", long_arg(2), long_result);
+    let received = [server.next(), server.next()];
+    // Both slots are taken: a send with a short deadline waits for one
+    // until its deadline, and fails without having been sent.
+    let hasty = obj.with_call_timeout(Duration::from_millis(20));
+    let refused = hasty.send_future("echo_long", long_arg(3), long_result);
+    let e = futures::executor::block_on(refused).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.minor(), e.completed()),
+        (SystemExceptionKind::Timeout, minor::CALL_TIMEOUT, CompletionStatus::No)
+    );
+    let e = hasty
+        .send_callback("echo_long", long_arg(4), |r| r.read_long(), |_: Result<i32, ExceptionHolder<SystemException>>| {
+            panic!("a request that was never sent has no callback")
+        })
+        .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.minor(), e.completed()),
+        (SystemExceptionKind::Timeout, minor::CALL_TIMEOUT, CompletionStatus::No)
+    );
+    // One answer frees a slot: the next send goes out.
+    let [a, b] = received;
+    let (a_id, b_id) = (a.id as i32, b.id as i32);
+    server.answer(&[a]);
+    assert_eq!(pollster::block_on(first), Ok(a_id));
+    let third = obj.send_future("echo_long", long_arg(5), long_result);
+    let c = server.next();
+    let c_id = c.id as i32;
+    server.answer(&[b, c]);
+    assert_eq!(second.take(), Ok(b_id));
+    assert_eq!(futures::executor::block_on(third), Ok(c_id));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn a_dropped_future_or_poller_unbinds_its_dispatcher() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(1)).unwrap();
+    let obj = server.reference(&orb);
+    // With one slot, a second send could not go out were the dropped
+    // request still bound.
+    drop(obj.send_future("echo_long", long_arg(1), long_result));
+    let dropped = server.next();
+    drop(obj.send_poller("echo_long", long_arg(2), long_result));
+    let dropped_too = server.next();
+    let kept = obj.send_future("echo_long", long_arg(3), long_result);
+    let k = server.next();
+    let k_id = k.id as i32;
+    server.answer(&[dropped, dropped_too, k]);
+    assert_eq!(pollster::block_on(kept), Ok(k_id));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
