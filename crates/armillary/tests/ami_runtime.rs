@@ -8,6 +8,7 @@
 //! server never answers; waits for other threads are bounded generously and
 //! only turn a hang into a failure.
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -26,6 +27,9 @@ use armillary::{
     WaitForCompletion,
 };
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
+
+mod interop_types;
+use interop_types::{empty, failure};
 
 /// How long a test waits for something that must happen.
 const BOUND: Duration = Duration::from_secs(60);
@@ -69,15 +73,15 @@ impl UserExceptionSet for FailError {
 fn fail_result(reply: ReplyBody<'_, '_>) -> Result<Result<(), FailError>, CdrError> {
     match reply {
         ReplyBody::Result(_) => Ok(Ok(())),
-        ReplyBody::UserException { id, members } => Ok(Err(FailError::decode_user_exception(
-            &id, members,
-        )?
-        .unwrap_or_else(|| {
-            FailError::System(SystemException::unknown(
-                minor::UNLISTED_USER_EXCEPTION,
-                CompletionStatus::Yes,
-            ))
-        }))),
+        ReplyBody::UserException { id, members } => {
+            Ok(Err(FailError::decode_user_exception(&id, members)?
+                .unwrap_or_else(|| {
+                    FailError::System(SystemException::unknown(
+                        minor::UNLISTED_USER_EXCEPTION,
+                        CompletionStatus::Yes,
+                    ))
+                })))
+        }
     }
 }
 
@@ -121,8 +125,8 @@ fn by_callback<R: Send + 'static, E: UserExceptionSet>(
 }
 
 fn session(version: GiopVersion, ior: &str) {
-    let orb = Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap()))
-        .unwrap();
+    let orb =
+        Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap())).unwrap();
     let obj = orb.string_to_object(ior).unwrap();
 
     // Poller: normal reply, user exception, system exception.
@@ -151,15 +155,25 @@ fn session(version: GiopVersion, ior: &str) {
 
     // Callback.
     let got = by_callback::<i32, SystemException>(|tx| {
-        obj.send_callback("echo_long", long_arg(44), |r| r.read_long(), move |o| {
-            let _ = tx.send(o);
-        })
+        obj.send_callback(
+            "echo_long",
+            long_arg(44),
+            |r| r.read_long(),
+            move |o| {
+                let _ = tx.send(o);
+            },
+        )
     });
     assert_eq!(got.unwrap(), 44);
     let got = by_callback::<(), FailError>(|tx| {
-        obj.send_callback("fail", long_arg(9), |_| Ok(()), move |o| {
-            let _ = tx.send(o);
-        })
+        obj.send_callback(
+            "fail",
+            long_arg(9),
+            |_| Ok(()),
+            move |o| {
+                let _ = tx.send(o);
+            },
+        )
     });
     let holder = got.unwrap_err();
     assert!(!holder.is_system_exception());
@@ -176,9 +190,14 @@ fn session(version: GiopVersion, ior: &str) {
     let back: ExceptionHolder<FailError> = armillary::runtime::CdrDecode::decode(&mut r).unwrap();
     assert_eq!(back.marshaled_exception(), holder.marshaled_exception());
     let got = by_callback::<i32, SystemException>(|tx| {
-        obj.send_callback("fail_system", long_arg(3), |r| r.read_long(), move |o| {
-            let _ = tx.send(o);
-        })
+        obj.send_callback(
+            "fail_system",
+            long_arg(3),
+            |r| r.read_long(),
+            move |o| {
+                let _ = tx.send(o);
+            },
+        )
     });
     let holder = got.unwrap_err();
     assert!(holder.is_system_exception());
@@ -198,11 +217,70 @@ fn every_form_against_omniorb_in_every_giop_version() {
     }
 }
 
+/// The part of `Interop::Everything` these tests call, served dynamically
+/// by an Armillary server.
+struct Everything;
+
+impl armillary::dsi::DynamicServant for Everything {
+    fn primary_interface(&self) -> &'static str {
+        "IDL:Interop/Everything:1.0"
+    }
+
+    fn invoke(
+        &self,
+        req: &mut armillary::dsi::DynamicRequest<'_, '_>,
+    ) -> Result<(), SystemException> {
+        use armillary::dii::{ArgMode, NvList};
+        use armillary::giop::any::DynValue;
+        use armillary::{Any, TypeCode};
+        let operation = req.operation();
+        let args = req.arguments(NvList::new().with_param(ArgMode::In, TypeCode::long()))?;
+        let v = args
+            .value(0)
+            .and_then(|v| v.get::<i32>())
+            .unwrap_or_default();
+        let any = |tc, value| Any::new(tc, value).expect("the value fits its TypeCode");
+        match operation {
+            "echo_long" => req.set_result(Any::from(v)),
+            "fail" if v == 0 => req.set_exception(any(empty(), DynValue::Struct(Vec::new()))),
+            "fail" => req.set_exception(any(
+                failure(),
+                DynValue::Struct(vec![
+                    DynValue::Long(v),
+                    DynValue::String("failed on purpose".into()),
+                    DynValue::Sequence(vec![
+                        DynValue::String("first".into()),
+                        DynValue::String("second".into()),
+                    ]),
+                ]),
+            )),
+            "fail_system" => Err(no_permission(v as u32)),
+            _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+    }
+}
+
+#[test]
+fn every_form_against_an_armillary_server_in_every_giop_version() {
+    let server = Orb::with_config(OrbConfig::new()).unwrap();
+    let poa = server.root_poa();
+    poa.manager().activate().unwrap();
+    let servant: Arc<dyn armillary::Servant> = Arc::new(Everything);
+    let obj = poa.servant_to_reference(&servant).unwrap();
+    let ior = server.object_to_string(&obj);
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        session(version, &ior);
+    }
+    server.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
 /// A request the held server received.
 #[derive(Debug)]
 struct Received {
     id: u32,
     version: GiopVersion,
+    /// The request with its id zeroed: the header fields, then the body.
+    without_id: (armillary::giop::giop::RequestHeader, Vec<u8>),
 }
 
 /// A server with one connection that answers only when told to.
@@ -236,9 +314,13 @@ impl HeldServer {
                                 return;
                             };
                             if let MessageBody::Request(h) = &msg.body {
+                                let mut header = h.clone();
+                                header.request_id = 0;
+                                let body = frame.bytes[msg.body_offset..].to_vec();
                                 let _ = tx.send(Received {
                                     id: h.request_id,
                                     version: msg.header.version,
+                                    without_id: (header, body),
                                 });
                             }
                         }
@@ -315,9 +397,14 @@ fn pollers_futures_and_callbacks_time_out_and_late_replies_are_dropped() {
     assert_timeout(futures::executor::block_on(future));
 
     let got = by_callback::<i32, SystemException>(|tx| {
-        obj.send_callback("echo_long", long_arg(3), |r| r.read_long(), move |o| {
-            let _ = tx.send(o);
-        })
+        obj.send_callback(
+            "echo_long",
+            long_arg(3),
+            |r| r.read_long(),
+            move |o| {
+                let _ = tx.send(o);
+            },
+        )
     });
     let third = server.next();
     assert_timeout(Err::<(), _>(got.unwrap_err().raise()));
@@ -344,9 +431,14 @@ fn ten_thousand_futures_and_callbacks_on_one_connection_answered_backwards() {
     let (tx, rx) = mpsc::channel();
     for i in 0..5_000 {
         let tx = tx.clone();
-        obj.send_callback("echo_long", long_arg(i), |r| r.read_long(), move |o: Result<i32, ExceptionHolder<SystemException>>| {
-            let _ = tx.send(o.map_err(|h| h.raise()));
-        })
+        obj.send_callback(
+            "echo_long",
+            long_arg(i),
+            |r| r.read_long(),
+            move |o: Result<i32, ExceptionHolder<SystemException>>| {
+                let _ = tx.send(o.map_err(|h| h.raise()));
+            },
+        )
         .unwrap();
     }
     let mut requests: Vec<_> = (0..10_000).map(|_| server.next()).collect();
@@ -358,7 +450,11 @@ fn ten_thousand_futures_and_callbacks_on_one_connection_answered_backwards() {
         .map(|f| futures::executor::block_on(f).unwrap() as u32)
         .collect();
     for _ in 0..5_000 {
-        answered.push(rx.recv_timeout(BOUND).expect("a callback never ran").unwrap() as u32);
+        answered.push(
+            rx.recv_timeout(BOUND)
+                .expect("a callback never ran")
+                .unwrap() as u32,
+        );
     }
     answered.sort_unstable();
     let mut ids = ids;
@@ -370,15 +466,18 @@ fn ten_thousand_futures_and_callbacks_on_one_connection_answered_backwards() {
 #[test]
 fn callbacks_run_only_in_perform_work_under_application_threads() {
     let server = HeldServer::start();
-    let orb = Orb::with_config(
-        OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads),
-    )
-    .unwrap();
+    let orb = Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads))
+        .unwrap();
     let obj = server.reference(&orb);
     let (tx, rx) = mpsc::channel();
-    obj.send_callback("echo_long", long_arg(1), |r| r.read_long(), move |o: Result<i32, ExceptionHolder<SystemException>>| {
-        let _ = tx.send((std::thread::current().id(), o.map_err(|h| h.raise())));
-    })
+    obj.send_callback(
+        "echo_long",
+        long_arg(1),
+        |r| r.read_long(),
+        move |o: Result<i32, ExceptionHolder<SystemException>>| {
+            let _ = tx.send((std::thread::current().id(), o.map_err(|h| h.raise())));
+        },
+    )
     .unwrap();
     let request = server.next();
     let id = request.id as i32;
@@ -391,7 +490,9 @@ fn callbacks_run_only_in_perform_work_under_application_threads() {
     }
     assert!(rx.try_recv().is_err());
     orb.perform_work().unwrap();
-    let (thread, outcome) = rx.try_recv().expect("perform_work did not run the callback");
+    let (thread, outcome) = rx
+        .try_recv()
+        .expect("perform_work did not run the callback");
     assert_eq!(thread, std::thread::current().id());
     assert_eq!(outcome, Ok(id));
     assert!(!orb.work_pending().unwrap());
@@ -405,17 +506,28 @@ fn shutdown_ends_outstanding_asynchronous_requests() {
     let obj = server.reference(&orb);
     let future = obj.send_future("echo_long", long_arg(1), long_result);
     let (tx, rx) = mpsc::channel();
-    obj.send_callback("echo_long", long_arg(2), |r| r.read_long(), move |o: Result<i32, ExceptionHolder<SystemException>>| {
-        let _ = tx.send(o.map_err(|h| h.raise()));
-    })
+    obj.send_callback(
+        "echo_long",
+        long_arg(2),
+        |r| r.read_long(),
+        move |o: Result<i32, ExceptionHolder<SystemException>>| {
+            let _ = tx.send(o.map_err(|h| h.raise()));
+        },
+    )
     .unwrap();
     server.next();
     server.next();
     orb.shutdown(WaitForCompletion::Yes).unwrap();
     let e = futures::executor::block_on(future).unwrap_err();
-    assert_eq!((e.kind(), e.minor()), (SystemExceptionKind::BadInvOrder, minor::ORB_SHUT_DOWN));
+    assert_eq!(
+        (e.kind(), e.minor()),
+        (SystemExceptionKind::BadInvOrder, minor::ORB_SHUT_DOWN)
+    );
     let e = rx.recv_timeout(BOUND).unwrap().unwrap_err();
-    assert_eq!((e.kind(), e.minor()), (SystemExceptionKind::BadInvOrder, minor::ORB_SHUT_DOWN));
+    assert_eq!(
+        (e.kind(), e.minor()),
+        (SystemExceptionKind::BadInvOrder, minor::ORB_SHUT_DOWN)
+    );
 }
 
 #[test]
@@ -433,16 +545,29 @@ fn back_pressure_holds_asynchronous_sends_too() {
     let e = futures::executor::block_on(refused).unwrap_err();
     assert_eq!(
         (e.kind(), e.minor(), e.completed()),
-        (SystemExceptionKind::Timeout, minor::CALL_TIMEOUT, CompletionStatus::No)
+        (
+            SystemExceptionKind::Timeout,
+            minor::CALL_TIMEOUT,
+            CompletionStatus::No
+        )
     );
     let e = hasty
-        .send_callback("echo_long", long_arg(4), |r| r.read_long(), |_: Result<i32, ExceptionHolder<SystemException>>| {
-            panic!("a request that was never sent has no callback")
-        })
+        .send_callback(
+            "echo_long",
+            long_arg(4),
+            |r| r.read_long(),
+            |_: Result<i32, ExceptionHolder<SystemException>>| {
+                panic!("a request that was never sent has no callback")
+            },
+        )
         .unwrap_err();
     assert_eq!(
         (e.kind(), e.minor(), e.completed()),
-        (SystemExceptionKind::Timeout, minor::CALL_TIMEOUT, CompletionStatus::No)
+        (
+            SystemExceptionKind::Timeout,
+            minor::CALL_TIMEOUT,
+            CompletionStatus::No
+        )
     );
     // One answer frees a slot: the next send goes out.
     let [a, b] = received;
@@ -475,4 +600,131 @@ fn a_dropped_future_or_poller_unbinds_its_dispatcher() {
     server.answer(&[dropped, dropped_too, k]);
     assert_eq!(pollster::block_on(kept), Ok(k_id));
     orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn every_form_sends_the_request_the_synchronous_call_sends() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let obj = server.reference(&orb);
+    let sync = {
+        let obj = obj.clone();
+        std::thread::spawn(move || obj.invoke("echo_long", &long_arg(7), long_result))
+    };
+    let reference = server.next();
+    let id = reference.id as i32;
+    server.answer(&[reference]);
+    assert_eq!(sync.join().unwrap(), Ok(id));
+    let sync = server_request_of(&server, || {
+        let obj = obj.clone();
+        std::thread::spawn(move || obj.invoke("echo_long", &long_arg(7), long_result));
+    });
+    let kept_poller = obj.send_poller("echo_long", long_arg(7), long_result);
+    let poller = server.next();
+    let kept_future = obj.send_future("echo_long", long_arg(7), long_result);
+    let future = server.next();
+    let callback = server_request_of(&server, || {
+        obj.send_callback(
+            "echo_long",
+            long_arg(7),
+            |r| r.read_long(),
+            |_: Result<i32, ExceptionHolder<SystemException>>| {},
+        )
+        .unwrap();
+    });
+    assert_eq!(poller.without_id, sync.without_id);
+    assert_eq!(future.without_id, sync.without_id);
+    assert_eq!(callback.without_id, sync.without_id);
+    server.answer(&[sync, poller, future, callback]);
+    drop((kept_poller, kept_future));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// What `send` makes reach the server.
+fn server_request_of(server: &HeldServer, send: impl FnOnce()) -> Received {
+    send();
+    server.next()
+}
+
+/// An invoker that cannot defer: it answers every request at once, as a
+/// collocated object does, with a NO_EXCEPTION reply carrying the long 7
+/// (or a USER_EXCEPTION `Interop::Empty` for `fail`).
+struct Immediate;
+
+impl armillary::runtime::Invoker for Immediate {
+    fn invoke(
+        &self,
+        _target: &armillary::giop::ior::Ior,
+        request: &armillary::runtime::OutgoingRequest<'_>,
+    ) -> Result<Option<armillary::runtime::ReplyMessage>, SystemException> {
+        let fail = request.operation == "fail";
+        let mut message = MessageBuilder::new(
+            GiopVersion::V1_2,
+            ByteOrder::NATIVE,
+            &MessageBody::Reply(ReplyHeader {
+                request_id: 1,
+                reply_status: if fail {
+                    ReplyStatus::UserException
+                } else {
+                    ReplyStatus::NoException
+                },
+                service_contexts: Vec::new(),
+            }),
+        )
+        .unwrap();
+        if fail {
+            message
+                .body()
+                .write_string("IDL:Interop/Empty:1.0")
+                .unwrap();
+        } else {
+            message.body().write_long(7);
+        }
+        let bytes = message.finish(false);
+        let msg = Message::decode(&bytes).unwrap();
+        Ok(Some(armillary::runtime::ReplyMessage {
+            body_offset: msg.body_offset,
+            byte_order: ByteOrder::NATIVE,
+            version: GiopVersion::V1_2,
+            codesets: Default::default(),
+            outcome: if fail {
+                armillary::runtime::ReplyOutcome::UserException
+            } else {
+                armillary::runtime::ReplyOutcome::Normal
+            },
+            fragment_starts: Vec::new(),
+            bytes,
+        }))
+    }
+}
+
+#[test]
+fn an_invoker_that_cannot_defer_answers_every_form_at_once() {
+    use armillary::giop::ior::{Ior, ProfileBody};
+    let profile = ProfileBody::new(GiopVersion::V1_2, "127.0.0.1", 1, b"immediate".to_vec());
+    let ior = Ior::iiop("IDL:Interop/Everything:1.0", &profile).unwrap();
+    let obj = ObjectRef::new(ior, Arc::new(Immediate));
+    let mut poller = obj.send_poller("echo_long", long_arg(1), long_result);
+    assert!(poller.is_ready());
+    assert_eq!(poller.take(), Ok(7));
+    let mut future = obj.send_future("fail", long_arg(2), fail_result);
+    let waker = std::task::Waker::noop();
+    let polled = std::pin::Pin::new(&mut future).poll(&mut std::task::Context::from_waker(waker));
+    assert_eq!(polled, std::task::Poll::Ready(Err(FailError::Empty)));
+    let delivered = Arc::new(Mutex::new(None));
+    let into = delivered.clone();
+    obj.send_callback(
+        "fail",
+        long_arg(3),
+        |_| Ok(()),
+        move |o: Result<(), ExceptionHolder<FailError>>| {
+            *into.lock().unwrap() = Some(o.map_err(|h| h.raise()));
+        },
+    )
+    .unwrap();
+    // Delivered before `send_callback` returned.
+    assert_eq!(
+        delivered.lock().unwrap().take(),
+        Some(Err(FailError::Empty))
+    );
 }
