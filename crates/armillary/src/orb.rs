@@ -666,8 +666,8 @@ impl Orb {
     }
 
     /// Whether the calling thread has ORB work to do: with
-    /// [`ConcurrencyModel::ApplicationThreads`], whether a request, a new
-    /// connection or another server event is ready for
+    /// [`ConcurrencyModel::ApplicationThreads`], whether an AMI callback, a
+    /// request, a new connection or another server event is ready for
     /// [`perform_work`](Self::perform_work). With the other models the
     /// server's threads do all the work, so it is always false.
     ///
@@ -692,8 +692,9 @@ impl Orb {
     }
 
     /// Does one unit of ORB work on the calling thread: with
-    /// [`ConcurrencyModel::ApplicationThreads`], one server event (which may
-    /// run the requests that arrived together on one connection), one
+    /// [`ConcurrencyModel::ApplicationThreads`], one AMI callback (see
+    /// [`ami`](crate::ami); a pure client has only those), one server event
+    /// (which may run the requests that arrived together on one connection), one
     /// posted piece of work or one round of idle checks; when nothing is
     /// pending it waits up to [`PERFORM_WORK_WAIT`](Self::PERFORM_WORK_WAIT)
     /// for something to arrive, never longer. With the other models it

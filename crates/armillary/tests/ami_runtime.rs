@@ -728,3 +728,45 @@ fn an_invoker_that_cannot_defer_answers_every_form_at_once() {
         Some(Err(FailError::Empty))
     );
 }
+
+#[test]
+fn orb_run_delivers_callbacks_in_a_pure_client_under_application_threads() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads))
+        .unwrap();
+    let runner = {
+        let orb = orb.clone();
+        std::thread::spawn(move || {
+            orb.run().unwrap();
+            std::thread::current().id()
+        })
+    };
+    let obj = server.reference(&orb);
+    let (tx, rx) = mpsc::channel();
+    obj.send_callback(
+        "echo_long",
+        long_arg(1),
+        |r| r.read_long(),
+        move |o: Result<i32, ExceptionHolder<SystemException>>| {
+            let _ = tx.send((std::thread::current().id(), o.map_err(|h| h.raise())));
+        },
+    )
+    .unwrap();
+    let request = server.next();
+    let id = request.id as i32;
+    server.answer(&[request]);
+    let (thread, outcome) = rx.recv_timeout(BOUND).expect("run never delivered it");
+    assert_eq!(outcome, Ok(id));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    assert_eq!(runner.join().unwrap(), thread);
+}
+
+#[test]
+fn the_asynchronous_forms_are_send() {
+    fn send<T: Send>() {}
+    send::<armillary::ami::Poller<String, FailError>>();
+    send::<armillary::ami::ReplyFuture<String, FailError>>();
+    send::<ExceptionHolder<FailError>>();
+    fn sync<T: Sync>() {}
+    sync::<ExceptionHolder<FailError>>();
+}

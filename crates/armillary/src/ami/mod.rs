@@ -1,15 +1,16 @@
 //! Asynchronous method invocation (AMI): a two-way request sent now whose
 //! reply is collected later, in the three forms CORBA Messaging and Rust
 //! users expect. Generated stubs (`sendp_<op>`, `<op>_async`,
-//! `sendc_<op>`) call the hooks [`ObjectRef::send_poller`],
-//! [`ObjectRef::send_future`] and [`ObjectRef::send_callback`].
+//! `sendc_<op>`) call the hooks [`ObjectRef::send_poller`](crate::ObjectRef::send_poller),
+//! [`ObjectRef::send_future`](crate::ObjectRef::send_future) and
+//! [`ObjectRef::send_callback`](crate::ObjectRef::send_callback).
 //!
 //! - [`Poller`] (the polling model): the owner asks [`is_ready`](Poller::is_ready),
 //!   [`wait`](Poller::wait)s or [`take`](Poller::take)s; it reads the
 //!   connection itself when nobody else does.
 //! - [`ReplyFuture`] (a Rust `Future`): usable from any executor; the ORB
 //!   spawns nothing per call and wakes the task when the reply is in.
-//! - callbacks ([`ObjectRef::send_callback`]): the reply (decoded) or an
+//! - callbacks ([`ObjectRef::send_callback`](crate::ObjectRef::send_callback)): the reply (decoded) or an
 //!   [`ExceptionHolder`] is handed to a delivery closure, which generated
 //!   code points at a reply handler's operation.
 //!
