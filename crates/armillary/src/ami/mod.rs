@@ -66,7 +66,7 @@ use armillary_giop::giop::SyncScope;
 
 pub(crate) use callback::{CallbackCall, CallbackQueue};
 pub use future::ReplyFuture;
-pub use holder::{ExceptionHolder, UserExceptionSet};
+pub use holder::{ExceptionHolder, UserExceptionSet, EXCEPTION_HOLDER_ID};
 pub use poller::Poller;
 
 use crate::object::OutgoingRequest;
