@@ -15,6 +15,7 @@
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
+//! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is refused with the reactive, thread-per-connection and application models (see [`WaitStrategy`]) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
 //! | `-ORBTlsKey FILE` | this ORB's private key (PEM) |
@@ -95,6 +96,66 @@ pub enum ConcurrencyModel {
     /// driving thread a connection's requests run in arrival order; with
     /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
+}
+
+/// How a thread that waits for a reply waits (`-ORBWaitStrategy`).
+///
+/// What matters is whether the waiting thread keeps serving: a servant
+/// that calls another ORB, which calls back into this one (A calls B, B's
+/// servant calls A, A's servant calls B again over the same connections),
+/// needs the thread that waits inside the upcall to keep serving this
+/// ORB's requests, or the callback finds no thread and the chain hangs.
+///
+/// | strategy | a thread waiting for a reply |
+/// |---|---|
+/// | [`Read`](Self::Read) | reads its connection (callers of one connection take turns reading and hand each other their replies) and serves nothing meanwhile |
+/// | [`Reactor`](Self::Reactor) | inside an upcall (or when the application's threads drive the ORB): keeps serving while it waits, by running the ORB's reactor (or, with thread per connection, the connection it serves); otherwise as `Read` |
+/// | [`LeaderFollowers`](Self::LeaderFollowers) | as `Reactor`, but of several threads waiting on the reactor one leads it and the others sleep until the leader hands them their reply or the lead |
+///
+/// The default is `LeaderFollowers` for every model
+/// ([`OrbConfig::get_wait_strategy`]): nested upcalls then work in each,
+/// to any depth. Outside upcalls every strategy waits as `Read` does (the
+/// server's own threads serve meanwhile), so a pure client, and any
+/// thread that is not serving, keeps the fastest path: the caller reads
+/// its own reply. Only a thread waiting inside an upcall (or any waiting
+/// thread with application threads) pays for running the reactor.
+///
+/// `Read` is accepted with a thread pool, where a waiting pool thread
+/// leaves the others to serve: a chain of nested calls then works as long
+/// as it needs no more pool threads of one ORB at once than the pool has
+/// (each level of the chain that the ORB hosts holds one).
+/// `Read` with a model whose waiting thread would leave the ORB with no
+/// thread to serve a nested request (reactive, thread per connection,
+/// application threads) is refused when the ORB starts
+/// ([`OrbOptionError::BadValue`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WaitStrategy {
+    /// Wait on read: block reading the connection (`read`).
+    Read,
+    /// Wait on the reactor: serve while waiting inside an upcall
+    /// (`reactor`).
+    Reactor,
+    /// Leader/Followers: serve while waiting, one waiting thread leading
+    /// the reactor at a time (`lf`; the default).
+    #[default]
+    LeaderFollowers,
+}
+
+impl WaitStrategy {
+    /// Whether a thread waiting this way inside an upcall leaves `model`
+    /// able to serve a nested request.
+    pub fn is_safe_with(self, model: ConcurrencyModel) -> bool {
+        self != WaitStrategy::Read || matches!(model, ConcurrencyModel::ThreadPool(_))
+    }
+
+    fn option_value(self) -> &'static str {
+        match self {
+            WaitStrategy::Read => "read",
+            WaitStrategy::Reactor => "reactor",
+            WaitStrategy::LeaderFollowers => "lf",
+        }
+    }
 }
 
 /// One listening endpoint: a host name or address and a port.
@@ -359,6 +420,8 @@ pub struct OrbConfig {
     pub(crate) call_timeout: Option<Duration>,
     /// Most requests awaiting their reply on one client connection.
     pub(crate) client_max_outstanding: usize,
+    /// How a thread waits for a reply.
+    pub(crate) wait_strategy: WaitStrategy,
 }
 
 impl Default for OrbConfig {
@@ -386,6 +449,7 @@ impl Default for OrbConfig {
             tls: crate::tls::TlsConfig::default(),
             call_timeout: None,
             client_max_outstanding: 1024,
+            wait_strategy: WaitStrategy::LeaderFollowers,
         }
     }
 }
@@ -573,6 +637,15 @@ impl OrbConfig {
         self
     }
 
+    /// Sets how a thread waits for a reply (default
+    /// [`WaitStrategy::LeaderFollowers`]; `-ORBWaitStrategy`). A strategy
+    /// the concurrency model cannot use safely is refused when the ORB
+    /// starts (see [`check`](Self::check)).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.wait_strategy = strategy;
+        self
+    }
+
     /// Sets the most requests this ORB may have awaiting their reply on one
     /// client connection (default 1,024, at least 1;
     /// `-ORBClientMaxOutstanding`). A request beyond the limit waits, before
@@ -698,6 +771,27 @@ impl OrbConfig {
     /// (see [`client_max_outstanding`](Self::client_max_outstanding)).
     pub fn get_client_max_outstanding(&self) -> usize {
         self.client_max_outstanding
+    }
+
+    /// How a thread waits for a reply (see [`WaitStrategy`]).
+    pub fn get_wait_strategy(&self) -> WaitStrategy {
+        self.wait_strategy
+    }
+
+    /// Refuses a combination of options that cannot work: a wait strategy
+    /// that leaves the concurrency model no thread for a nested upcall.
+    /// [`Orb::with_config`](crate::Orb::with_config) calls it.
+    pub fn check(&self) -> Result<(), OrbOptionError> {
+        let wait = self.get_wait_strategy();
+        if !wait.is_safe_with(self.concurrency) {
+            return Err(bad(
+                "-ORBWaitStrategy",
+                wait.option_value(),
+                "a thread waiting on read inside an upcall would leave this concurrency model \
+                 no thread to serve a nested call (it would deadlock): use reactor or lf",
+            ));
+        }
+        Ok(())
     }
 
     /// The IIOP over TLS configuration.
@@ -955,6 +1049,15 @@ impl OrbConfig {
                 }
                 "-ORBMaxQueuedReplyBytes" => {
                     self.max_queued_reply_bytes = parse_size(&option, &value()?)?
+                }
+                "-ORBWaitStrategy" => {
+                    let v = value()?;
+                    self.wait_strategy = match v.as_str() {
+                        "read" | "rw" => WaitStrategy::Read,
+                        "reactor" => WaitStrategy::Reactor,
+                        "lf" | "leader-followers" => WaitStrategy::LeaderFollowers,
+                        _ => return Err(bad(&option, &v, "expected read, reactor or lf")),
+                    };
                 }
                 "-ORBClientMaxOutstanding" | "-ORBMaxOutstanding" => {
                     self.client_max_outstanding = parse_count(&option, &value()?)?
@@ -1293,6 +1396,28 @@ mod tests {
             (
                 vec!["-ORBClientMaxOutstanding", "8"],
                 OrbConfig::new().client_max_outstanding(8),
+            ),
+            (
+                vec!["-ORBWaitStrategy", "read"],
+                OrbConfig::new().wait_strategy(WaitStrategy::Read),
+            ),
+            (
+                vec!["-ORBWaitStrategy", "reactor"],
+                OrbConfig::new().wait_strategy(WaitStrategy::Reactor),
+            ),
+            (
+                // `lf` is the default: shown after another option.
+                vec![
+                    "-ORBWaitStrategy",
+                    "read",
+                    "-ORBConcurrency",
+                    "thread-pool:2",
+                    "-ORBWaitStrategy",
+                    "lf",
+                ],
+                OrbConfig::new()
+                    .concurrency(ConcurrencyModel::ThreadPool(2))
+                    .wait_strategy(WaitStrategy::LeaderFollowers),
             ),
             (
                 vec!["-ORBMaxOutstanding", "9"],

@@ -208,6 +208,8 @@ pub(crate) struct OrbCore {
     pub(crate) registry: Arc<PoaRegistry>,
     root: Poa,
     pub(crate) connections: ConnectionCache,
+    /// How a caller waits for its reply (from the configuration).
+    wait: Box<dyn crate::transport::wait::WaitStrategy>,
     server: Mutex<Option<Arc<Server>>>,
     /// Plain object keys bound by the application (`corbaloc` targets).
     pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
@@ -374,12 +376,14 @@ impl Orb {
     /// system picks. A client-only ORB never listens.
     pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
         let hold_limit = config.hold_limit;
+        config.check()?;
         config.tls.check_version(config.giop_version())?;
         let client_tls = config.tls.client_config()?;
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
             OrbCore {
+                wait: crate::transport::wait::strategy(&config),
                 config,
                 registry,
                 root,
@@ -881,6 +885,25 @@ impl OrbCore {
         )
     }
 
+    /// Waits for the reply to `id` on `conn` (its dispatcher fills `slot`)
+    /// as the ORB's wait strategy does, serving meanwhile what the calling
+    /// thread must serve.
+    fn wait_reply(
+        &self,
+        conn: &Arc<ClientConnection>,
+        id: u32,
+        slot: &SyncSlot,
+        deadline: Option<Instant>,
+    ) -> Awaited {
+        let serving = crate::transport::wait::serving(self);
+        conn.wait_reply_by(id, slot, deadline, &*self.wait, &serving)
+    }
+
+    /// The server, if it has started (without starting it).
+    pub(crate) fn running_server(&self) -> Option<Arc<Server>> {
+        self.server.lock().clone()
+    }
+
     /// The connection to `route` for a call that must end by `deadline`.
     fn connection(
         &self,
@@ -920,7 +943,7 @@ impl OrbCore {
             Ok(sent) => sent,
             Err(attempt) => return Ok(attempt),
         };
-        let awaited = sent.conn.wait_reply(sent.id, &slot, deadline);
+        let awaited = self.wait_reply(&sent.conn, sent.id, &slot, deadline);
         self.finish(&sent, awaited, request.response_expected)
     }
 
@@ -1175,7 +1198,7 @@ impl OrbCore {
                 )),
             };
         }
-        let frame = match conn.wait_reply(id, &slot, deadline) {
+        let frame = match self.wait_reply(&conn, id, &slot, deadline) {
             Awaited::Reply(frame) => frame,
             Awaited::TimedOut { silent } => return Err(self.timed_out(&conn, silent)),
             Awaited::Closed(Closed::Orderly) => {

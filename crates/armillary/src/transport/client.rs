@@ -19,7 +19,7 @@
 //! that ends unbinds its dispatcher, so a reply that comes later is
 //! dropped like any reply nobody waits for.
 //!
-//! [`wait_reply`]: ClientConnection::wait_reply
+//! [`wait_reply`]: ClientConnection::wait_reply_by
 //! [`wait_until`]: ClientConnection::wait_until
 //! [`poll`]: ClientConnection::poll
 //!
@@ -41,7 +41,9 @@ use super::reply::sync::SyncSlot;
 pub(crate) use super::reply::Awaited;
 use super::reply::{DispatcherTable, ReplyDispatcher};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
+use super::wait::{Serving, WaitStrategy};
 use crate::net;
+use crate::reactor::{EventHandler, Reactor};
 
 /// How long opening a connection may take when the call has no deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -116,6 +118,41 @@ pub(crate) struct ClientConnection {
     /// negotiates code sets per connection, so every later request on it
     /// uses these, whatever reference it was made through.
     pub(crate) codesets: std::sync::OnceLock<armillary_giop::cdr::codeset::CodeSets>,
+    /// The reactors that watch the socket for replies (see
+    /// [`watch_with`](Self::watch_with)), with the connection's token in
+    /// each.
+    watched_by: Mutex<Vec<(std::sync::Weak<Reactor>, mio::Token)>>,
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        // The socket is still open here: take it out of the reactors.
+        #[cfg(unix)]
+        for (reactor, token) in self.watched_by.get_mut().drain(..) {
+            if let Some(reactor) = reactor.upgrade() {
+                use std::os::fd::AsRawFd;
+                let fd = self.stream.socket().as_raw_fd();
+                reactor.deregister(&mut mio::unix::SourceFd(&fd), token);
+            }
+        }
+    }
+}
+
+/// The reactor's handler for a client connection it watches: reads the
+/// replies that have arrived when no caller is reading the connection.
+struct RepliesReady(std::sync::Weak<ClientConnection>);
+
+impl EventHandler for RepliesReady {
+    fn ready(&self, reactor: &Arc<Reactor>, _readiness: crate::reactor::Readiness) {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
+        if conn.drain() {
+            // A thread may be waiting in the reactor's poll for this reply
+            // (another thread handled the event): wake it.
+            reactor.post(Box::new(|| {}));
+        }
+    }
 }
 
 impl std::fmt::Debug for ClientConnection {
@@ -182,6 +219,7 @@ impl ClientConnection {
             wake: Condvar::new(),
             next_id: AtomicU32::new(1),
             codesets: std::sync::OnceLock::new(),
+            watched_by: Mutex::new(Vec::new()),
         }))
     }
 
@@ -341,13 +379,29 @@ impl ClientConnection {
     /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
     /// `deadline` (for ever without one), reading the socket when no one
     /// else does.
+    #[cfg(test)]
     pub(crate) fn wait_reply(
-        &self,
+        self: &Arc<Self>,
         id: u32,
         slot: &SyncSlot,
         deadline: Option<Instant>,
     ) -> Awaited {
-        if !self.wait_until(deadline, |_| slot.is_ready()) {
+        use super::wait::{Serving, WaitOnRead};
+        self.wait_reply_by(id, slot, deadline, &WaitOnRead, &Serving::Nothing)
+    }
+
+    /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
+    /// `deadline` (for ever without one), the way `strategy` waits,
+    /// serving `serving` meanwhile.
+    pub(crate) fn wait_reply_by(
+        self: &Arc<Self>,
+        id: u32,
+        slot: &SyncSlot,
+        deadline: Option<Instant>,
+        strategy: &dyn WaitStrategy,
+        serving: &Serving,
+    ) -> Awaited {
+        if !strategy.wait(serving, self, deadline, &mut |_| slot.is_ready()) {
             self.time_out(id);
         }
         // The dispatcher ran (reply, close or time-out) unless the request
@@ -401,6 +455,78 @@ impl ClientConnection {
         if readiness(self.stream.socket()) != Readiness::Nothing {
             self.lead_once(&mut state, Some(POLL_READ));
         }
+    }
+
+    /// Whether `done` holds (asked with the read state locked) or the
+    /// connection has closed.
+    pub(crate) fn is_done(&self, done: &mut dyn FnMut(&mut ReadState) -> bool) -> bool {
+        let mut state = self.state.lock();
+        done(&mut state) || state.closed.is_some()
+    }
+
+    /// Sleeps until `done` holds or the connection closes (true), or
+    /// `until` passes (false), without reading: woken whenever a thread
+    /// that reads the connection has read something (a follower of a
+    /// reactor that reads it, see [`watch_with`](Self::watch_with)).
+    pub(crate) fn follow_until(
+        &self,
+        until: Instant,
+        done: &mut dyn FnMut(&mut ReadState) -> bool,
+    ) -> bool {
+        let mut state = self.state.lock();
+        loop {
+            if done(&mut state) || state.closed.is_some() {
+                return true;
+            }
+            if self.wake.wait_until(&mut state, until).timed_out() {
+                return done(&mut state) || state.closed.is_some();
+            }
+        }
+    }
+
+    /// Has `reactor` watch the socket and read the replies that arrive
+    /// (when no caller reads the connection), once per reactor: a thread
+    /// that runs the reactor while it waits (wait on the reactor,
+    /// Leader/Followers) gets its reply that way. Without `mio`'s file
+    /// descriptor sources (not Unix) the waiting thread finds its reply by
+    /// polling the connection between turns of the reactor instead.
+    pub(crate) fn watch_with(self: &Arc<Self>, reactor: &Arc<Reactor>) {
+        let mut watched = self.watched_by.lock();
+        watched.retain(|(r, _)| r.strong_count() > 0);
+        if watched
+            .iter()
+            .any(|(r, _)| std::ptr::eq(r.as_ptr(), Arc::as_ptr(reactor)))
+        {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = self.stream.socket().as_raw_fd();
+            let handler = Arc::new(RepliesReady(Arc::downgrade(self)));
+            if let Ok(token) = reactor.register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Interest::READABLE,
+                handler,
+            ) {
+                watched.push((Arc::downgrade(reactor), token));
+            }
+        }
+    }
+
+    /// Reads every reply that has arrived, without blocking, unless a
+    /// caller is reading the connection (it will read them). True if any
+    /// reply was handed to its dispatcher.
+    fn drain(&self) -> bool {
+        let mut state = self.state.lock();
+        let before = state.delivered;
+        while !state.leader
+            && state.closed.is_none()
+            && readiness(self.stream.socket()) != Readiness::Nothing
+        {
+            self.lead_once(&mut state, Some(POLL_READ));
+        }
+        state.delivered != before || state.closed.is_some()
     }
 
     /// One read as the leader (with the read state unlocked meanwhile),

@@ -1,6 +1,7 @@
 //! IIOP: GIOP over TCP, or over TLS (`tls.rs`). The client side keeps a
 //! cache of connections (one per endpoint) whose replies go to the reply
-//! dispatchers of `reply/`, read Leader/Followers-style by the callers;
+//! dispatchers of `reply/`, read Leader/Followers-style by the callers,
+//! who wait for them as the [wait strategy](wait) says;
 //! the server side accepts connections and reads requests through the
 //! reactor.
 
@@ -8,6 +9,7 @@ pub(crate) mod client;
 pub(crate) mod reply;
 pub(crate) mod server;
 pub(crate) mod tls;
+pub(crate) mod wait;
 
 use armillary_giop::giop::FrameLimits;
 
