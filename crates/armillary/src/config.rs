@@ -15,6 +15,7 @@
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
+//! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
 //! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is refused with the reactive, thread-per-connection and application models (see [`WaitStrategy`]) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
@@ -156,6 +157,25 @@ impl WaitStrategy {
             WaitStrategy::LeaderFollowers => "lf",
         }
     }
+}
+
+/// Whether requests to one server share a connection
+/// (`-ORBTransportMux`).
+///
+/// | mux | requests to one endpoint |
+/// |---|---|
+/// | [`Muxed`](Self::Muxed) | share one connection, any number at once; replies are matched to requests by id (the default: fewest connections) |
+/// | [`Exclusive`](Self::Exclusive) | one at a time per connection: a request takes an idle cached connection or opens another; at most 64 per endpoint, beyond which requests share them |
+///
+/// Oneways count as busy only while they are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportMux {
+    /// One request at a time per connection (`exclusive`).
+    Exclusive,
+    /// Many requests per connection (`muxed`; the default).
+    #[default]
+    Muxed,
 }
 
 /// One listening endpoint: a host name or address and a port.
@@ -422,6 +442,8 @@ pub struct OrbConfig {
     pub(crate) client_max_outstanding: usize,
     /// How a thread waits for a reply.
     pub(crate) wait_strategy: WaitStrategy,
+    /// Whether requests share connections.
+    pub(crate) transport_mux: TransportMux,
 }
 
 impl Default for OrbConfig {
@@ -450,6 +472,7 @@ impl Default for OrbConfig {
             call_timeout: None,
             client_max_outstanding: 1024,
             wait_strategy: WaitStrategy::LeaderFollowers,
+            transport_mux: TransportMux::Muxed,
         }
     }
 }
@@ -646,6 +669,13 @@ impl OrbConfig {
         self
     }
 
+    /// Sets whether requests to one server share a connection (default
+    /// [`TransportMux::Muxed`]; `-ORBTransportMux`).
+    pub fn transport_mux(mut self, mux: TransportMux) -> Self {
+        self.transport_mux = mux;
+        self
+    }
+
     /// Sets the most requests this ORB may have awaiting their reply on one
     /// client connection (default 1,024, at least 1;
     /// `-ORBClientMaxOutstanding`). A request beyond the limit waits, before
@@ -771,6 +801,11 @@ impl OrbConfig {
     /// (see [`client_max_outstanding`](Self::client_max_outstanding)).
     pub fn get_client_max_outstanding(&self) -> usize {
         self.client_max_outstanding
+    }
+
+    /// Whether requests to one server share a connection.
+    pub fn get_transport_mux(&self) -> TransportMux {
+        self.transport_mux
     }
 
     /// How a thread waits for a reply (see [`WaitStrategy`]).
@@ -1049,6 +1084,14 @@ impl OrbConfig {
                 }
                 "-ORBMaxQueuedReplyBytes" => {
                     self.max_queued_reply_bytes = parse_size(&option, &value()?)?
+                }
+                "-ORBTransportMux" => {
+                    let v = value()?;
+                    self.transport_mux = match v.as_str() {
+                        "exclusive" => TransportMux::Exclusive,
+                        "muxed" => TransportMux::Muxed,
+                        _ => return Err(bad(&option, &v, "expected exclusive or muxed")),
+                    };
                 }
                 "-ORBWaitStrategy" => {
                     let v = value()?;
@@ -1396,6 +1439,24 @@ mod tests {
             (
                 vec!["-ORBClientMaxOutstanding", "8"],
                 OrbConfig::new().client_max_outstanding(8),
+            ),
+            (
+                vec!["-ORBTransportMux", "exclusive"],
+                OrbConfig::new().transport_mux(TransportMux::Exclusive),
+            ),
+            (
+                // `muxed` is the default: shown after another option.
+                vec![
+                    "-ORBTransportMux",
+                    "exclusive",
+                    "-ORBConcurrency",
+                    "thread-pool:2",
+                    "-ORBTransportMux",
+                    "muxed",
+                ],
+                OrbConfig::new()
+                    .concurrency(ConcurrencyModel::ThreadPool(2))
+                    .transport_mux(TransportMux::Muxed),
             ),
             (
                 vec!["-ORBWaitStrategy", "read"],

@@ -31,7 +31,9 @@ use crate::endpoint::Endpoint;
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
-use crate::transport::client::{Awaited, ClientConnection, Closed, ConnectionCache, SendError};
+use crate::transport::client::{
+    Awaited, Checkout, ClientConnection, Closed, ConnectionCache, SendError,
+};
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::reply::ReplyDispatcher;
 use crate::transport::server::{Server, ServerStats};
@@ -379,6 +381,7 @@ impl Orb {
         config.check()?;
         config.tls.check_version(config.giop_version())?;
         let client_tls = config.tls.client_config()?;
+        let connections = ConnectionCache::new(client_tls, crate::transport::mux::mux(&config));
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
@@ -387,7 +390,7 @@ impl Orb {
                 config,
                 registry,
                 root,
-                connections: ConnectionCache::new(client_tls),
+                connections,
                 server: Mutex::new(None),
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
@@ -909,7 +912,7 @@ impl OrbCore {
         &self,
         route: &crate::transport::tls::Route,
         deadline: Option<Instant>,
-    ) -> Result<Arc<ClientConnection>, SystemException> {
+    ) -> Result<Checkout, SystemException> {
         self.connections
             .get(&route.host, route.port, route.tls, deadline)
     }
@@ -1069,7 +1072,11 @@ impl OrbCore {
             if !wait {
                 return Ok(Err(Attempt::Done(None)));
             }
-            return Ok(Ok(Sent { conn, id, codesets }));
+            return Ok(Ok(Sent {
+                conn: Arc::clone(&conn),
+                id,
+                codesets,
+            }));
         }
         Err(last_error.unwrap_or_else(|| {
             SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No)

@@ -9,6 +9,9 @@
 //! callback depth of five). And one ORB whose bouncer's peer is itself,
 //! through its own reference (over IIOP, not collocated).
 //!
+//! The same with the exclusive transport, where each nested call opens
+//! (or reuses) a connection of its own.
+//!
 //! Every call has a call timeout, so a regression fails with TIMEOUT
 //! rather than hanging: a hang is the failure this file looks for. The
 //! combinations that cannot be made safe (wait on read with a model that
@@ -19,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use armillary::config::{ConcurrencyModel, OrbConfig, WaitStrategy};
+use armillary::config::{ConcurrencyModel, OrbConfig, TransportMux, WaitStrategy};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::runtime::ReplyBody;
 use armillary::{ObjectRef, Orb, OrbError, Servant, ServerRequest, WaitForCompletion};
@@ -102,6 +105,11 @@ fn config(model: ConcurrencyModel, wait: WaitStrategy) -> OrbConfig {
         .call_timeout(CALL_TIMEOUT)
 }
 
+thread_local! {
+    /// The transport mux of the ORBs this thread's test starts.
+    static MUX: std::cell::Cell<TransportMux> = const { std::cell::Cell::new(TransportMux::Muxed) };
+}
+
 /// An ORB serving a bouncer (with no peer yet), and a thread driving it
 /// when its model wants the application to.
 struct Peer {
@@ -113,7 +121,8 @@ struct Peer {
 
 impl Peer {
     fn start(model: ConcurrencyModel, wait: WaitStrategy) -> Peer {
-        let orb = Orb::with_config(config(model, wait)).unwrap();
+        let orb =
+            Orb::with_config(config(model, wait).transport_mux(MUX.with(|m| m.get()))).unwrap();
         let poa = orb.root_poa();
         poa.manager().activate().unwrap();
         let bouncer = Arc::new(Bouncer::default());
@@ -214,6 +223,13 @@ fn the_default_wait_strategy_of_every_model_serves_nested_upcalls() {
         assert!(wait.is_safe_with(model), "{model:?}");
         two_orbs(model, wait);
     }
+}
+
+#[test]
+fn nested_upcalls_never_hang_with_the_exclusive_transport_either() {
+    MUX.with(|m| m.set(TransportMux::Exclusive));
+    every_combination(two_orbs);
+    every_combination(one_orb);
 }
 
 #[test]

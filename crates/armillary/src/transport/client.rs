@@ -83,6 +83,9 @@ pub(crate) struct ReadState {
     /// The read timeout currently set on the socket.
     read_timeout: Option<Duration>,
     leader: bool,
+    /// Taken for one request by the exclusive transport mux, not yet
+    /// bound (see [`claim_if_idle`](ClientConnection::claim_if_idle)).
+    claimed: bool,
     closed: Option<Closed>,
 }
 
@@ -214,6 +217,7 @@ impl ClientConnection {
                 last_received: Instant::now(),
                 read_timeout: None,
                 leader: false,
+                claimed: false,
                 closed: None,
             }),
             wake: Condvar::new(),
@@ -221,6 +225,28 @@ impl ClientConnection {
             codesets: std::sync::OnceLock::new(),
             watched_by: Mutex::new(Vec::new()),
         }))
+    }
+
+    /// Takes the connection for one request if it carries none (no reply
+    /// awaited, nobody reading it, not taken by another caller): the
+    /// exclusive transport mux. The claim ends when the request binds its
+    /// dispatcher (the connection is busy until its reply), or with
+    /// [`unclaim`](Self::unclaim) (a oneway, or a request never sent).
+    pub(crate) fn claim_if_idle(&self) -> bool {
+        let mut state = self.state.lock();
+        let idle = state.closed.is_none()
+            && !state.claimed
+            && !state.leader
+            && state.dispatchers.is_empty();
+        if idle {
+            state.claimed = true;
+        }
+        idle
+    }
+
+    /// Ends a claim (see [`claim_if_idle`](Self::claim_if_idle)).
+    pub(crate) fn unclaim(&self) {
+        self.state.lock().claimed = false;
     }
 
     /// A fresh request id.
@@ -270,6 +296,7 @@ impl ClientConnection {
             None => {
                 let frames = state.frames;
                 state.dispatchers.bind(id, dispatcher, frames, deadline);
+                state.claimed = false;
             }
         }
     }
@@ -295,6 +322,7 @@ impl ClientConnection {
                 if let Some(d) = dispatcher.take() {
                     let frames = state.frames;
                     state.dispatchers.bind(id, d, frames, deadline);
+                    state.claimed = false;
                 }
                 return true;
             }
@@ -627,25 +655,33 @@ fn accept(state: &mut ReadState, frame: Frame) {
     }
 }
 
-/// The cached connection to one endpoint. Its lock is held while the
-/// connection is opened, so callers that need the same endpoint at once
-/// share one connection instead of each opening their own.
-type Slot = Arc<Mutex<Option<Arc<ClientConnection>>>>;
+/// The cached connections to one endpoint. Its lock is held while a
+/// connection is chosen or opened, so callers that need the same endpoint
+/// at once share (muxed) or take turns at (exclusive) the connections
+/// instead of each opening its own.
+type Slot = Arc<Mutex<Vec<Arc<ClientConnection>>>>;
 
-/// Open connections, by endpoint (and whether they are TLS).
-#[derive(Default)]
+/// Open connections, by endpoint (and whether they are TLS), handed out
+/// as the [transport mux](super::mux) says.
 pub(crate) struct ConnectionCache {
     connections: Mutex<HashMap<(String, u16, bool), Slot>>,
     /// How TLS connections are made; `None` without trusted roots.
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// Whether requests share connections.
+    mux: Box<dyn super::mux::TransportMux>,
 }
 
 impl ConnectionCache {
-    /// A cache whose TLS connections use `tls`.
-    pub(crate) fn new(tls: Option<Arc<rustls::ClientConfig>>) -> Self {
+    /// A cache whose TLS connections use `tls`, sharing connections as
+    /// `mux` says.
+    pub(crate) fn new(
+        tls: Option<Arc<rustls::ClientConfig>>,
+        mux: Box<dyn super::mux::TransportMux>,
+    ) -> Self {
         ConnectionCache {
             connections: Mutex::default(),
             tls,
+            mux,
         }
     }
 
@@ -654,15 +690,16 @@ impl ConnectionCache {
         self.tls.is_some()
     }
 
-    /// The live connection to `host:port` (over TLS with `tls`), opening
-    /// one if needed (within `deadline` when there is one).
+    /// A live connection to `host:port` (over TLS with `tls`) for one
+    /// request: a cached one the mux lets it use, or a new one (opened
+    /// within `deadline` when there is one).
     pub(crate) fn get(
         &self,
         host: &str,
         port: u16,
         tls: bool,
         deadline: Option<Instant>,
-    ) -> Result<Arc<ClientConnection>, SystemException> {
+    ) -> Result<Checkout, SystemException> {
         let config = match (tls, &self.tls) {
             (false, _) => None,
             (true, Some(config)) => Some(config),
@@ -675,17 +712,30 @@ impl ConnectionCache {
         };
         let key = (host.to_owned(), port, tls);
         let slot = self.connections.lock().entry(key).or_default().clone();
-        // Another caller may be opening the connection: wait for it no
+        // Another caller may be opening a connection: wait for it no
         // longer than our own deadline.
-        let mut slot = match deadline {
+        let mut list = match deadline {
             Some(deadline) => slot.try_lock_until(deadline).ok_or_else(|| {
                 SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::No)
             })?,
             None => slot.lock(),
         };
-        if let Some(c) = &*slot {
-            if !c.is_dead_while_idle() {
-                return Ok(c.clone());
+        let mut i = 0;
+        while i < list.len() {
+            let c = &list[i];
+            if self.mux.take(c) {
+                if !c.is_dead_while_idle() {
+                    return Ok(Checkout(c.clone(), true));
+                }
+                list.remove(i);
+                continue;
+            }
+            i += 1;
+        }
+        if list.len() >= self.mux.max_per_endpoint() {
+            // All busy and no more allowed: share one (see the mux).
+            if let Some(c) = list.first() {
+                return Ok(Checkout(c.clone(), false));
             }
         }
         let connect_timeout = match deadline {
@@ -694,20 +744,17 @@ impl ConnectionCache {
                 .clamp(Duration::from_millis(1), CONNECT_TIMEOUT),
             None => CONNECT_TIMEOUT,
         };
-        *slot = None;
         let fresh = ClientConnection::open(host, port, config, connect_timeout)?;
-        *slot = Some(fresh.clone());
-        Ok(fresh)
+        let took = self.mux.take(&fresh);
+        list.push(fresh.clone());
+        Ok(Checkout(fresh, took))
     }
 
     /// Drops `conn` from the cache (it failed or closed).
     pub(crate) fn evict(&self, conn: &Arc<ClientConnection>) {
         let slot = self.connections.lock().get(&conn.endpoint).cloned();
         if let Some(slot) = slot {
-            let mut slot = slot.lock();
-            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
-                *slot = None;
-            }
+            slot.lock().retain(|c| !Arc::ptr_eq(c, conn));
         }
     }
 
@@ -715,9 +762,51 @@ impl ConnectionCache {
     pub(crate) fn close_all(&self, version: GiopVersion) {
         let slots: Vec<Slot> = self.connections.lock().drain().map(|(_, s)| s).collect();
         for slot in slots {
-            if let Some(c) = slot.lock().take() {
+            let list = std::mem::take(&mut *slot.lock());
+            for c in list {
                 c.close(version);
             }
+        }
+    }
+
+    /// The connections cached to `host:port` now (for tests).
+    #[cfg(test)]
+    pub(crate) fn count(&self, host: &str, port: u16) -> usize {
+        let slot = self
+            .connections
+            .lock()
+            .get(&(host.to_owned(), port, false))
+            .cloned();
+        slot.map_or(0, |s| s.lock().len())
+    }
+}
+
+impl std::fmt::Debug for ConnectionCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionCache")
+            .field("mux", &self.mux)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection handed out for one request: ends the exclusive mux's
+/// claim on it when dropped (by then the request has bound its reply's
+/// dispatcher, which keeps the connection busy, or needs no reply).
+#[derive(Debug)]
+pub(crate) struct Checkout(Arc<ClientConnection>, bool);
+
+impl std::ops::Deref for Checkout {
+    type Target = Arc<ClientConnection>;
+
+    fn deref(&self) -> &Arc<ClientConnection> {
+        &self.0
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.unclaim();
         }
     }
 }
