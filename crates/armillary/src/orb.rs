@@ -902,6 +902,18 @@ impl OrbCore {
         conn.wait_reply_by(id, slot, deadline, &*self.wait, &serving)
     }
 
+    /// Waits on `conn` until `done` (or the connection closes: true) or
+    /// `deadline` (false), as the ORB's wait strategy does.
+    pub(crate) fn wait_on(
+        &self,
+        conn: &Arc<ClientConnection>,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&mut crate::transport::client::ReadState) -> bool,
+    ) -> bool {
+        let serving = crate::transport::wait::serving(self);
+        self.wait.wait(&serving, conn, deadline, done)
+    }
+
     /// The server, if it has started (without starting it).
     pub(crate) fn running_server(&self) -> Option<Arc<Server>> {
         self.server.lock().clone()
