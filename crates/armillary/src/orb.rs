@@ -860,12 +860,18 @@ impl OrbCore {
         self.shutdown_signal.notify_all();
     }
 
-    /// Makes sure an ORB thread reads `conn` while AMI futures or
-    /// callbacks await replies on it (see
-    /// [`ClientConnection::ensure_reader`]), and remembers the connection
-    /// so that shutdown ends that thread.
+    /// Makes sure `conn` is read while AMI futures or callbacks await
+    /// replies on it: by the ORB's reactor when the wait strategy runs it
+    /// and the ORB has a server (see `transport::wait`), else by an ORB
+    /// thread (see [`ClientConnection::ensure_reader`]), remembering the
+    /// connection so that shutdown ends that thread.
     pub(crate) fn read_for_asynchronous(&self, conn: &Arc<ClientConnection>) {
-        if conn.ensure_reader() {
+        // The wait strategy may have the ORB's reactor read it instead.
+        let server = self.running_server();
+        let by_reactor = self
+            .wait
+            .read_asynchronous(server.as_ref().map(|s| s.reactor()), conn);
+        if by_reactor || conn.ensure_reader() {
             let mut readers = self.readers.lock();
             readers.retain(|r| r.strong_count() > 0);
             readers.push(Arc::downgrade(conn));

@@ -159,6 +159,17 @@ impl EventHandler for RepliesReady {
             reactor.post(Box::new(|| {}));
         }
     }
+
+    /// Ends the requests whose deadline passed, and reads what a caller
+    /// that stopped leading left in the socket (no new event announces
+    /// bytes that arrived while it read).
+    fn tick(&self, reactor: &Arc<Reactor>) {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
+        conn.expire();
+        self.ready(reactor, crate::reactor::Readiness::default());
+    }
 }
 
 impl std::fmt::Debug for ClientConnection {
@@ -629,6 +640,26 @@ impl ClientConnection {
         }
     }
 
+    /// Ends the requests whose deadline has passed.
+    fn expire(&self) {
+        let mut state = self.state.lock();
+        let frames = state.frames;
+        state.dispatchers.expire(Instant::now(), frames);
+        self.wake.notify_all();
+        release(state);
+    }
+
+    /// Has `reactor` read the replies of the asynchronous requests
+    /// outstanding on the connection (instead of a reader thread, see
+    /// [`ensure_reader`](Self::ensure_reader)), and reads those that came
+    /// already.
+    pub(crate) fn read_in(self: &Arc<Self>, reactor: &Arc<Reactor>) {
+        self.watch_with(reactor);
+        if self.drain() {
+            reactor.post(Box::new(|| {}));
+        }
+    }
+
     /// Reads every reply that has arrived, without blocking, unless a
     /// caller is reading the connection (it will read them). True if any
     /// reply was handed to its dispatcher.
@@ -971,7 +1002,7 @@ fn readiness(stream: &TcpStream) -> Readiness {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
 
@@ -980,7 +1011,8 @@ mod tests {
 
     use super::*;
 
-    fn reply(id: u32, value: i32) -> Vec<u8> {
+    /// A GIOP 1.2 Reply to `id` whose body is the long `value`.
+    pub(crate) fn reply(id: u32, value: i32) -> Vec<u8> {
         let mut b = armillary_giop::giop::MessageBuilder::new(
             GiopVersion::V1_2,
             ByteOrder::NATIVE,
@@ -997,7 +1029,7 @@ mod tests {
 
     /// A client connection to a loopback listener, and the server's end of
     /// it.
-    fn connected() -> (Arc<ClientConnection>, TcpStream) {
+    pub(crate) fn connected() -> (Arc<ClientConnection>, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
@@ -1006,15 +1038,55 @@ mod tests {
     }
 
     /// Binds a synchronous dispatcher to `id` and returns its slot.
-    fn expect(conn: &ClientConnection, id: u32) -> Arc<SyncSlot> {
+    pub(crate) fn expect(conn: &ClientConnection, id: u32) -> Arc<SyncSlot> {
         let slot = Arc::new(SyncSlot::default());
         conn.bind(id, slot.dispatcher(), None);
         slot
     }
 
-    fn value(frame: &Frame) -> i32 {
+    /// The long a reply's body holds.
+    pub(crate) fn value(frame: &Frame) -> i32 {
         let (_, mut body) = frame.decode().unwrap();
         body.read_long().unwrap()
+    }
+
+    #[test]
+    fn the_exclusive_mux_opens_a_connection_per_busy_request_and_reuses_idle_ones() {
+        use crate::transport::mux::{Exclusive, Muxed};
+        // The connections wait in the listener's backlog: enough here.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let get = |cache: &ConnectionCache| cache.get("127.0.0.1", port, false, None).unwrap();
+
+        let cache = ConnectionCache::new(None, Box::new(Exclusive));
+        let first = get(&cache);
+        let _slot = expect(&first, 1);
+        // A reply is awaited on the first: the next request opens another.
+        let second = get(&cache);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(cache.count("127.0.0.1", port), 2);
+        let (first_conn, second_conn) = (Arc::clone(&first), Arc::clone(&second));
+        drop((first, second));
+        // The second carries nothing (a oneway went out on it): reused.
+        let third = get(&cache);
+        assert!(Arc::ptr_eq(&third, &second_conn));
+        // Taken, even before its request binds: the next opens a third.
+        let fourth = get(&cache);
+        assert!(!Arc::ptr_eq(&fourth, &first_conn) && !Arc::ptr_eq(&fourth, &second_conn));
+        assert_eq!(cache.count("127.0.0.1", port), 3);
+        drop((third, fourth));
+        // The first's reply is in (here: given up): idle again, reused.
+        first_conn.unbind(1);
+        let again = get(&cache);
+        assert!(Arc::ptr_eq(&again, &first_conn));
+        assert_eq!(cache.count("127.0.0.1", port), 3);
+
+        let cache = ConnectionCache::new(None, Box::new(Muxed));
+        let a = get(&cache);
+        let _slot = expect(&a, 1);
+        let b = get(&cache);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(cache.count("127.0.0.1", port), 1);
     }
 
     #[test]

@@ -16,14 +16,18 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::{run_reactor_until, slice_end, wait_serving_own_connection, Serving, WaitStrategy};
+use super::{
+    read_in_reactor, run_reactor_until, slice_end, wait_serving_own_connection, Serving,
+    WaitStrategy,
+};
+use crate::reactor::Reactor;
 use crate::transport::client::{ClientConnection, ReadState};
 
 /// Leader/Followers (`-ORBWaitStrategy lf`, the default for most models).
 #[derive(Debug, Default)]
 pub(crate) struct LeaderFollowers {
     /// The thread that leads the reactor, if one does.
-    leader: Mutex<Option<ThreadId>>,
+    pub(super) leader: Mutex<Option<ThreadId>>,
 }
 
 /// What a waiting thread is to do.
@@ -89,6 +93,14 @@ impl WaitStrategy for LeaderFollowers {
                 }
             }
         }
+    }
+
+    fn read_asynchronous(
+        &self,
+        reactor: Option<&Arc<Reactor>>,
+        conn: &Arc<ClientConnection>,
+    ) -> bool {
+        read_in_reactor(reactor, conn)
     }
 }
 

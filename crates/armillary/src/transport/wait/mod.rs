@@ -85,6 +85,34 @@ pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&mut ReadState) -> bool,
     ) -> bool;
+
+    /// Arranges for the replies of asynchronous requests (AMI) on `conn`,
+    /// whose owners do not wait for them, to be read by `reactor` (the
+    /// ORB's, when it has a server); false when this strategy leaves that
+    /// to a reader thread of the connection (the default).
+    fn read_asynchronous(
+        &self,
+        reactor: Option<&Arc<Reactor>>,
+        conn: &Arc<ClientConnection>,
+    ) -> bool {
+        let _ = (reactor, conn);
+        false
+    }
+}
+
+/// [`WaitStrategy::read_asynchronous`] for the strategies that run the
+/// reactor: the reactor reads the connection, so `Orb::run` and
+/// `Orb::perform_work` (application threads), or the server's threads,
+/// deliver AMI replies without a thread of their own. Deadlines of those
+/// requests are then checked at the reactor's ticks (twice a second).
+fn read_in_reactor(reactor: Option<&Arc<Reactor>>, conn: &Arc<ClientConnection>) -> bool {
+    match reactor {
+        Some(reactor) if !reactor.is_stopping() => {
+            conn.read_in(reactor);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// The wait strategy `config` asks for (the one place it is chosen).
@@ -234,7 +262,124 @@ fn run_reactor_until(
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+    use crate::transport::client::tests::{connected, expect, reply, value};
+    use crate::transport::client::Awaited;
+    use crate::transport::reply::deferred::DeferredSlot;
+
+    const LIMIT: Duration = Duration::from_secs(20);
+
+    fn reply_value(awaited: Option<Awaited>) -> i32 {
+        match awaited {
+            Some(Awaited::Reply(frame)) => value(&frame),
+            _ => panic!("no reply"),
+        }
+    }
+
+    #[test]
+    fn a_waiter_on_the_reactor_serves_it_until_its_reply_comes() {
+        let reactor = Reactor::new(false).unwrap();
+        let (conn, server) = connected();
+        let serving = Serving::Reactor(reactor.clone());
+        let served = Arc::new(AtomicUsize::new(0));
+        let strategies: [&dyn WaitStrategy; 2] = [&WaitOnReactor, &LeaderFollowers::default()];
+        for (id, strategy) in (1..).zip(strategies) {
+            let slot = expect(&conn, id);
+            // Work for the reactor, which only the waiting thread runs: it
+            // sends the reply the waiter waits for.
+            let served = served.clone();
+            let mut server = server.try_clone().unwrap();
+            reactor.post(Box::new(move || {
+                served.fetch_add(1, Ordering::SeqCst);
+                server.write_all(&reply(id, 100 + id as i32)).unwrap();
+            }));
+            let deadline = Some(Instant::now() + LIMIT);
+            assert!(strategy.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
+            assert_eq!(reply_value(slot.take()), 100 + id as i32);
+        }
+        assert_eq!(served.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_thread_per_connection_waiter_serves_its_connection_meanwhile() {
+        let (conn, server) = connected();
+        let slot = expect(&conn, 1);
+        let calls = Rc::new(std::cell::Cell::new(0));
+        let serve = {
+            let calls = calls.clone();
+            let server = std::cell::RefCell::new(server);
+            move || {
+                // The first nested request "served" answers the waiter.
+                calls.set(calls.get() + 1);
+                if calls.get() == 1 {
+                    server.borrow_mut().write_all(&reply(1, 111)).unwrap();
+                }
+                true
+            }
+        };
+        let serving = Serving::OwnConnection(Rc::new(serve));
+        let deadline = Some(Instant::now() + LIMIT);
+        assert!(WaitOnReactor.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
+        assert_eq!(reply_value(slot.take()), 111);
+        assert!(calls.get() >= 1);
+    }
+
+    #[test]
+    fn a_follower_gets_the_reply_its_leader_read() {
+        let reactor = Reactor::new(false).unwrap();
+        let lf = Arc::new(LeaderFollowers::default());
+        let (conn1, mut server1) = connected();
+        let (conn2, mut server2) = connected();
+        let slot1 = expect(&conn1, 1);
+        let slot2 = expect(&conn2, 1);
+        // Both connections are watched before either thread waits, so that
+        // whoever leads reads both.
+        conn1.watch_with(&reactor);
+        conn2.watch_with(&reactor);
+        let waiter = |conn: Arc<ClientConnection>,
+                      slot: Arc<crate::transport::reply::sync::SyncSlot>| {
+            let (lf, reactor) = (lf.clone(), reactor.clone());
+            std::thread::spawn(move || {
+                let serving = Serving::Reactor(reactor);
+                let deadline = Some(Instant::now() + LIMIT);
+                assert!(lf.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
+                reply_value(slot.take())
+            })
+        };
+        let t1 = waiter(conn1.clone(), slot1);
+        let t2 = waiter(conn2.clone(), slot2);
+        server2.write_all(&reply(1, 222)).unwrap();
+        assert_eq!(t2.join().unwrap(), 222);
+        server1.write_all(&reply(1, 111)).unwrap();
+        assert_eq!(t1.join().unwrap(), 111);
+        assert!(lf.leader.lock().is_none());
+    }
+
+    #[test]
+    fn the_reactor_reads_the_replies_of_asynchronous_requests() {
+        let reactor = Reactor::new(false).unwrap();
+        let (conn, mut server) = connected();
+        let slot = Arc::new(DeferredSlot::new(true));
+        conn.bind(1, slot.dispatcher(), None);
+        // Wait on read leaves them to a reader thread.
+        assert!(!WaitOnRead.read_asynchronous(Some(&reactor), &conn));
+        assert!(!WaitOnReactor.read_asynchronous(None, &conn));
+        assert!(LeaderFollowers::default().read_asynchronous(Some(&reactor), &conn));
+        server.write_all(&reply(1, 111)).unwrap();
+        // Nothing but the reactor reads the connection here.
+        let deadline = Instant::now() + LIMIT;
+        while !slot.is_ready() {
+            assert!(
+                Instant::now() < deadline,
+                "the reactor never read the reply"
+            );
+            reactor.turn(Some(Duration::from_millis(10))).unwrap();
+        }
+        assert_eq!(reply_value(slot.take()), 111);
+    }
 
     #[test]
     fn the_strategy_follows_the_configuration() {

@@ -14,7 +14,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{run_reactor_until, wait_serving_own_connection, Serving, WaitStrategy};
+use super::{
+    read_in_reactor, run_reactor_until, wait_serving_own_connection, Serving, WaitStrategy,
+};
+use crate::reactor::Reactor;
 use crate::transport::client::{ClientConnection, ReadState};
 
 /// Wait on the reactor (`-ORBWaitStrategy reactor`).
@@ -36,5 +39,13 @@ impl WaitStrategy for WaitOnReactor {
             }
             Serving::Reactor(reactor) => run_reactor_until(reactor, conn, deadline, done),
         }
+    }
+
+    fn read_asynchronous(
+        &self,
+        reactor: Option<&Arc<Reactor>>,
+        conn: &Arc<ClientConnection>,
+    ) -> bool {
+        read_in_reactor(reactor, conn)
     }
 }
