@@ -74,7 +74,11 @@ use armillary_giop::GiopVersion;
 /// them. Requests a holding POA manager queued are released in arrival
 /// order when it is activated, as work posted to the server's event
 /// loop: they are not ordered with the requests the connection brings
-/// after them.
+/// after them. In the ordered models, a request whose upcall waits for a
+/// reply (a nested call) lets the waiting thread serve meanwhile (see
+/// [`WaitStrategy`]): requests that arrive then, the callbacks of the
+/// nested call first of all, run inside that wait, before the waiting
+/// request is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConcurrencyModel {
@@ -91,9 +95,11 @@ pub enum ConcurrencyModel {
     /// The ORB starts no server threads: the application's own threads run
     /// the reactor in [`Orb::run`](crate::Orb::run) or, one unit of work at
     /// a time, in [`Orb::perform_work`](crate::Orb::perform_work). Requests
-    /// are served only while some thread does so; a thread waiting for a
-    /// reply serves nothing meanwhile, so a call this ORB makes to one of
-    /// its own objects needs another thread driving the ORB. With one
+    /// are served only while some thread does so, and by any thread of the
+    /// application that waits for a reply (with the default
+    /// [`WaitStrategy`]): a call this ORB makes to one of its own objects,
+    /// or one whose servant calls back, is served by the calling thread
+    /// itself. With one
     /// driving thread a connection's requests run in arrival order; with
     /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
