@@ -75,6 +75,9 @@ impl WaitStrategy for LeaderFollowers {
         loop {
             match self.role() {
                 Role::Follow => {
+                    // What arrived while nobody read it (a reactor that
+                    // cannot watch the connection, see `watch_with`).
+                    conn.poll();
                     // Sleep until something is read from the connection
                     // (perhaps our reply) or the slice ends (the lead may
                     // be free by then).
