@@ -15,6 +15,8 @@
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
+//! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
+//! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is refused with the reactive, thread-per-connection and application models (see [`WaitStrategy`]) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
 //! | `-ORBTlsKey FILE` | this ORB's private key (PEM) |
@@ -72,7 +74,11 @@ use armillary_giop::GiopVersion;
 /// them. Requests a holding POA manager queued are released in arrival
 /// order when it is activated, as work posted to the server's event
 /// loop: they are not ordered with the requests the connection brings
-/// after them.
+/// after them. In the ordered models, a request whose upcall waits for a
+/// reply (a nested call) lets the waiting thread serve meanwhile (see
+/// [`WaitStrategy`]): requests that arrive then, the callbacks of the
+/// nested call first of all, run inside that wait, before the waiting
+/// request is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConcurrencyModel {
@@ -89,12 +95,93 @@ pub enum ConcurrencyModel {
     /// The ORB starts no server threads: the application's own threads run
     /// the reactor in [`Orb::run`](crate::Orb::run) or, one unit of work at
     /// a time, in [`Orb::perform_work`](crate::Orb::perform_work). Requests
-    /// are served only while some thread does so; a thread waiting for a
-    /// reply serves nothing meanwhile, so a call this ORB makes to one of
-    /// its own objects needs another thread driving the ORB. With one
+    /// are served only while some thread does so, and by any thread of the
+    /// application that waits for a reply (with the default
+    /// [`WaitStrategy`]): a call this ORB makes to one of its own objects,
+    /// or one whose servant calls back, is served by the calling thread
+    /// itself. With one
     /// driving thread a connection's requests run in arrival order; with
     /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
+}
+
+/// How a thread that waits for a reply waits (`-ORBWaitStrategy`).
+///
+/// What matters is whether the waiting thread keeps serving: a servant
+/// that calls another ORB, which calls back into this one (A calls B, B's
+/// servant calls A, A's servant calls B again over the same connections),
+/// needs the thread that waits inside the upcall to keep serving this
+/// ORB's requests, or the callback finds no thread and the chain hangs.
+///
+/// | strategy | a thread waiting for a reply |
+/// |---|---|
+/// | [`Read`](Self::Read) | reads its connection (callers of one connection take turns reading and hand each other their replies) and serves nothing meanwhile |
+/// | [`Reactor`](Self::Reactor) | inside an upcall (or when the application's threads drive the ORB): keeps serving while it waits, by running the ORB's reactor (or, with thread per connection, the connection it serves); otherwise as `Read` |
+/// | [`LeaderFollowers`](Self::LeaderFollowers) | as `Reactor`, but of several threads waiting on the reactor one leads it and the others sleep until the leader hands them their reply or the lead |
+///
+/// The default is `LeaderFollowers` for every model
+/// ([`OrbConfig::get_wait_strategy`]): nested upcalls then work in each,
+/// to any depth. Outside upcalls every strategy waits as `Read` does (the
+/// server's own threads serve meanwhile), so a pure client, and any
+/// thread that is not serving, keeps the fastest path: the caller reads
+/// its own reply. Only a thread waiting inside an upcall (or any waiting
+/// thread with application threads) pays for running the reactor.
+///
+/// `Read` is accepted with a thread pool, where a waiting pool thread
+/// leaves the others to serve: a chain of nested calls then works as long
+/// as it needs no more pool threads of one ORB at once than the pool has
+/// (each level of the chain that the ORB hosts holds one).
+/// `Read` with a model whose waiting thread would leave the ORB with no
+/// thread to serve a nested request (reactive, thread per connection,
+/// application threads) is refused when the ORB starts
+/// ([`OrbOptionError::BadValue`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WaitStrategy {
+    /// Wait on read: block reading the connection (`read`).
+    Read,
+    /// Wait on the reactor: serve while waiting inside an upcall
+    /// (`reactor`).
+    Reactor,
+    /// Leader/Followers: serve while waiting, one waiting thread leading
+    /// the reactor at a time (`lf`; the default).
+    #[default]
+    LeaderFollowers,
+}
+
+impl WaitStrategy {
+    /// Whether a thread waiting this way inside an upcall leaves `model`
+    /// able to serve a nested request.
+    pub fn is_safe_with(self, model: ConcurrencyModel) -> bool {
+        self != WaitStrategy::Read || matches!(model, ConcurrencyModel::ThreadPool(_))
+    }
+
+    fn option_value(self) -> &'static str {
+        match self {
+            WaitStrategy::Read => "read",
+            WaitStrategy::Reactor => "reactor",
+            WaitStrategy::LeaderFollowers => "lf",
+        }
+    }
+}
+
+/// Whether requests to one server share a connection
+/// (`-ORBTransportMux`).
+///
+/// | mux | requests to one endpoint |
+/// |---|---|
+/// | [`Muxed`](Self::Muxed) | share one connection, any number at once; replies are matched to requests by id (the default: fewest connections) |
+/// | [`Exclusive`](Self::Exclusive) | one at a time per connection: a request takes an idle cached connection or opens another; at most 64 per endpoint, beyond which requests share them |
+///
+/// Oneways count as busy only while they are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportMux {
+    /// One request at a time per connection (`exclusive`).
+    Exclusive,
+    /// Many requests per connection (`muxed`; the default).
+    #[default]
+    Muxed,
 }
 
 /// One listening endpoint: a host name or address and a port.
@@ -359,6 +446,10 @@ pub struct OrbConfig {
     pub(crate) call_timeout: Option<Duration>,
     /// Most requests awaiting their reply on one client connection.
     pub(crate) client_max_outstanding: usize,
+    /// How a thread waits for a reply.
+    pub(crate) wait_strategy: WaitStrategy,
+    /// Whether requests share connections.
+    pub(crate) transport_mux: TransportMux,
 }
 
 impl Default for OrbConfig {
@@ -386,6 +477,8 @@ impl Default for OrbConfig {
             tls: crate::tls::TlsConfig::default(),
             call_timeout: None,
             client_max_outstanding: 1024,
+            wait_strategy: WaitStrategy::LeaderFollowers,
+            transport_mux: TransportMux::Muxed,
         }
     }
 }
@@ -573,6 +666,22 @@ impl OrbConfig {
         self
     }
 
+    /// Sets how a thread waits for a reply (default
+    /// [`WaitStrategy::LeaderFollowers`]; `-ORBWaitStrategy`). A strategy
+    /// the concurrency model cannot use safely is refused when the ORB
+    /// starts (see [`check`](Self::check)).
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.wait_strategy = strategy;
+        self
+    }
+
+    /// Sets whether requests to one server share a connection (default
+    /// [`TransportMux::Muxed`]; `-ORBTransportMux`).
+    pub fn transport_mux(mut self, mux: TransportMux) -> Self {
+        self.transport_mux = mux;
+        self
+    }
+
     /// Sets the most requests this ORB may have awaiting their reply on one
     /// client connection (default 1,024, at least 1;
     /// `-ORBClientMaxOutstanding`). A request beyond the limit waits, before
@@ -698,6 +807,32 @@ impl OrbConfig {
     /// (see [`client_max_outstanding`](Self::client_max_outstanding)).
     pub fn get_client_max_outstanding(&self) -> usize {
         self.client_max_outstanding
+    }
+
+    /// Whether requests to one server share a connection.
+    pub fn get_transport_mux(&self) -> TransportMux {
+        self.transport_mux
+    }
+
+    /// How a thread waits for a reply (see [`WaitStrategy`]).
+    pub fn get_wait_strategy(&self) -> WaitStrategy {
+        self.wait_strategy
+    }
+
+    /// Refuses a combination of options that cannot work: a wait strategy
+    /// that leaves the concurrency model no thread for a nested upcall.
+    /// [`Orb::with_config`](crate::Orb::with_config) calls it.
+    pub fn check(&self) -> Result<(), OrbOptionError> {
+        let wait = self.get_wait_strategy();
+        if !wait.is_safe_with(self.concurrency) {
+            return Err(bad(
+                "-ORBWaitStrategy",
+                wait.option_value(),
+                "a thread waiting on read inside an upcall would leave this concurrency model \
+                 no thread to serve a nested call (it would deadlock): use reactor or lf",
+            ));
+        }
+        Ok(())
     }
 
     /// The IIOP over TLS configuration.
@@ -955,6 +1090,23 @@ impl OrbConfig {
                 }
                 "-ORBMaxQueuedReplyBytes" => {
                     self.max_queued_reply_bytes = parse_size(&option, &value()?)?
+                }
+                "-ORBTransportMux" => {
+                    let v = value()?;
+                    self.transport_mux = match v.as_str() {
+                        "exclusive" => TransportMux::Exclusive,
+                        "muxed" => TransportMux::Muxed,
+                        _ => return Err(bad(&option, &v, "expected exclusive or muxed")),
+                    };
+                }
+                "-ORBWaitStrategy" => {
+                    let v = value()?;
+                    self.wait_strategy = match v.as_str() {
+                        "read" | "rw" => WaitStrategy::Read,
+                        "reactor" => WaitStrategy::Reactor,
+                        "lf" | "leader-followers" => WaitStrategy::LeaderFollowers,
+                        _ => return Err(bad(&option, &v, "expected read, reactor or lf")),
+                    };
                 }
                 "-ORBClientMaxOutstanding" | "-ORBMaxOutstanding" => {
                     self.client_max_outstanding = parse_count(&option, &value()?)?
@@ -1293,6 +1445,46 @@ mod tests {
             (
                 vec!["-ORBClientMaxOutstanding", "8"],
                 OrbConfig::new().client_max_outstanding(8),
+            ),
+            (
+                vec!["-ORBTransportMux", "exclusive"],
+                OrbConfig::new().transport_mux(TransportMux::Exclusive),
+            ),
+            (
+                // `muxed` is the default: shown after another option.
+                vec![
+                    "-ORBTransportMux",
+                    "exclusive",
+                    "-ORBConcurrency",
+                    "thread-pool:2",
+                    "-ORBTransportMux",
+                    "muxed",
+                ],
+                OrbConfig::new()
+                    .concurrency(ConcurrencyModel::ThreadPool(2))
+                    .transport_mux(TransportMux::Muxed),
+            ),
+            (
+                vec!["-ORBWaitStrategy", "read"],
+                OrbConfig::new().wait_strategy(WaitStrategy::Read),
+            ),
+            (
+                vec!["-ORBWaitStrategy", "reactor"],
+                OrbConfig::new().wait_strategy(WaitStrategy::Reactor),
+            ),
+            (
+                // `lf` is the default: shown after another option.
+                vec![
+                    "-ORBWaitStrategy",
+                    "read",
+                    "-ORBConcurrency",
+                    "thread-pool:2",
+                    "-ORBWaitStrategy",
+                    "lf",
+                ],
+                OrbConfig::new()
+                    .concurrency(ConcurrencyModel::ThreadPool(2))
+                    .wait_strategy(WaitStrategy::LeaderFollowers),
             ),
             (
                 vec!["-ORBMaxOutstanding", "9"],

@@ -345,7 +345,7 @@ impl RemoteDeferred {
                 _ => self.deadline,
             };
             let mut start = None;
-            let done = conn.wait_until(until, |state| {
+            let done = self.core.wait_on(&conn, until, &mut |state| {
                 let delivered = *start.get_or_insert(state.delivered());
                 slot.is_ready() || (activity && state.delivered() != delivered)
             });

@@ -31,7 +31,9 @@ use crate::endpoint::Endpoint;
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
-use crate::transport::client::{Awaited, ClientConnection, Closed, ConnectionCache, SendError};
+use crate::transport::client::{
+    Awaited, Checkout, ClientConnection, Closed, ConnectionCache, SendError,
+};
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::reply::ReplyDispatcher;
 use crate::transport::server::{Server, ServerStats};
@@ -208,6 +210,8 @@ pub(crate) struct OrbCore {
     pub(crate) registry: Arc<PoaRegistry>,
     root: Poa,
     pub(crate) connections: ConnectionCache,
+    /// How a caller waits for its reply (from the configuration).
+    wait: Box<dyn crate::transport::wait::WaitStrategy>,
     server: Mutex<Option<Arc<Server>>>,
     /// Plain object keys bound by the application (`corbaloc` targets).
     pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
@@ -394,16 +398,19 @@ impl Orb {
     /// system picks. A client-only ORB never listens.
     pub fn with_config(config: OrbConfig) -> Result<Orb, OrbError> {
         let hold_limit = config.hold_limit;
+        config.check()?;
         config.tls.check_version(config.giop_version())?;
         let client_tls = config.tls.client_config()?;
+        let connections = ConnectionCache::new(client_tls, crate::transport::mux::mux(&config));
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
             OrbCore {
+                wait: crate::transport::wait::strategy(&config),
                 config,
                 registry,
                 root,
-                connections: ConnectionCache::new(client_tls),
+                connections,
                 server: Mutex::new(None),
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
@@ -854,12 +861,18 @@ impl OrbCore {
         self.shutdown_signal.notify_all();
     }
 
-    /// Makes sure an ORB thread reads `conn` while AMI futures or
-    /// callbacks await replies on it (see
-    /// [`ClientConnection::ensure_reader`]), and remembers the connection
-    /// so that shutdown ends that thread.
+    /// Makes sure `conn` is read while AMI futures or callbacks await
+    /// replies on it: by the ORB's reactor when the wait strategy runs it
+    /// and the ORB has a server (see `transport::wait`), else by an ORB
+    /// thread (see [`ClientConnection::ensure_reader`]), remembering the
+    /// connection so that shutdown ends that thread.
     pub(crate) fn read_for_asynchronous(&self, conn: &Arc<ClientConnection>) {
-        if conn.ensure_reader() {
+        // The wait strategy may have the ORB's reactor read it instead.
+        let server = self.running_server();
+        let by_reactor = self
+            .wait
+            .read_asynchronous(server.as_ref().map(|s| s.reactor()), conn);
+        if by_reactor || conn.ensure_reader() {
             let mut readers = self.readers.lock();
             readers.retain(|r| r.strong_count() > 0);
             readers.push(Arc::downgrade(conn));
@@ -975,12 +988,43 @@ impl OrbCore {
         )
     }
 
+    /// Waits for the reply to `id` on `conn` (its dispatcher fills `slot`)
+    /// as the ORB's wait strategy does, serving meanwhile what the calling
+    /// thread must serve.
+    fn wait_reply(
+        &self,
+        conn: &Arc<ClientConnection>,
+        id: u32,
+        slot: &SyncSlot,
+        deadline: Option<Instant>,
+    ) -> Awaited {
+        let serving = crate::transport::wait::serving(self);
+        conn.wait_reply_by(id, slot, deadline, &*self.wait, &serving)
+    }
+
+    /// Waits on `conn` until `done` (or the connection closes: true) or
+    /// `deadline` (false), as the ORB's wait strategy does.
+    pub(crate) fn wait_on(
+        &self,
+        conn: &Arc<ClientConnection>,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&mut crate::transport::client::ReadState) -> bool,
+    ) -> bool {
+        let serving = crate::transport::wait::serving(self);
+        self.wait.wait(&serving, conn, deadline, done)
+    }
+
+    /// The server, if it has started (without starting it).
+    pub(crate) fn running_server(&self) -> Option<Arc<Server>> {
+        self.server.lock().clone()
+    }
+
     /// The connection to `route` for a call that must end by `deadline`.
     fn connection(
         &self,
         route: &crate::transport::tls::Route,
         deadline: Option<Instant>,
-    ) -> Result<Arc<ClientConnection>, SystemException> {
+    ) -> Result<Checkout, SystemException> {
         self.connections
             .get(&route.host, route.port, route.tls, deadline)
     }
@@ -1014,7 +1058,7 @@ impl OrbCore {
             Ok(sent) => sent,
             Err(attempt) => return Ok(attempt),
         };
-        let awaited = sent.conn.wait_reply(sent.id, &slot, deadline);
+        let awaited = self.wait_reply(&sent.conn, sent.id, &slot, deadline);
         self.finish(&sent, awaited, request.response_expected)
     }
 
@@ -1140,7 +1184,11 @@ impl OrbCore {
             if !wait {
                 return Ok(Err(Attempt::Done(None)));
             }
-            return Ok(Ok(Sent { conn, id, codesets }));
+            return Ok(Ok(Sent {
+                conn: Arc::clone(&conn),
+                id,
+                codesets,
+            }));
         }
         Err(last_error.unwrap_or_else(|| {
             SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No)
@@ -1269,7 +1317,7 @@ impl OrbCore {
                 )),
             };
         }
-        let frame = match conn.wait_reply(id, &slot, deadline) {
+        let frame = match self.wait_reply(&conn, id, &slot, deadline) {
             Awaited::Reply(frame) => frame,
             Awaited::TimedOut { silent } => return Err(self.timed_out(&conn, silent)),
             Awaited::Closed(Closed::Orderly) => {

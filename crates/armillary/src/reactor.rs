@@ -197,6 +197,38 @@ impl Reactor {
         Ok(did)
     }
 
+    /// As [`turn`](Self::turn), but without waiting for the poll while
+    /// another thread holds it: `None` then, when there was nothing else
+    /// to do (that thread handles what arrives). For a thread that waits
+    /// for something else too (see `transport::wait`).
+    pub fn try_turn(self: &Arc<Self>, timeout: Option<Duration>) -> io::Result<Option<bool>> {
+        let mut did = self.run_tasks();
+        let queued = self.ready.lock().pop_front();
+        let ready = match queued {
+            Some(ready) => Some(ready),
+            None => match self.poll.try_lock() {
+                Some(mut guard) => {
+                    let queued = self.ready.lock().pop_front();
+                    match queued {
+                        Some(ready) => Some(ready),
+                        None => {
+                            self.poll_into_queue(&mut guard, timeout)?;
+                            drop(guard);
+                            self.ready.lock().pop_front()
+                        }
+                    }
+                }
+                None if did => return Ok(Some(true)),
+                None => return Ok(None),
+            },
+        };
+        if let Some(ready) = ready {
+            did |= self.dispatch(ready);
+        }
+        did |= self.run_tasks();
+        Ok(Some(did))
+    }
+
     /// Whether a posted task, a polled event or a due tick is waiting.
     /// Polls without waiting (keeping what it finds for
     /// [`perform_one`](Self::perform_one)) unless another thread is
@@ -276,6 +308,9 @@ impl Reactor {
     fn dispatch(self: &Arc<Self>, ready: Ready) -> bool {
         match self.handler(ready.token) {
             Some(handler) => {
+                // A reply awaited inside the handler's upcall is awaited
+                // serving this reactor (see `transport::wait`).
+                let _handling = crate::transport::wait::handling(self);
                 handler.ready(self, ready.readiness);
                 true
             }

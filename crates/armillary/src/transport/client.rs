@@ -19,7 +19,7 @@
 //! that ends unbinds its dispatcher, so a reply that comes later is
 //! dropped like any reply nobody waits for.
 //!
-//! [`wait_reply`]: ClientConnection::wait_reply
+//! [`wait_reply`]: ClientConnection::wait_reply_by
 //! [`wait_until`]: ClientConnection::wait_until
 //! [`poll`]: ClientConnection::poll
 //!
@@ -41,7 +41,9 @@ use super::reply::sync::SyncSlot;
 pub(crate) use super::reply::Awaited;
 use super::reply::{DispatcherTable, Handoff, ReplyDispatcher};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
+use super::wait::{Serving, WaitStrategy};
 use crate::net;
+use crate::reactor::{EventHandler, Reactor};
 
 /// How long opening a connection may take when the call has no deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -81,6 +83,9 @@ pub(crate) struct ReadState {
     /// The read timeout currently set on the socket.
     read_timeout: Option<Duration>,
     leader: bool,
+    /// Taken for one request by the exclusive transport mux, not yet
+    /// bound (see [`claim_if_idle`](ClientConnection::claim_if_idle)).
+    claimed: bool,
     /// Whether an ORB thread reads the connection for the asynchronous
     /// requests outstanding on it ([`ClientConnection::ensure_reader`]).
     reader: bool,
@@ -119,6 +124,52 @@ pub(crate) struct ClientConnection {
     /// negotiates code sets per connection, so every later request on it
     /// uses these, whatever reference it was made through.
     pub(crate) codesets: std::sync::OnceLock<armillary_giop::cdr::codeset::CodeSets>,
+    /// The reactors that watch the socket for replies (see
+    /// [`watch_with`](Self::watch_with)), with the connection's token in
+    /// each.
+    watched_by: Mutex<Vec<(std::sync::Weak<Reactor>, mio::Token)>>,
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        // The socket is still open here: take it out of the reactors.
+        #[cfg(unix)]
+        for (reactor, token) in self.watched_by.get_mut().drain(..) {
+            if let Some(reactor) = reactor.upgrade() {
+                use std::os::fd::AsRawFd;
+                let fd = self.stream.socket().as_raw_fd();
+                reactor.deregister(&mut mio::unix::SourceFd(&fd), token);
+            }
+        }
+    }
+}
+
+/// The reactor's handler for a client connection it watches: reads the
+/// replies that have arrived when no caller is reading the connection.
+struct RepliesReady(std::sync::Weak<ClientConnection>);
+
+impl EventHandler for RepliesReady {
+    fn ready(&self, reactor: &Arc<Reactor>, _readiness: crate::reactor::Readiness) {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
+        if conn.drain() {
+            // A thread may be waiting in the reactor's poll for this reply
+            // (another thread handled the event): wake it.
+            reactor.post(Box::new(|| {}));
+        }
+    }
+
+    /// Ends the requests whose deadline passed, and reads what a caller
+    /// that stopped leading left in the socket (no new event announces
+    /// bytes that arrived while it read).
+    fn tick(&self, reactor: &Arc<Reactor>) {
+        let Some(conn) = self.0.upgrade() else {
+            return;
+        };
+        conn.expire();
+        self.ready(reactor, crate::reactor::Readiness::default());
+    }
 }
 
 impl std::fmt::Debug for ClientConnection {
@@ -180,13 +231,37 @@ impl ClientConnection {
                 last_received: Instant::now(),
                 read_timeout: None,
                 leader: false,
+                claimed: false,
                 reader: false,
                 closed: None,
             }),
             wake: Condvar::new(),
             next_id: AtomicU32::new(1),
             codesets: std::sync::OnceLock::new(),
+            watched_by: Mutex::new(Vec::new()),
         }))
+    }
+
+    /// Takes the connection for one request if it carries none (no reply
+    /// awaited, nobody reading it, not taken by another caller): the
+    /// exclusive transport mux. The claim ends when the request binds its
+    /// dispatcher (the connection is busy until its reply), or with
+    /// [`unclaim`](Self::unclaim) (a oneway, or a request never sent).
+    pub(crate) fn claim_if_idle(&self) -> bool {
+        let mut state = self.state.lock();
+        let idle = state.closed.is_none()
+            && !state.claimed
+            && !state.leader
+            && state.dispatchers.is_empty();
+        if idle {
+            state.claimed = true;
+        }
+        idle
+    }
+
+    /// Ends a claim (see [`claim_if_idle`](Self::claim_if_idle)).
+    pub(crate) fn unclaim(&self) {
+        self.state.lock().claimed = false;
     }
 
     /// A fresh request id.
@@ -242,6 +317,7 @@ impl ClientConnection {
             None => {
                 let frames = state.frames;
                 state.dispatchers.bind(id, dispatcher, frames, deadline);
+                state.claimed = false;
                 release(state);
             }
         }
@@ -268,6 +344,7 @@ impl ClientConnection {
                 if let Some(d) = dispatcher.take() {
                     let frames = state.frames;
                     state.dispatchers.bind(id, d, frames, deadline);
+                    state.claimed = false;
                 }
                 return true;
             }
@@ -354,13 +431,29 @@ impl ClientConnection {
     /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
     /// `deadline` (for ever without one), reading the socket when no one
     /// else does.
+    #[cfg(test)]
     pub(crate) fn wait_reply(
-        &self,
+        self: &Arc<Self>,
         id: u32,
         slot: &SyncSlot,
         deadline: Option<Instant>,
     ) -> Awaited {
-        if !self.wait_until(deadline, |_| slot.is_ready()) {
+        use super::wait::{Serving, WaitOnRead};
+        self.wait_reply_by(id, slot, deadline, &WaitOnRead, &Serving::Nothing)
+    }
+
+    /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
+    /// `deadline` (for ever without one), the way `strategy` waits,
+    /// serving `serving` meanwhile.
+    pub(crate) fn wait_reply_by(
+        self: &Arc<Self>,
+        id: u32,
+        slot: &SyncSlot,
+        deadline: Option<Instant>,
+        strategy: &dyn WaitStrategy,
+        serving: &Serving,
+    ) -> Awaited {
+        if !strategy.wait(serving, self, deadline, &mut |_| slot.is_ready()) {
             self.time_out(id);
         }
         // The dispatcher ran (reply, close or time-out) unless the request
@@ -490,6 +583,100 @@ impl ClientConnection {
         release(state);
     }
 
+    /// Whether `done` holds (asked with the read state locked) or the
+    /// connection has closed.
+    pub(crate) fn is_done(&self, done: &mut dyn FnMut(&mut ReadState) -> bool) -> bool {
+        let mut state = self.state.lock();
+        done(&mut state) || state.closed.is_some()
+    }
+
+    /// Sleeps until `done` holds or the connection closes (true), or
+    /// `until` passes (false), without reading: woken whenever a thread
+    /// that reads the connection has read something (a follower of a
+    /// reactor that reads it, see [`watch_with`](Self::watch_with)).
+    pub(crate) fn follow_until(
+        &self,
+        until: Instant,
+        done: &mut dyn FnMut(&mut ReadState) -> bool,
+    ) -> bool {
+        let mut state = self.state.lock();
+        loop {
+            if done(&mut state) || state.closed.is_some() {
+                return true;
+            }
+            if self.wake.wait_until(&mut state, until).timed_out() {
+                return done(&mut state) || state.closed.is_some();
+            }
+        }
+    }
+
+    /// Has `reactor` watch the socket and read the replies that arrive
+    /// (when no caller reads the connection), once per reactor: a thread
+    /// that runs the reactor while it waits (wait on the reactor,
+    /// Leader/Followers) gets its reply that way. Without `mio`'s file
+    /// descriptor sources (not Unix) the waiting thread finds its reply by
+    /// polling the connection between turns of the reactor instead.
+    pub(crate) fn watch_with(self: &Arc<Self>, reactor: &Arc<Reactor>) {
+        let mut watched = self.watched_by.lock();
+        watched.retain(|(r, _)| r.strong_count() > 0);
+        if watched
+            .iter()
+            .any(|(r, _)| std::ptr::eq(r.as_ptr(), Arc::as_ptr(reactor)))
+        {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = self.stream.socket().as_raw_fd();
+            let handler = Arc::new(RepliesReady(Arc::downgrade(self)));
+            if let Ok(token) = reactor.register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Interest::READABLE,
+                handler,
+            ) {
+                watched.push((Arc::downgrade(reactor), token));
+            }
+        }
+    }
+
+    /// Ends the requests whose deadline has passed.
+    fn expire(&self) {
+        let mut state = self.state.lock();
+        let frames = state.frames;
+        state.dispatchers.expire(Instant::now(), frames);
+        self.wake.notify_all();
+        release(state);
+    }
+
+    /// Has `reactor` read the replies of the asynchronous requests
+    /// outstanding on the connection (instead of a reader thread, see
+    /// [`ensure_reader`](Self::ensure_reader)), and reads those that came
+    /// already.
+    pub(crate) fn read_in(self: &Arc<Self>, reactor: &Arc<Reactor>) {
+        self.watch_with(reactor);
+        if self.drain() {
+            reactor.post(Box::new(|| {}));
+        }
+    }
+
+    /// Reads every reply that has arrived, without blocking, unless a
+    /// caller is reading the connection (it will read them). True if any
+    /// reply was handed to its dispatcher.
+    fn drain(&self) -> bool {
+        let mut state = self.state.lock();
+        let before = state.delivered;
+        while !state.leader
+            && state.closed.is_none()
+            && readiness(self.stream.socket()) != Readiness::Nothing
+        {
+            self.lead_once(&mut state, Some(POLL_READ));
+        }
+        let delivered = state.delivered != before || state.closed.is_some();
+        release(state);
+        delivered
+    }
+
     /// One read as the leader (with the read state unlocked meanwhile),
     /// `timeout` at most; what it brings is dispatched, then the followers
     /// are woken (one may have its reply, one must lead).
@@ -614,25 +801,33 @@ fn accept(state: &mut ReadState, frame: Frame) {
     }
 }
 
-/// The cached connection to one endpoint. Its lock is held while the
-/// connection is opened, so callers that need the same endpoint at once
-/// share one connection instead of each opening their own.
-type Slot = Arc<Mutex<Option<Arc<ClientConnection>>>>;
+/// The cached connections to one endpoint. Its lock is held while a
+/// connection is chosen or opened, so callers that need the same endpoint
+/// at once share (muxed) or take turns at (exclusive) the connections
+/// instead of each opening its own.
+type Slot = Arc<Mutex<Vec<Arc<ClientConnection>>>>;
 
-/// Open connections, by endpoint (and whether they are TLS).
-#[derive(Default)]
+/// Open connections, by endpoint (and whether they are TLS), handed out
+/// as the [transport mux](super::mux) says.
 pub(crate) struct ConnectionCache {
     connections: Mutex<HashMap<(String, u16, bool), Slot>>,
     /// How TLS connections are made; `None` without trusted roots.
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// Whether requests share connections.
+    mux: Box<dyn super::mux::TransportMux>,
 }
 
 impl ConnectionCache {
-    /// A cache whose TLS connections use `tls`.
-    pub(crate) fn new(tls: Option<Arc<rustls::ClientConfig>>) -> Self {
+    /// A cache whose TLS connections use `tls`, sharing connections as
+    /// `mux` says.
+    pub(crate) fn new(
+        tls: Option<Arc<rustls::ClientConfig>>,
+        mux: Box<dyn super::mux::TransportMux>,
+    ) -> Self {
         ConnectionCache {
             connections: Mutex::default(),
             tls,
+            mux,
         }
     }
 
@@ -641,15 +836,16 @@ impl ConnectionCache {
         self.tls.is_some()
     }
 
-    /// The live connection to `host:port` (over TLS with `tls`), opening
-    /// one if needed (within `deadline` when there is one).
+    /// A live connection to `host:port` (over TLS with `tls`) for one
+    /// request: a cached one the mux lets it use, or a new one (opened
+    /// within `deadline` when there is one).
     pub(crate) fn get(
         &self,
         host: &str,
         port: u16,
         tls: bool,
         deadline: Option<Instant>,
-    ) -> Result<Arc<ClientConnection>, SystemException> {
+    ) -> Result<Checkout, SystemException> {
         let config = match (tls, &self.tls) {
             (false, _) => None,
             (true, Some(config)) => Some(config),
@@ -662,17 +858,30 @@ impl ConnectionCache {
         };
         let key = (host.to_owned(), port, tls);
         let slot = self.connections.lock().entry(key).or_default().clone();
-        // Another caller may be opening the connection: wait for it no
+        // Another caller may be opening a connection: wait for it no
         // longer than our own deadline.
-        let mut slot = match deadline {
+        let mut list = match deadline {
             Some(deadline) => slot.try_lock_until(deadline).ok_or_else(|| {
                 SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::No)
             })?,
             None => slot.lock(),
         };
-        if let Some(c) = &*slot {
-            if !c.is_dead_while_idle() {
-                return Ok(c.clone());
+        let mut i = 0;
+        while i < list.len() {
+            let c = &list[i];
+            if self.mux.take(c) {
+                if !c.is_dead_while_idle() {
+                    return Ok(Checkout(c.clone(), true));
+                }
+                list.remove(i);
+                continue;
+            }
+            i += 1;
+        }
+        if list.len() >= self.mux.max_per_endpoint() {
+            // All busy and no more allowed: share one (see the mux).
+            if let Some(c) = list.first() {
+                return Ok(Checkout(c.clone(), false));
             }
         }
         let connect_timeout = match deadline {
@@ -681,20 +890,17 @@ impl ConnectionCache {
                 .clamp(Duration::from_millis(1), CONNECT_TIMEOUT),
             None => CONNECT_TIMEOUT,
         };
-        *slot = None;
         let fresh = ClientConnection::open(host, port, config, connect_timeout)?;
-        *slot = Some(fresh.clone());
-        Ok(fresh)
+        let took = self.mux.take(&fresh);
+        list.push(fresh.clone());
+        Ok(Checkout(fresh, took))
     }
 
     /// Drops `conn` from the cache (it failed or closed).
     pub(crate) fn evict(&self, conn: &Arc<ClientConnection>) {
         let slot = self.connections.lock().get(&conn.endpoint).cloned();
         if let Some(slot) = slot {
-            let mut slot = slot.lock();
-            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
-                *slot = None;
-            }
+            slot.lock().retain(|c| !Arc::ptr_eq(c, conn));
         }
     }
 
@@ -702,9 +908,51 @@ impl ConnectionCache {
     pub(crate) fn close_all(&self, version: GiopVersion) {
         let slots: Vec<Slot> = self.connections.lock().drain().map(|(_, s)| s).collect();
         for slot in slots {
-            if let Some(c) = slot.lock().take() {
+            let list = std::mem::take(&mut *slot.lock());
+            for c in list {
                 c.close(version);
             }
+        }
+    }
+
+    /// The connections cached to `host:port` now (for tests).
+    #[cfg(test)]
+    pub(crate) fn count(&self, host: &str, port: u16) -> usize {
+        let slot = self
+            .connections
+            .lock()
+            .get(&(host.to_owned(), port, false))
+            .cloned();
+        slot.map_or(0, |s| s.lock().len())
+    }
+}
+
+impl std::fmt::Debug for ConnectionCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionCache")
+            .field("mux", &self.mux)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection handed out for one request: ends the exclusive mux's
+/// claim on it when dropped (by then the request has bound its reply's
+/// dispatcher, which keeps the connection busy, or needs no reply).
+#[derive(Debug)]
+pub(crate) struct Checkout(Arc<ClientConnection>, bool);
+
+impl std::ops::Deref for Checkout {
+    type Target = Arc<ClientConnection>;
+
+    fn deref(&self) -> &Arc<ClientConnection> {
+        &self.0
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.unclaim();
         }
     }
 }
@@ -757,7 +1005,7 @@ fn readiness(stream: &TcpStream) -> Readiness {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
 
@@ -766,7 +1014,8 @@ mod tests {
 
     use super::*;
 
-    fn reply(id: u32, value: i32) -> Vec<u8> {
+    /// A GIOP 1.2 Reply to `id` whose body is the long `value`.
+    pub(crate) fn reply(id: u32, value: i32) -> Vec<u8> {
         let mut b = armillary_giop::giop::MessageBuilder::new(
             GiopVersion::V1_2,
             ByteOrder::NATIVE,
@@ -783,7 +1032,7 @@ mod tests {
 
     /// A client connection to a loopback listener, and the server's end of
     /// it.
-    fn connected() -> (Arc<ClientConnection>, TcpStream) {
+    pub(crate) fn connected() -> (Arc<ClientConnection>, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
@@ -792,15 +1041,55 @@ mod tests {
     }
 
     /// Binds a synchronous dispatcher to `id` and returns its slot.
-    fn expect(conn: &ClientConnection, id: u32) -> Arc<SyncSlot> {
+    pub(crate) fn expect(conn: &ClientConnection, id: u32) -> Arc<SyncSlot> {
         let slot = Arc::new(SyncSlot::default());
         conn.bind(id, slot.dispatcher(), None);
         slot
     }
 
-    fn value(frame: &Frame) -> i32 {
+    /// The long a reply's body holds.
+    pub(crate) fn value(frame: &Frame) -> i32 {
         let (_, mut body) = frame.decode().unwrap();
         body.read_long().unwrap()
+    }
+
+    #[test]
+    fn the_exclusive_mux_opens_a_connection_per_busy_request_and_reuses_idle_ones() {
+        use crate::transport::mux::{Exclusive, Muxed};
+        // The connections wait in the listener's backlog: enough here.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let get = |cache: &ConnectionCache| cache.get("127.0.0.1", port, false, None).unwrap();
+
+        let cache = ConnectionCache::new(None, Box::new(Exclusive));
+        let first = get(&cache);
+        let _slot = expect(&first, 1);
+        // A reply is awaited on the first: the next request opens another.
+        let second = get(&cache);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(cache.count("127.0.0.1", port), 2);
+        let (first_conn, second_conn) = (Arc::clone(&first), Arc::clone(&second));
+        drop((first, second));
+        // The second carries nothing (a oneway went out on it): reused.
+        let third = get(&cache);
+        assert!(Arc::ptr_eq(&third, &second_conn));
+        // Taken, even before its request binds: the next opens a third.
+        let fourth = get(&cache);
+        assert!(!Arc::ptr_eq(&fourth, &first_conn) && !Arc::ptr_eq(&fourth, &second_conn));
+        assert_eq!(cache.count("127.0.0.1", port), 3);
+        drop((third, fourth));
+        // The first's reply is in (here: given up): idle again, reused.
+        first_conn.unbind(1);
+        let again = get(&cache);
+        assert!(Arc::ptr_eq(&again, &first_conn));
+        assert_eq!(cache.count("127.0.0.1", port), 3);
+
+        let cache = ConnectionCache::new(None, Box::new(Muxed));
+        let a = get(&cache);
+        let _slot = expect(&a, 1);
+        let b = get(&cache);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(cache.count("127.0.0.1", port), 1);
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! IIOP: GIOP over TCP, or over TLS (`tls.rs`). The client side keeps a
-//! cache of connections (one per endpoint) whose replies go to the reply
-//! dispatchers of `reply/`, read Leader/Followers-style by the callers;
+//! cache of connections (shared by requests or not, as the
+//! [transport mux](mux) says) whose replies go to the reply
+//! dispatchers of `reply/`, read Leader/Followers-style by the callers,
+//! who wait for them as the [wait strategy](wait) says;
 //! the server side accepts connections and reads requests through the
 //! reactor.
 
 pub(crate) mod client;
+pub(crate) mod mux;
 pub(crate) mod reply;
 pub(crate) mod server;
 pub(crate) mod tls;
+pub(crate) mod wait;
 
 use armillary_giop::giop::FrameLimits;
 

@@ -459,6 +459,12 @@ impl Server {
         self.failed.store(true, Ordering::SeqCst);
     }
 
+    /// The reactor (a thread waiting for a reply may run it: see
+    /// `transport::wait`).
+    pub(crate) fn reactor(&self) -> &Arc<Reactor> {
+        &self.reactor
+    }
+
     /// Whether the reactor failed: the server can serve nothing more.
     pub(crate) fn failed(&self) -> bool {
         self.failed.load(Ordering::SeqCst)
@@ -743,6 +749,12 @@ impl Acceptor {
             let spawned = std::thread::Builder::new()
                 .name("armillary-connection".into())
                 .spawn(move || {
+                    // A reply this thread waits for inside an upcall: the
+                    // wait serves this connection meanwhile.
+                    let _serving = {
+                        let (conn, reactor) = (conn2.clone(), reactor2.clone());
+                        super::wait::serving_connection(move || conn.serve_available(&reactor))
+                    };
                     conn2.serve_blocking(&reactor2);
                     conn2.shared.threads.fetch_sub(1, Ordering::SeqCst);
                 });
@@ -978,6 +990,34 @@ impl ServerConnection {
                 self.close(reactor);
             }
         }
+    }
+
+    /// Thread per connection, while the connection's thread waits for a
+    /// reply inside an upcall: reads what has arrived (waiting 1 ms at
+    /// most) and serves it there and then (a nested call back into this
+    /// server on this connection). True if it served anything.
+    fn serve_available(&self, reactor: &Arc<Reactor>) -> bool {
+        let Some(reader) = &self.blocking_reader else {
+            return false;
+        };
+        let Ok(before) = reader.read_timeout() else {
+            return false;
+        };
+        if reader
+            .set_read_timeout(Some(Duration::from_millis(1)))
+            .is_err()
+        {
+            return false;
+        }
+        let frames = self.read_frames(reactor, 0);
+        if reader.set_read_timeout(before).is_err() {
+            self.close(reactor);
+        }
+        let served = !frames.is_empty();
+        for frame in frames {
+            self.handle(reactor, frame);
+        }
+        served
     }
 
     /// Reads what is there and returns the whole messages it completed

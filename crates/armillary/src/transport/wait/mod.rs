@@ -1,0 +1,428 @@
+//! Wait strategies: how a thread that has sent a request waits for its
+//! reply (TAO's wait strategies, chosen by `-ORBWaitStrategy`; see
+//! [`crate::config::WaitStrategy`] for the user's view).
+//!
+//! A waiting thread either only reads its connection ([`read`]), or keeps
+//! serving what the ORB must serve while it waits ([`reactor`],
+//! [`leader_followers`]): that is what lets a servant call another ORB
+//! which calls back into this one (a nested upcall) without deadlock, in
+//! every server concurrency model. What there is to serve depends on the
+//! thread, and is found in one place ([`serving`]):
+//!
+//! - a thread that handles a reactor event (a server thread in an upcall,
+//!   or an application thread in `Orb::run`/`perform_work`) serves that
+//!   reactor: it runs it, so requests of the ORB's server and replies of
+//!   client connections (which are then registered with the reactor) are
+//!   handled meanwhile;
+//! - a thread-per-connection thread serves the connection it reads;
+//! - with [`ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads)
+//!   any thread serves the ORB's reactor (nobody else may be running it);
+//! - any other thread serves nothing: the server's own threads do.
+//!
+//! A thread that serves nothing waits on read whatever the strategy, so a
+//! pure client keeps the fastest path (the caller reads its own reply).
+//!
+//! **Invariant:** a client connection is read by at most one thread at a
+//! time, whichever strategy reads it (the connection's leader flag: the
+//! reactor's handler for it reads only when no caller leads it).
+
+mod leader_followers;
+mod reactor;
+mod read;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use super::client::{ClientConnection, ReadState};
+use crate::config::{ConcurrencyModel, OrbConfig};
+use crate::orb::OrbCore;
+use crate::reactor::Reactor;
+
+pub(crate) use leader_followers::LeaderFollowers;
+pub(crate) use reactor::WaitOnReactor;
+pub(crate) use read::WaitOnRead;
+
+/// The longest a serving waiter spends in one wait for an event before it
+/// looks again at its own reply (which another thread may have read) and
+/// at its deadline. Bounds latency only in the rare case that nothing
+/// wakes it; replies normally wake it at once.
+const SLICE: Duration = Duration::from_millis(2);
+
+/// What a waiting thread must keep serving while it waits.
+pub(crate) enum Serving {
+    /// Nothing: the server's own threads serve (or there is no server).
+    Nothing,
+    /// A reactor: the thread's upcall came from it, or the application's
+    /// threads drive it.
+    Reactor(Arc<Reactor>),
+    /// Thread per connection: the connection this thread reads, as a
+    /// function that serves what has arrived on it (true if it served
+    /// anything).
+    OwnConnection(Rc<dyn Fn() -> bool>),
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Serving::Nothing => "Nothing",
+            Serving::Reactor(_) => "Reactor",
+            Serving::OwnConnection(_) => "OwnConnection",
+        })
+    }
+}
+
+/// How a thread waits for a reply on a client connection.
+pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
+    /// Waits until `done` (asked with the connection's read state locked)
+    /// is true or the connection has closed (true), or `deadline` passes
+    /// (false), serving `serving` meanwhile as the strategy does.
+    fn wait(
+        &self,
+        serving: &Serving,
+        conn: &Arc<ClientConnection>,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&mut ReadState) -> bool,
+    ) -> bool;
+
+    /// Arranges for the replies of asynchronous requests (AMI) on `conn`,
+    /// whose owners do not wait for them, to be read by `reactor` (the
+    /// ORB's, when it has a server); false when this strategy leaves that
+    /// to a reader thread of the connection (the default).
+    fn read_asynchronous(
+        &self,
+        reactor: Option<&Arc<Reactor>>,
+        conn: &Arc<ClientConnection>,
+    ) -> bool {
+        let _ = (reactor, conn);
+        false
+    }
+}
+
+/// [`WaitStrategy::read_asynchronous`] for the strategies that run the
+/// reactor: the reactor reads the connection, so `Orb::run` and
+/// `Orb::perform_work` (application threads), or the server's threads,
+/// deliver AMI replies without a thread of their own. Deadlines of those
+/// requests are then checked at the reactor's ticks (twice a second).
+fn read_in_reactor(reactor: Option<&Arc<Reactor>>, conn: &Arc<ClientConnection>) -> bool {
+    match reactor {
+        Some(reactor) if !reactor.is_stopping() => {
+            conn.read_in(reactor);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The wait strategy `config` asks for (the one place it is chosen).
+pub(crate) fn strategy(config: &OrbConfig) -> Box<dyn WaitStrategy> {
+    match config.get_wait_strategy() {
+        crate::config::WaitStrategy::Read => Box::new(WaitOnRead),
+        crate::config::WaitStrategy::Reactor => Box::new(WaitOnReactor),
+        _ => Box::new(LeaderFollowers::default()),
+    }
+}
+
+thread_local! {
+    /// The reactors whose events this thread is handling, innermost last.
+    static REACTORS: RefCell<Vec<Weak<Reactor>>> = const { RefCell::new(Vec::new()) };
+    /// Thread per connection: what serves the connection this thread reads.
+    static OWN_CONNECTION: RefCell<Option<Rc<dyn Fn() -> bool>>> = const { RefCell::new(None) };
+}
+
+/// What the calling thread must serve while it waits for a reply to a
+/// request `core` sent.
+pub(crate) fn serving(core: &OrbCore) -> Serving {
+    if let Some(own) = OWN_CONNECTION.with(|c| c.borrow().clone()) {
+        return Serving::OwnConnection(own);
+    }
+    if let Some(reactor) = REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade)) {
+        return Serving::Reactor(reactor);
+    }
+    if core.config.concurrency == ConcurrencyModel::ApplicationThreads {
+        if let Some(server) = core.running_server() {
+            return Serving::Reactor(server.reactor().clone());
+        }
+    }
+    Serving::Nothing
+}
+
+/// Marks the calling thread as handling an event of a reactor until
+/// dropped (see [`handling`]).
+#[derive(Debug)]
+pub(crate) struct HandlingGuard(());
+
+/// Marks the calling thread as handling an event of `reactor` (an upcall
+/// may come of it): a wait inside serves that reactor.
+pub(crate) fn handling(reactor: &Arc<Reactor>) -> HandlingGuard {
+    REACTORS.with(|r| r.borrow_mut().push(Arc::downgrade(reactor)));
+    HandlingGuard(())
+}
+
+impl Drop for HandlingGuard {
+    fn drop(&mut self) {
+        REACTORS.with(|r| r.borrow_mut().pop());
+    }
+}
+
+/// Marks the calling thread as the thread of one server connection until
+/// dropped (see [`serving_connection`]).
+#[derive(Debug)]
+pub(crate) struct OwnConnectionGuard(());
+
+/// Marks the calling thread as the thread that reads one server
+/// connection (thread per connection); `serve` serves what has arrived on
+/// it without waiting long, and a wait for a reply on this thread calls it
+/// so that a nested call coming on that connection is served.
+pub(crate) fn serving_connection(serve: impl Fn() -> bool + 'static) -> OwnConnectionGuard {
+    OWN_CONNECTION.with(|c| *c.borrow_mut() = Some(Rc::new(serve)));
+    OwnConnectionGuard(())
+}
+
+impl Drop for OwnConnectionGuard {
+    fn drop(&mut self) {
+        OWN_CONNECTION.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// The end of the next slice of a serving wait: `SLICE` from now, or the
+/// deadline if sooner.
+fn slice_end(deadline: Option<Instant>) -> Instant {
+    let end = Instant::now() + SLICE;
+    deadline.map_or(end, |d| d.min(end))
+}
+
+/// Thread per connection: waits for `done` on `conn`, alternately leading
+/// the client connection for a slice and serving what arrived on the
+/// thread's own server connection (no other thread reads either: the
+/// client connection's leader flag and the server connection's thread
+/// guarantee it).
+fn wait_serving_own_connection(
+    serve: &dyn Fn() -> bool,
+    conn: &Arc<ClientConnection>,
+    deadline: Option<Instant>,
+    done: &mut dyn FnMut(&mut ReadState) -> bool,
+) -> bool {
+    loop {
+        if conn.wait_until(Some(slice_end(deadline)), &mut *done) {
+            return true;
+        }
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return false;
+        }
+        serve();
+    }
+}
+
+/// Runs `reactor` (which also reads `conn`, registered with it) until
+/// `done`, the connection closes (true) or `deadline` passes (false).
+/// While another thread polls the reactor (a server thread of a pool, or
+/// another waiter), it does not queue for the poll behind it but sleeps
+/// until something is read from `conn` (that thread's handler for `conn`
+/// reads it and wakes it) or the slice ends. A stopping reactor serves
+/// nothing more: the wait goes on reading `conn`.
+fn run_reactor_until(
+    reactor: &Arc<Reactor>,
+    conn: &Arc<ClientConnection>,
+    deadline: Option<Instant>,
+    done: &mut dyn FnMut(&mut ReadState) -> bool,
+) -> bool {
+    conn.watch_with(reactor);
+    loop {
+        // A reply another thread read, or one waiting in the socket
+        // (which the reactor announces only once).
+        conn.poll();
+        if conn.is_done(&mut *done) {
+            return true;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| d <= now) {
+            return false;
+        }
+        if reactor.is_stopping() {
+            return conn.wait_until(deadline, done);
+        }
+        let end = slice_end(deadline);
+        match reactor.try_turn(Some(end.saturating_duration_since(now))) {
+            Ok(Some(_)) => {
+                reactor.tick_if_due();
+            }
+            // Another thread polls the reactor (it reads the connection
+            // too): sleep until something is read from the connection.
+            Ok(None) => {
+                if conn.follow_until(end, &mut *done) {
+                    return true;
+                }
+            }
+            Err(_) => return conn.wait_until(deadline, done),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::transport::client::tests::{connected, expect, reply, value};
+    use crate::transport::client::Awaited;
+    use crate::transport::reply::deferred::DeferredSlot;
+
+    const LIMIT: Duration = Duration::from_secs(20);
+
+    fn reply_value(awaited: Option<Awaited>) -> i32 {
+        match awaited {
+            Some(Awaited::Reply(frame)) => value(&frame),
+            _ => panic!("no reply"),
+        }
+    }
+
+    #[test]
+    fn a_waiter_on_the_reactor_serves_it_until_its_reply_comes() {
+        let reactor = Reactor::new(false).unwrap();
+        let (conn, server) = connected();
+        let serving = Serving::Reactor(reactor.clone());
+        let served = Arc::new(AtomicUsize::new(0));
+        let strategies: [&dyn WaitStrategy; 2] = [&WaitOnReactor, &LeaderFollowers::default()];
+        for (id, strategy) in (1..).zip(strategies) {
+            let slot = expect(&conn, id);
+            // Work for the reactor, which only the waiting thread runs: it
+            // sends the reply the waiter waits for.
+            let served = served.clone();
+            let mut server = server.try_clone().unwrap();
+            reactor.post(Box::new(move || {
+                served.fetch_add(1, Ordering::SeqCst);
+                server.write_all(&reply(id, 100 + id as i32)).unwrap();
+            }));
+            let deadline = Some(Instant::now() + LIMIT);
+            assert!(strategy.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
+            assert_eq!(reply_value(slot.take()), 100 + id as i32);
+        }
+        assert_eq!(served.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_thread_per_connection_waiter_serves_its_connection_meanwhile() {
+        let (conn, server) = connected();
+        let slot = expect(&conn, 1);
+        let calls = Rc::new(std::cell::Cell::new(0));
+        let serve = {
+            let calls = calls.clone();
+            let server = std::cell::RefCell::new(server);
+            move || {
+                // The first nested request "served" answers the waiter.
+                calls.set(calls.get() + 1);
+                if calls.get() == 1 {
+                    server.borrow_mut().write_all(&reply(1, 111)).unwrap();
+                }
+                true
+            }
+        };
+        let serving = Serving::OwnConnection(Rc::new(serve));
+        let deadline = Some(Instant::now() + LIMIT);
+        assert!(WaitOnReactor.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
+        assert_eq!(reply_value(slot.take()), 111);
+        assert!(calls.get() >= 1);
+    }
+
+    #[test]
+    fn a_follower_gets_the_reply_its_leader_read() {
+        let reactor = Reactor::new(false).unwrap();
+        let lf = Arc::new(LeaderFollowers::default());
+        let (conn1, mut server1) = connected();
+        let (conn2, mut server2) = connected();
+        let slot1 = expect(&conn1, 1);
+        let slot2 = expect(&conn2, 1);
+        // Both connections are watched before either thread waits, so that
+        // whoever leads reads both.
+        conn1.watch_with(&reactor);
+        conn2.watch_with(&reactor);
+        let waiter = |conn: Arc<ClientConnection>,
+                      slot: Arc<crate::transport::reply::sync::SyncSlot>| {
+            let (lf, reactor) = (lf.clone(), reactor.clone());
+            std::thread::spawn(move || {
+                let serving = Serving::Reactor(reactor);
+                let deadline = Some(Instant::now() + LIMIT);
+                assert!(lf.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
+                reply_value(slot.take())
+            })
+        };
+        let t1 = waiter(conn1.clone(), slot1);
+        let t2 = waiter(conn2.clone(), slot2);
+        server2.write_all(&reply(1, 222)).unwrap();
+        assert_eq!(t2.join().unwrap(), 222);
+        server1.write_all(&reply(1, 111)).unwrap();
+        assert_eq!(t1.join().unwrap(), 111);
+        assert!(lf.leader.lock().is_none());
+    }
+
+    #[test]
+    fn the_reactor_reads_the_replies_of_asynchronous_requests() {
+        let reactor = Reactor::new(false).unwrap();
+        let (conn, mut server) = connected();
+        let slot = Arc::new(DeferredSlot::new(true));
+        conn.bind(1, slot.dispatcher(), None);
+        // Wait on read leaves them to a reader thread.
+        assert!(!WaitOnRead.read_asynchronous(Some(&reactor), &conn));
+        assert!(!WaitOnReactor.read_asynchronous(None, &conn));
+        assert!(LeaderFollowers::default().read_asynchronous(Some(&reactor), &conn));
+        server.write_all(&reply(1, 111)).unwrap();
+        // Nothing but the reactor reads the connection here.
+        let deadline = Instant::now() + LIMIT;
+        while !slot.is_ready() {
+            assert!(
+                Instant::now() < deadline,
+                "the reactor never read the reply"
+            );
+            reactor.turn(Some(Duration::from_millis(10))).unwrap();
+        }
+        assert_eq!(reply_value(slot.take()), 111);
+    }
+
+    #[test]
+    fn the_strategy_follows_the_configuration() {
+        use crate::config::WaitStrategy as Kind;
+        let pick = |c: OrbConfig| format!("{:?}", strategy(&c));
+        assert!(pick(OrbConfig::new()).starts_with("LeaderFollowers"));
+        assert_eq!(
+            pick(OrbConfig::new().wait_strategy(Kind::Read)),
+            "WaitOnRead"
+        );
+        assert_eq!(
+            pick(OrbConfig::new().wait_strategy(Kind::Reactor)),
+            "WaitOnReactor"
+        );
+    }
+
+    #[test]
+    fn a_thread_serves_what_it_handles_innermost_first() {
+        let outer = Reactor::new(false).unwrap();
+        let inner = Reactor::new(false).unwrap();
+        let top = || REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade));
+        assert!(top().is_none());
+        {
+            let _a = handling(&outer);
+            assert!(Arc::ptr_eq(&top().unwrap(), &outer));
+            {
+                let _b = handling(&inner);
+                assert!(Arc::ptr_eq(&top().unwrap(), &inner));
+            }
+            assert!(Arc::ptr_eq(&top().unwrap(), &outer));
+        }
+        assert!(top().is_none());
+        let served = Rc::new(std::cell::Cell::new(0));
+        {
+            let s = served.clone();
+            let _own = serving_connection(move || {
+                s.set(s.get() + 1);
+                true
+            });
+            let own = OWN_CONNECTION.with(|c| c.borrow().clone()).unwrap();
+            own();
+        }
+        assert_eq!(served.get(), 1);
+        assert!(OWN_CONNECTION.with(|c| c.borrow().is_none()));
+    }
+}

@@ -1,0 +1,51 @@
+//! Wait on the reactor: a thread that must keep serving while it waits
+//! (see [`super::serving`]) runs the reactor it serves until its reply
+//! comes, handling meanwhile requests of the ORB's server (nested upcalls)
+//! and replies of other connections; its own connection is registered
+//! with the reactor, which reads it. A thread-per-connection thread serves
+//! its own connection instead; a thread that serves nothing waits on read.
+//!
+//! Several threads waiting this way all run the reactor: they take turns
+//! at its poll (the reactor's own Leader/Followers), and one whose reply
+//! another thread read notices it within a slice. With many waiting
+//! threads, [`LeaderFollowers`](super::LeaderFollowers) hands replies over
+//! at once instead.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{
+    read_in_reactor, run_reactor_until, wait_serving_own_connection, Serving, WaitStrategy,
+};
+use crate::reactor::Reactor;
+use crate::transport::client::{ClientConnection, ReadState};
+
+/// Wait on the reactor (`-ORBWaitStrategy reactor`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WaitOnReactor;
+
+impl WaitStrategy for WaitOnReactor {
+    fn wait(
+        &self,
+        serving: &Serving,
+        conn: &Arc<ClientConnection>,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&mut ReadState) -> bool,
+    ) -> bool {
+        match serving {
+            Serving::Nothing => conn.wait_until(deadline, done),
+            Serving::OwnConnection(serve) => {
+                wait_serving_own_connection(&**serve, conn, deadline, done)
+            }
+            Serving::Reactor(reactor) => run_reactor_until(reactor, conn, deadline, done),
+        }
+    }
+
+    fn read_asynchronous(
+        &self,
+        reactor: Option<&Arc<Reactor>>,
+        conn: &Arc<ClientConnection>,
+    ) -> bool {
+        read_in_reactor(reactor, conn)
+    }
+}

@@ -1,0 +1,30 @@
+//! Wait on read: the waiting thread reads its connection until its reply
+//! comes, serving nothing meanwhile. Callers of one (multiplexed)
+//! connection take turns reading it, the reader handing each reply to its
+//! owner (the connection's own Leader/Followers, see
+//! [`ClientConnection::wait_until`]). The fastest wait for a pure client;
+//! with no thread left to serve a nested upcall it deadlocks the
+//! reactive, thread-per-connection and application-thread models, which
+//! refuse it (`OrbConfig::check`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Serving, WaitStrategy};
+use crate::transport::client::{ClientConnection, ReadState};
+
+/// Wait on read (`-ORBWaitStrategy read`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WaitOnRead;
+
+impl WaitStrategy for WaitOnRead {
+    fn wait(
+        &self,
+        _serving: &Serving,
+        conn: &Arc<ClientConnection>,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&mut ReadState) -> bool,
+    ) -> bool {
+        conn.wait_until(deadline, done)
+    }
+}

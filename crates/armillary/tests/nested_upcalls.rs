@@ -1,0 +1,262 @@
+//! Nested upcalls over IIOP on loopback, in every server concurrency model
+//! with every wait strategy it accepts: a servant that, inside an upcall,
+//! calls back into its caller must not hang.
+//!
+//! Two ORBs A and B each serve a `Bouncer`, whose `bounce(n)` calls its
+//! peer's `bounce(n - 1)` and answers one more than the peer did. A's
+//! main thread calls B's bouncer with n = 5: A → B → A → B → A → B, each
+//! hop over the connections the ORBs cached for the previous ones (a
+//! callback depth of five). And one ORB whose bouncer's peer is itself,
+//! through its own reference (over IIOP, not collocated).
+//!
+//! The same with the exclusive transport, where each nested call opens
+//! (or reuses) a connection of its own.
+//!
+//! Every call has a call timeout, so a regression fails with TIMEOUT
+//! rather than hanging: a hang is the failure this file looks for. The
+//! combinations that cannot be made safe (wait on read with a model that
+//! would have no thread left for the nested call) are refused when the
+//! ORB starts, which is tested too.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use armillary::config::{ConcurrencyModel, OrbConfig, TransportMux, WaitStrategy};
+use armillary::giop::system_exception::{CompletionStatus, SystemException};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, OrbError, Servant, ServerRequest, WaitForCompletion};
+use armillary_giop::cdr::CdrError;
+
+/// Far beyond what a working chain needs: reached only by a deadlock.
+const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The depth of every chain.
+const DEPTH: i32 = 5;
+
+/// The pool has more threads than the deepest chain holds in one ORB at
+/// once (six, calling itself), which wait on read needs.
+const MODELS: [ConcurrencyModel; 4] = [
+    ConcurrencyModel::SingleThreadedReactive,
+    ConcurrencyModel::ThreadPool(8),
+    ConcurrencyModel::ThreadPerConnection,
+    ConcurrencyModel::ApplicationThreads,
+];
+
+const STRATEGIES: [WaitStrategy; 3] = [
+    WaitStrategy::Read,
+    WaitStrategy::Reactor,
+    WaitStrategy::LeaderFollowers,
+];
+
+/// `bounce(n)`: 0 for n = 0, else one more than its peer's `bounce(n - 1)`.
+#[derive(Default)]
+struct Bouncer {
+    peer: Mutex<Option<ObjectRef>>,
+}
+
+impl Servant for Bouncer {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Bouncer:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Bouncer:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let bad = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::No);
+        if req.operation() != "bounce" {
+            return Err(SystemException::bad_operation(0, CompletionStatus::No));
+        }
+        let n = req.args().read_long().map_err(bad)?;
+        let answer = if n == 0 {
+            0
+        } else {
+            let peer = self.peer.lock().unwrap().clone();
+            let peer = peer.ok_or_else(|| SystemException::internal(0, CompletionStatus::No))?;
+            bounce(&peer, n - 1)? + 1
+        };
+        req.results().write_long(answer);
+        Ok(())
+    }
+}
+
+fn bounce(obj: &ObjectRef, n: i32) -> Result<i32, SystemException> {
+    obj.invoke(
+        "bounce",
+        &|w| {
+            w.write_long(n);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        },
+    )
+}
+
+fn config(model: ConcurrencyModel, wait: WaitStrategy) -> OrbConfig {
+    OrbConfig::new()
+        .concurrency(model)
+        .wait_strategy(wait)
+        .call_timeout(CALL_TIMEOUT)
+}
+
+thread_local! {
+    /// The transport mux of the ORBs this thread's test starts.
+    static MUX: std::cell::Cell<TransportMux> = const { std::cell::Cell::new(TransportMux::Muxed) };
+}
+
+/// An ORB serving a bouncer (with no peer yet), and a thread driving it
+/// when its model wants the application to.
+struct Peer {
+    orb: Orb,
+    bouncer: Arc<Bouncer>,
+    ior: String,
+    driver: Option<JoinHandle<()>>,
+}
+
+impl Peer {
+    fn start(model: ConcurrencyModel, wait: WaitStrategy) -> Peer {
+        let orb =
+            Orb::with_config(config(model, wait).transport_mux(MUX.with(|m| m.get()))).unwrap();
+        let poa = orb.root_poa();
+        poa.manager().activate().unwrap();
+        let bouncer = Arc::new(Bouncer::default());
+        let servant: Arc<dyn Servant> = bouncer.clone();
+        let obj = poa.servant_to_reference(&servant).unwrap();
+        let ior = orb.object_to_string(&obj);
+        let driver = (model == ConcurrencyModel::ApplicationThreads).then(|| {
+            let orb = orb.clone();
+            std::thread::spawn(move || orb.run().unwrap())
+        });
+        Peer {
+            orb,
+            bouncer,
+            ior,
+            driver,
+        }
+    }
+
+    /// This ORB's reference to the object `ior` names.
+    fn reference(&self, ior: &str) -> ObjectRef {
+        self.orb.string_to_object(ior).unwrap()
+    }
+
+    fn stop(mut self) {
+        *self.bouncer.peer.lock().unwrap() = None;
+        self.orb.shutdown(WaitForCompletion::No).unwrap();
+        if let Some(driver) = self.driver.take() {
+            driver.join().unwrap();
+        }
+    }
+}
+
+/// A (main thread) calls B, whose servant calls A, and so on, `DEPTH`
+/// hops over the same cached connections; then again, from A's side.
+fn two_orbs(model: ConcurrencyModel, wait: WaitStrategy) {
+    let a = Peer::start(model, wait);
+    let b = Peer::start(model, wait);
+    *a.bouncer.peer.lock().unwrap() = Some(a.reference(&b.ior));
+    *b.bouncer.peer.lock().unwrap() = Some(b.reference(&a.ior));
+    let b_from_a = a.reference(&b.ior);
+    for round in 0..2 {
+        assert_eq!(
+            bounce(&b_from_a, DEPTH),
+            Ok(DEPTH),
+            "{model:?} with {wait:?}, round {round}"
+        );
+    }
+    // And started from B's side, over the connections A's calls opened.
+    let a_from_b = b.reference(&a.ior);
+    assert_eq!(
+        bounce(&a_from_b, DEPTH),
+        Ok(DEPTH),
+        "{model:?} with {wait:?}"
+    );
+    a.stop();
+    b.stop();
+}
+
+/// One ORB whose bouncer calls itself through its own reference.
+fn one_orb(model: ConcurrencyModel, wait: WaitStrategy) {
+    let a = Peer::start(model, wait);
+    let own = a.reference(&a.ior);
+    *a.bouncer.peer.lock().unwrap() = Some(own.clone());
+    assert_eq!(bounce(&own, DEPTH), Ok(DEPTH), "{model:?} with {wait:?}");
+    a.stop();
+}
+
+/// Every combination the ORB accepts, run by `chain`; the others must be
+/// refused at start.
+fn every_combination(chain: fn(ConcurrencyModel, WaitStrategy)) {
+    let mut ran = 0;
+    for model in MODELS {
+        for wait in STRATEGIES {
+            if wait.is_safe_with(model) {
+                chain(model, wait);
+                ran += 1;
+            }
+        }
+    }
+    // Read with the thread pool, and reactor and lf with every model.
+    assert_eq!(ran, 1 + 2 * MODELS.len());
+}
+
+#[test]
+fn a_callback_chain_between_two_orbs_never_hangs() {
+    every_combination(two_orbs);
+}
+
+#[test]
+fn an_orb_calling_itself_through_its_own_reference_never_hangs() {
+    every_combination(one_orb);
+}
+
+#[test]
+fn the_default_wait_strategy_of_every_model_serves_nested_upcalls() {
+    for model in MODELS {
+        let wait = OrbConfig::new().concurrency(model).get_wait_strategy();
+        assert!(wait.is_safe_with(model), "{model:?}");
+        two_orbs(model, wait);
+    }
+}
+
+#[test]
+fn nested_upcalls_never_hang_with_the_exclusive_transport_either() {
+    MUX.with(|m| m.set(TransportMux::Exclusive));
+    every_combination(two_orbs);
+    every_combination(one_orb);
+}
+
+#[test]
+fn a_combination_that_would_deadlock_is_refused_at_init() {
+    for model in [
+        ConcurrencyModel::SingleThreadedReactive,
+        ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ApplicationThreads,
+    ] {
+        let refused = Orb::with_config(config(model, WaitStrategy::Read));
+        match refused {
+            Err(OrbError::Option(e)) => {
+                let text = e.to_string();
+                assert!(text.contains("-ORBWaitStrategy"), "{text}");
+                assert!(text.contains("deadlock"), "{text}");
+            }
+            other => panic!("{model:?} with Read: {other:?}"),
+        }
+    }
+    // The same from the command line.
+    let refused = Orb::init(["-ORBConcurrency", "reactive", "-ORBWaitStrategy", "read"]);
+    assert!(matches!(refused, Err(OrbError::Option(_))));
+    let accepted = Orb::init([
+        "-ORBConcurrency",
+        "thread-pool:2",
+        "-ORBWaitStrategy",
+        "read",
+    ]);
+    assert!(accepted.is_ok());
+}
