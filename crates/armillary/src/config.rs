@@ -53,6 +53,9 @@ use armillary_giop::GiopVersion;
 /// | [`ThreadPerConnection`](Self::ThreadPerConnection) | one at a time, in the order they arrived |
 /// | [`ApplicationThreads`](Self::ApplicationThreads) | in order while one thread drives the ORB; as in a pool when several do |
 /// | [`ThreadPool`](Self::ThreadPool) | in no guaranteed order, possibly at the same time |
+/// | [`ThreadPerRequest`](Self::ThreadPerRequest) | in no guaranteed order, possibly at the same time |
+/// | [`WorkerPool`](Self::WorkerPool) | started in arrival order, then in parallel on the workers (in order with one worker) |
+/// | [`ThreadPerObject`](Self::ThreadPerObject) | one object's one at a time in arrival order; different objects' at the same time |
 ///
 /// In the ordered models a oneway request has run before any request
 /// the client sends after it on the same connection: a oneway `ping`

@@ -966,3 +966,41 @@ fn a_poa_level_model_overrides_the_orbs() {
     assert_eq!(fast.threads(), ["armillary-reactor-0"]);
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
+
+#[test]
+fn a_single_thread_poa_serializes_its_upcalls_under_thread_per_request() {
+    use armillary::poa::{Policy, ThreadPolicy};
+    let orb = Orb::with_config(model(ConcurrencyModel::ThreadPerRequest(Some(2)))).unwrap();
+    let root = orb.root_poa();
+    root.manager().activate().unwrap();
+    let poa = root
+        .create_poa(
+            "single",
+            Some(root.manager()),
+            &[Policy::Thread(ThreadPolicy::SingleThread)],
+        )
+        .unwrap();
+    let latch = Arc::new(Latch::default());
+    let servant: Arc<dyn Servant> = latch.clone();
+    let key = key_of(
+        &poa.id_to_reference(poa.activate_object(servant).unwrap())
+            .unwrap(),
+    );
+    let mut raw = raw_connection(&orb);
+    raw.write_all(&raw_request(1, &key, "wait", 1)).unwrap();
+    raw.write_all(&raw_request(2, &key, "wait", 2)).unwrap();
+    latch.wait_inside(1);
+    // Both requests have a thread (the cap of 2 is reached: a third is
+    // refused), yet only one is inside the POA.
+    raw.write_all(&raw_request(3, &key, "echo_long", 3))
+        .unwrap();
+    let (id, outcome) = read_any_reply(&mut raw);
+    assert_eq!(id, 3);
+    assert!(is_server_busy(&outcome), "{outcome:?}");
+    latch.open();
+    let mut replies = [read_any_reply(&mut raw), read_any_reply(&mut raw)];
+    replies.sort_by_key(|(id, _)| *id);
+    assert_eq!(replies, [(1, Ok(1)), (2, Ok(2))]);
+    assert_eq!(latch.max_inside(), 1);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
