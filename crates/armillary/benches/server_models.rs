@@ -5,6 +5,7 @@
 //! and from eight (throughput). Rounds interleave the models; the medians
 //! of the rounds are printed. `cargo bench -p armillary --bench
 //! server_models [-- CALLS ROUNDS]`; figures in `docs/performance.md`.
+//! Under `cargo test` it only makes a few calls per model.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -92,8 +93,17 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let calls = args.first().copied().unwrap_or(20_000);
-    let rounds = args.get(1).copied().unwrap_or(5);
+    // `cargo test --all-targets` runs this too (without `--bench`): a
+    // short smoke run then, not the measurement.
+    let benching = std::env::args().any(|a| a == "--bench");
+    let (calls, rounds) = if benching {
+        (
+            args.first().copied().unwrap_or(20_000),
+            args.get(1).copied().unwrap_or(5),
+        )
+    } else {
+        (80, 1)
+    };
     let models = [
         (
             "thread-per-request",
