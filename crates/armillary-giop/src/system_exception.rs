@@ -98,6 +98,11 @@ pub mod minor {
     /// INTERNAL: the ORB's reactor failed (its event poll returned an
     /// error), so the ORB can serve nothing more (Armillary's own).
     pub const REACTOR_FAILED: u32 = armillary_minor(7);
+    /// TRANSIENT: the server's concurrency model is at its limit (the
+    /// thread-per-request cap is reached, or the worker pool's queue is
+    /// full); the request did not run, so it may be sent again
+    /// (Armillary's own).
+    pub const SERVER_BUSY: u32 = armillary_minor(30);
 }
 
 /// Whether the operation ran before the exception was raised.

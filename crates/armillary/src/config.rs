@@ -10,7 +10,7 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
@@ -55,6 +55,9 @@ use armillary_giop::GiopVersion;
 /// | [`ThreadPerConnection`](Self::ThreadPerConnection) | one at a time, in the order they arrived |
 /// | [`ApplicationThreads`](Self::ApplicationThreads) | in order while one thread drives the ORB; as in a pool when several do |
 /// | [`ThreadPool`](Self::ThreadPool) | in no guaranteed order, possibly at the same time |
+/// | [`ThreadPerRequest`](Self::ThreadPerRequest) | in no guaranteed order, possibly at the same time |
+/// | [`WorkerPool`](Self::WorkerPool) | started in arrival order, then in parallel on the workers (in order with one worker) |
+/// | [`ThreadPerObject`](Self::ThreadPerObject) | one object's one at a time in arrival order; different objects' at the same time |
 ///
 /// In the ordered models a oneway request has run before any request
 /// the client sends after it on the same connection: a oneway `ping`
@@ -79,7 +82,7 @@ use armillary_giop::GiopVersion;
 /// [`WaitStrategy`]): requests that arrive then, the callbacks of the
 /// nested call first of all, run inside that wait, before the waiting
 /// request is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConcurrencyModel {
     /// One reactor thread reads every connection and runs every upcall.
@@ -103,6 +106,79 @@ pub enum ConcurrencyModel {
     /// driving thread a connection's requests run in arrival order; with
     /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
+    /// One reactor thread reads; every request runs on a new thread of its
+    /// own, at most `cap` at a time (`None`: no cap). A request that
+    /// arrives with `cap` upcalls running is answered at once with
+    /// TRANSIENT ([`minor::SERVER_BUSY`](crate::minor::SERVER_BUSY),
+    /// COMPLETED_NO): the reading thread never waits for an upcall to end.
+    /// Requests of one connection run in parallel, in no guaranteed order.
+    ThreadPerRequest(Option<usize>),
+    /// One reactor thread reads requests into a bounded queue of `queue`
+    /// requests; `workers` threads take them in arrival order and run them
+    /// (Visibroker's thread pool). A request that finds the queue full is
+    /// answered at once with TRANSIENT
+    /// ([`minor::SERVER_BUSY`](crate::minor::SERVER_BUSY), COMPLETED_NO).
+    WorkerPool {
+        /// Threads that run upcalls (at least one).
+        workers: usize,
+        /// Requests waiting for a worker, at most (at least one).
+        queue: usize,
+    },
+    /// One reactor thread reads; every object (POA and object id) gets a
+    /// queue and a thread of its own while it has requests: one object's
+    /// requests run one at a time in arrival order, different objects'
+    /// in parallel. The thread ends once its object's queue is empty, so
+    /// an object that is deactivated, or whose POA is destroyed, keeps no
+    /// thread.
+    ThreadPerObject,
+}
+
+impl ConcurrencyModel {
+    /// Requests a worker pool queues when `-ORBConcurrency worker-pool:N`
+    /// names no queue length.
+    pub const DEFAULT_WORKER_QUEUE: usize = 1024;
+
+    /// Parses an `-ORBConcurrency` value (`reactive`, `thread-pool:N`,
+    /// `thread-per-connection`, `application`, `thread-per-request[:CAP]`,
+    /// `worker-pool:N[:QUEUE]`, `thread-per-object`); `None` when it is
+    /// none of these or a count is 0.
+    ///
+    /// ```
+    /// use armillary::config::ConcurrencyModel;
+    /// assert_eq!(
+    ///     ConcurrencyModel::parse("worker-pool:4:100"),
+    ///     Some(ConcurrencyModel::WorkerPool { workers: 4, queue: 100 })
+    /// );
+    /// assert_eq!(
+    ///     ConcurrencyModel::parse("thread-per-request:8"),
+    ///     Some(ConcurrencyModel::ThreadPerRequest(Some(8)))
+    /// );
+    /// assert_eq!(ConcurrencyModel::parse("worker-pool:0"), None);
+    /// ```
+    pub fn parse(value: &str) -> Option<ConcurrencyModel> {
+        let count = |n: &str| n.parse::<usize>().ok().filter(|&n| n > 0);
+        let mut parts = value.split(':');
+        let name = parts.next()?;
+        let args: Vec<&str> = parts.collect();
+        Some(match (name, args.as_slice()) {
+            ("reactive", []) => ConcurrencyModel::SingleThreadedReactive,
+            ("thread-per-connection", []) => ConcurrencyModel::ThreadPerConnection,
+            ("application", []) => ConcurrencyModel::ApplicationThreads,
+            ("thread-per-object", []) => ConcurrencyModel::ThreadPerObject,
+            ("thread-pool", [n]) => ConcurrencyModel::ThreadPool(count(n)?),
+            ("thread-per-request", []) => ConcurrencyModel::ThreadPerRequest(None),
+            ("thread-per-request", [cap]) => ConcurrencyModel::ThreadPerRequest(Some(count(cap)?)),
+            ("worker-pool", [n]) => ConcurrencyModel::WorkerPool {
+                workers: count(n)?,
+                queue: Self::DEFAULT_WORKER_QUEUE,
+            },
+            ("worker-pool", [n, q]) => ConcurrencyModel::WorkerPool {
+                workers: count(n)?,
+                queue: count(q)?,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// How a thread that waits for a reply waits (`-ORBWaitStrategy`).
@@ -1059,24 +1135,15 @@ impl OrbConfig {
                 }
                 "-ORBConcurrency" => {
                     let v = value()?;
-                    self.concurrency = match v.split_once(':') {
-                        None if v == "reactive" => ConcurrencyModel::SingleThreadedReactive,
-                        None if v == "thread-per-connection" => {
-                            ConcurrencyModel::ThreadPerConnection
-                        }
-                        None if v == "application" => ConcurrencyModel::ApplicationThreads,
-                        Some(("thread-pool", n)) => match n.parse::<usize>() {
-                            Ok(n) if n > 0 => ConcurrencyModel::ThreadPool(n),
-                            _ => return Err(bad(&option, &v, "thread count must be 1 or more")),
-                        },
-                        _ => {
-                            return Err(bad(
-                                &option,
-                                &v,
-                                "expected reactive, thread-pool:N, thread-per-connection or application",
-                            ))
-                        }
-                    };
+                    self.concurrency = ConcurrencyModel::parse(&v).ok_or_else(|| {
+                        bad(
+                            &option,
+                            &v,
+                            "expected reactive, thread-pool:N, thread-per-connection, application, \
+                             thread-per-request[:CAP], worker-pool:N[:QUEUE] or thread-per-object \
+                             (counts 1 or more)",
+                        )
+                    })?;
                 }
                 "-ORBIdleTimeout" => self.idle_timeout = parse_timeout(&option, &value()?)?,
                 "-ORBMessageTimeout" => self.message_timeout = parse_timeout(&option, &value()?)?,
@@ -1189,12 +1256,44 @@ mod tests {
                 ConcurrencyModel::ThreadPerConnection,
             ),
             ("application", ConcurrencyModel::ApplicationThreads),
+            (
+                "thread-per-request",
+                ConcurrencyModel::ThreadPerRequest(None),
+            ),
+            (
+                "thread-per-request:3",
+                ConcurrencyModel::ThreadPerRequest(Some(3)),
+            ),
+            (
+                "worker-pool:2",
+                ConcurrencyModel::WorkerPool {
+                    workers: 2,
+                    queue: ConcurrencyModel::DEFAULT_WORKER_QUEUE,
+                },
+            ),
+            (
+                "worker-pool:2:5",
+                ConcurrencyModel::WorkerPool {
+                    workers: 2,
+                    queue: 5,
+                },
+            ),
+            ("thread-per-object", ConcurrencyModel::ThreadPerObject),
         ] {
             let mut c = OrbConfig::default();
             c.apply_args(["-ORBConcurrency", value]).unwrap();
             assert_eq!(c.concurrency, model, "{value}");
         }
-        for bad in ["thread-pool:0", "threads", "application:2"] {
+        for bad in [
+            "thread-pool:0",
+            "threads",
+            "application:2",
+            "thread-per-request:0",
+            "worker-pool",
+            "worker-pool:2:0",
+            "worker-pool:1:2:3",
+            "thread-per-object:1",
+        ] {
             assert!(matches!(
                 OrbConfig::default().apply_args(["-ORBConcurrency", bad]),
                 Err(OrbOptionError::BadValue { .. })

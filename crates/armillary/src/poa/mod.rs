@@ -423,6 +423,11 @@ fn obj_adapter() -> SystemException {
 }
 
 impl Upcall {
+    /// The POA the target object lives in.
+    pub(crate) fn poa(&self) -> &Poa {
+        &self.poa
+    }
+
     /// The object id the request addresses, within its POA.
     pub(crate) fn object_id(&self) -> &ObjectId {
         &self.object_id
@@ -639,6 +644,11 @@ impl Poa {
     /// The policies.
     pub fn policies(&self) -> Policies {
         self.inner.policies
+    }
+
+    /// A number that tells this POA apart from every other POA alive.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
     }
 
     /// The child POAs.

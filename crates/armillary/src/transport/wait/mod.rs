@@ -36,7 +36,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::client::{ClientConnection, ReadState};
-use crate::config::{ConcurrencyModel, OrbConfig};
+use crate::config::OrbConfig;
 use crate::orb::OrbCore;
 use crate::reactor::Reactor;
 
@@ -140,7 +140,7 @@ pub(crate) fn serving(core: &OrbCore) -> Serving {
     if let Some(reactor) = REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade)) {
         return Serving::Reactor(reactor);
     }
-    if core.config.concurrency == ConcurrencyModel::ApplicationThreads {
+    if core.driven_by_application() {
         if let Some(server) = core.running_server() {
             return Serving::Reactor(server.reactor().clone());
         }

@@ -1,0 +1,242 @@
+//! The server's concurrency models: which threads read the connections
+//! and on which thread a request that was read runs.
+//!
+//! Each model is one [`ServerConcurrency`] in a file of its own
+//! (`reactive.rs`, `thread_pool.rs`, `thread_per_connection.rs`,
+//! `application.rs`, `thread_per_request.rs`, `worker_pool.rs`,
+//! `thread_per_object.rs`), and [`for_config`] is the one place that picks
+//! it from the ORB's configuration. A POA may choose another model for its
+//! own requests (`Policy::Concurrency`): `per_poa.rs` routes each request
+//! to its POA's model, which decides where the request runs (the ORB's
+//! model still decides who reads). The server and the ORB ask the model;
+//! they never branch on which one it is. Adding a model is adding a file
+//! and a line in `for_config`.
+//!
+//! A model decides two things:
+//! - who reads: how many threads the server starts to drive its reactor
+//!   ([`reactor_threads`](ServerConcurrency::reactor_threads)), whether
+//!   the application's threads drive it instead
+//!   ([`driven_by_application`](ServerConcurrency::driven_by_application)),
+//!   and whether each connection is read by a blocking thread of its own
+//!   ([`thread_per_connection`](ServerConcurrency::thread_per_connection));
+//! - where a request runs once it was read and resolved to a servant
+//!   ([`dispatch`](ServerConcurrency::dispatch)): on the thread that read
+//!   it, or handed to another.
+//!
+//! **Invariant:** a model never blocks a reading thread on an upcall it
+//! could hand off, and `stop(WaitForCompletion::Yes)` returns only once the
+//! upcalls it handed off have finished (never waiting for the calling
+//! thread itself).
+
+mod application;
+mod per_poa;
+mod reactive;
+mod thread_per_connection;
+mod thread_per_object;
+mod thread_per_request;
+mod thread_pool;
+mod worker_pool;
+
+use std::fmt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use parking_lot::Mutex;
+
+use crate::completion::WaitForCompletion;
+use crate::config::{ConcurrencyModel, OrbConfig};
+use crate::poa::{ObjectId, Poa, Upcall};
+
+/// One server concurrency model (see the module docs).
+pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
+    /// How many threads the server starts to drive its reactor (accept,
+    /// read, run posted work); 0 when the application's threads do.
+    fn reactor_threads(&self) -> usize;
+
+    /// Whether the application's threads drive the reactor, in
+    /// `Orb::run` and `Orb::perform_work`.
+    fn driven_by_application(&self) -> bool {
+        false
+    }
+
+    /// Whether every accepted connection gets a thread of its own that
+    /// blocks reading it (the reactor then only accepts). Such a
+    /// connection counts against `max_connection_threads`.
+    fn thread_per_connection(&self) -> bool {
+        false
+    }
+
+    /// Runs a request that was read and resolved to a servant: here, on
+    /// the thread that read it, or on another thread. The request's reply
+    /// is written by [`Dispatch::run`], wherever it runs.
+    fn dispatch(&self, request: Dispatch) {
+        request.run();
+    }
+
+    /// The server is stopping (its connections are closed): end the
+    /// threads the model started; with [`WaitForCompletion::Yes`], wait
+    /// for the upcalls they run (never for the calling thread itself).
+    fn stop(&self, _wait: WaitForCompletion) {}
+}
+
+/// The model `config` asks for, with the POA-level choices routed on top
+/// of it: the one place that maps the configuration to the models. Fails
+/// when a model's threads cannot be started.
+pub(crate) fn for_config(config: &OrbConfig) -> std::io::Result<Arc<dyn ServerConcurrency>> {
+    let orb = for_model(config.concurrency)?;
+    Ok(Arc::new(per_poa::PerPoa::new(config.concurrency, orb)))
+}
+
+/// Whether the application's threads drive an ORB configured with
+/// `config` (in `Orb::run` / `Orb::perform_work`), known before its server
+/// starts (a pure client delivers its AMI callbacks there too). Agrees
+/// with [`ServerConcurrency::driven_by_application`] of the model
+/// [`for_config`] picks.
+pub(crate) fn driven_by_application(config: &OrbConfig) -> bool {
+    config.concurrency == ConcurrencyModel::ApplicationThreads
+}
+
+/// The implementation of one [`ConcurrencyModel`].
+fn for_model(model: ConcurrencyModel) -> std::io::Result<Arc<dyn ServerConcurrency>> {
+    Ok(match model {
+        ConcurrencyModel::ThreadPool(n) => Arc::new(thread_pool::ThreadPool::new(n)),
+        ConcurrencyModel::ThreadPerConnection => {
+            Arc::new(thread_per_connection::ThreadPerConnection)
+        }
+        ConcurrencyModel::ApplicationThreads => Arc::new(application::ApplicationThreads),
+        ConcurrencyModel::ThreadPerRequest(cap) => {
+            Arc::new(thread_per_request::ThreadPerRequest::new(cap))
+        }
+        ConcurrencyModel::WorkerPool { workers, queue } => {
+            Arc::new(worker_pool::WorkerPool::start(workers, queue)?)
+        }
+        ConcurrencyModel::ThreadPerObject => Arc::new(thread_per_object::ThreadPerObject::new()),
+        // `SingleThreadedReactive`, and any model added to the enum later
+        // until it has an implementation here.
+        _ => Arc::new(reactive::Reactive),
+    })
+}
+
+/// The answer to a request a model has no room for: TRANSIENT with
+/// [`minor::SERVER_BUSY`], COMPLETED_NO (the client may send it again).
+fn busy() -> SystemException {
+    SystemException::transient(minor::SERVER_BUSY, CompletionStatus::No)
+}
+
+/// The threads a model started, so that stopping can wait for them; once
+/// stopped it starts no more.
+#[derive(Debug, Default)]
+struct ModelThreads {
+    /// `None` once stopped.
+    handles: Mutex<Option<Vec<JoinHandle<()>>>>,
+}
+
+impl ModelThreads {
+    fn new() -> ModelThreads {
+        ModelThreads {
+            handles: Mutex::new(Some(Vec::new())),
+        }
+    }
+
+    /// Runs `work` on a new thread called `name`; an error when the system
+    /// has no thread for it or the model has stopped (`work` is dropped).
+    fn spawn(&self, name: &str, work: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        let mut handles = self.handles.lock();
+        let Some(handles) = handles.as_mut() else {
+            return Err(std::io::Error::other("the server is stopping"));
+        };
+        handles.retain(|h| !h.is_finished());
+        let handle = std::thread::Builder::new().name(name.into()).spawn(work)?;
+        handles.push(handle);
+        Ok(())
+    }
+
+    /// Starts no more threads; with [`WaitForCompletion::Yes`], waits for
+    /// those running (never for the calling thread itself).
+    fn stop(&self, wait: WaitForCompletion) {
+        let handles = self.handles.lock().take().unwrap_or_default();
+        if wait.is_yes() {
+            let current = std::thread::current().id();
+            for handle in handles {
+                if handle.thread().id() != current {
+                    let _ = handle.join();
+                }
+            }
+        }
+    }
+}
+
+/// Runs a request on a thread of a model that must outlive a servant that
+/// panics: the panic ends the upcall (the client gets no reply and the
+/// connection's accounting is released), not the model's thread.
+fn run_contained(request: Dispatch) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.run()));
+}
+
+/// A request read and resolved to a servant, ready to run: the upcall
+/// and the work around it (decoding the arguments, the reply). Running it
+/// writes the reply on the connection it came from; dropping it unrun
+/// gives the request no answer, so a model that cannot run a request
+/// answers it with [`Dispatch::reject`].
+pub(crate) struct Dispatch {
+    upcall: Upcall,
+    operation: Arc<str>,
+    run: Box<dyn FnOnce(Upcall) + Send>,
+    reject: Box<dyn FnOnce(armillary_giop::system_exception::SystemException) + Send>,
+}
+
+impl Dispatch {
+    /// A request whose upcall `run` carries out, and which `reject`
+    /// answers with an exception instead.
+    pub(crate) fn new(
+        upcall: Upcall,
+        operation: Arc<str>,
+        run: Box<dyn FnOnce(Upcall) + Send>,
+        reject: Box<dyn FnOnce(armillary_giop::system_exception::SystemException) + Send>,
+    ) -> Dispatch {
+        Dispatch {
+            upcall,
+            operation,
+            run,
+            reject,
+        }
+    }
+
+    /// The POA of the target object.
+    pub(crate) fn poa(&self) -> &Poa {
+        self.upcall.poa()
+    }
+
+    /// The target object's id within its POA.
+    pub(crate) fn object_id(&self) -> &ObjectId {
+        self.upcall.object_id()
+    }
+
+    /// The operation the request calls.
+    #[allow(dead_code)] // For the models that choose by target.
+    pub(crate) fn operation(&self) -> &str {
+        &self.operation
+    }
+
+    /// Runs the upcall on the calling thread and writes its reply.
+    pub(crate) fn run(self) {
+        (self.run)(self.upcall);
+    }
+
+    /// Answers the request with `exception` (COMPLETED_NO: the upcall
+    /// does not run), when the model cannot take it.
+    pub(crate) fn reject(self, exception: armillary_giop::system_exception::SystemException) {
+        drop(self.upcall);
+        (self.reject)(exception);
+    }
+}
+
+impl fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dispatch")
+            .field("upcall", &self.upcall)
+            .field("operation", &self.operation)
+            .finish_non_exhaustive()
+    }
+}
