@@ -97,6 +97,59 @@ pub enum ConcurrencyModel {
     ApplicationThreads,
 }
 
+impl ConcurrencyModel {
+    /// One instance of every model, with `threads` where a model takes a
+    /// thread count: the menu a benchmark compares (`armillary bench
+    /// threading`). A new model joins the menu here.
+    ///
+    /// ```
+    /// use armillary::config::ConcurrencyModel;
+    /// let menu = ConcurrencyModel::menu(4);
+    /// assert!(menu.contains(&ConcurrencyModel::ThreadPool(4)));
+    /// assert!(menu.iter().all(|m| m.to_string().parse::<ConcurrencyModel>() == Ok(*m)));
+    /// ```
+    pub fn menu(threads: usize) -> Vec<ConcurrencyModel> {
+        let threads = threads.max(1);
+        vec![
+            ConcurrencyModel::SingleThreadedReactive,
+            ConcurrencyModel::ThreadPool(threads),
+            ConcurrencyModel::ThreadPerConnection,
+            ConcurrencyModel::ApplicationThreads,
+        ]
+    }
+}
+
+/// The `-ORBConcurrency` spelling: `reactive`, `thread-pool:4`, …
+impl std::fmt::Display for ConcurrencyModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConcurrencyModel::SingleThreadedReactive => f.write_str("reactive"),
+            ConcurrencyModel::ThreadPool(n) => write!(f, "thread-pool:{n}"),
+            ConcurrencyModel::ThreadPerConnection => f.write_str("thread-per-connection"),
+            ConcurrencyModel::ApplicationThreads => f.write_str("application"),
+        }
+    }
+}
+
+/// Parses the `-ORBConcurrency` spelling; the error says what was
+/// expected.
+impl std::str::FromStr for ConcurrencyModel {
+    type Err = &'static str;
+
+    fn from_str(v: &str) -> Result<Self, &'static str> {
+        match v.split_once(':') {
+            None if v == "reactive" => Ok(ConcurrencyModel::SingleThreadedReactive),
+            None if v == "thread-per-connection" => Ok(ConcurrencyModel::ThreadPerConnection),
+            None if v == "application" => Ok(ConcurrencyModel::ApplicationThreads),
+            Some(("thread-pool", n)) => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(ConcurrencyModel::ThreadPool(n)),
+                _ => Err("thread count must be 1 or more"),
+            },
+            _ => Err("expected reactive, thread-pool:N, thread-per-connection or application"),
+        }
+    }
+}
+
 /// One listening endpoint: a host name or address and a port.
 ///
 /// ```
@@ -924,24 +977,7 @@ impl OrbConfig {
                 }
                 "-ORBConcurrency" => {
                     let v = value()?;
-                    self.concurrency = match v.split_once(':') {
-                        None if v == "reactive" => ConcurrencyModel::SingleThreadedReactive,
-                        None if v == "thread-per-connection" => {
-                            ConcurrencyModel::ThreadPerConnection
-                        }
-                        None if v == "application" => ConcurrencyModel::ApplicationThreads,
-                        Some(("thread-pool", n)) => match n.parse::<usize>() {
-                            Ok(n) if n > 0 => ConcurrencyModel::ThreadPool(n),
-                            _ => return Err(bad(&option, &v, "thread count must be 1 or more")),
-                        },
-                        _ => {
-                            return Err(bad(
-                                &option,
-                                &v,
-                                "expected reactive, thread-pool:N, thread-per-connection or application",
-                            ))
-                        }
-                    };
+                    self.concurrency = v.parse().map_err(|why| bad(&option, &v, why))?;
                 }
                 "-ORBIdleTimeout" => self.idle_timeout = parse_timeout(&option, &value()?)?,
                 "-ORBMessageTimeout" => self.message_timeout = parse_timeout(&option, &value()?)?,
