@@ -98,6 +98,12 @@ pub mod minor {
     /// INTERNAL: the ORB's reactor failed (its event poll returned an
     /// error), so the ORB can serve nothing more (Armillary's own).
     pub const REACTOR_FAILED: u32 = armillary_minor(7);
+    /// OBJ_ADAPTER: a request filter sent a request to a lane the ORB's
+    /// configuration does not name (Armillary's own).
+    pub const UNKNOWN_LANE: u32 = armillary_minor(30);
+    /// TRANSIENT: the server could not start a thread for a request (the
+    /// system refused one); the request did not run (Armillary's own).
+    pub const NO_THREAD: u32 = armillary_minor(31);
 }
 
 /// Whether the operation ran before the exception was raised.

@@ -14,6 +14,7 @@
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
+//! | `-ORBLane NAME:THREADS` | a lane, a pool of threads a [`RequestFilter`](crate::RequestFilter) may route requests to; repeatable |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
@@ -412,6 +413,10 @@ pub struct OrbConfig {
     pub(crate) call_timeout: Option<Duration>,
     /// Most requests awaiting their reply on one client connection.
     pub(crate) client_max_outstanding: usize,
+    /// The threading framework's filter (see [`crate::RequestFilter`]).
+    pub(crate) request_filter: crate::request_filter::FilterSlot,
+    /// The lanes a request filter may route requests to.
+    pub(crate) lanes: Vec<crate::request_filter::LaneConfig>,
 }
 
 impl Default for OrbConfig {
@@ -439,6 +444,8 @@ impl Default for OrbConfig {
             tls: crate::tls::TlsConfig::default(),
             call_timeout: None,
             client_max_outstanding: 1024,
+            request_filter: crate::request_filter::FilterSlot::default(),
+            lanes: Vec::new(),
         }
     }
 }
@@ -644,6 +651,29 @@ impl OrbConfig {
         self
     }
 
+    /// Installs the threading framework's filter: it decides where each
+    /// request the server reads runs, or rejects it (see
+    /// [`RequestFilter`](crate::RequestFilter)). Without one, every
+    /// request runs where the concurrency model puts it.
+    pub fn request_filter(mut self, filter: impl crate::RequestFilter) -> Self {
+        self.request_filter = crate::request_filter::FilterSlot(Some(std::sync::Arc::new(filter)));
+        self
+    }
+
+    /// Adds a lane, a pool of `threads` threads named `name`, that a
+    /// request filter may send requests to with
+    /// [`Route::Lane`](crate::Route::Lane) (`-ORBLane name:threads`). A
+    /// second lane of the same name replaces the first.
+    pub fn lane(mut self, name: impl Into<String>, threads: usize) -> Self {
+        let name = name.into();
+        self.lanes.retain(|l| l.name != name);
+        self.lanes.push(crate::request_filter::LaneConfig {
+            name,
+            threads: threads.max(1),
+        });
+        self
+    }
+
     /// The plain IIOP endpoints to listen on, in the order added.
     pub fn get_endpoints(&self) -> &[ListenEndpoint] {
         &self.endpoints
@@ -751,6 +781,16 @@ impl OrbConfig {
     /// (see [`client_max_outstanding`](Self::client_max_outstanding)).
     pub fn get_client_max_outstanding(&self) -> usize {
         self.client_max_outstanding
+    }
+
+    /// The request filter, if one is installed.
+    pub fn get_request_filter(&self) -> Option<&std::sync::Arc<dyn crate::RequestFilter>> {
+        self.request_filter.0.as_ref()
+    }
+
+    /// The lanes, in the order added.
+    pub fn get_lanes(&self) -> &[crate::request_filter::LaneConfig] {
+        &self.lanes
     }
 
     /// The IIOP over TLS configuration.
@@ -992,6 +1032,15 @@ impl OrbConfig {
                 "-ORBMaxQueuedReplyBytes" => {
                     self.max_queued_reply_bytes = parse_size(&option, &value()?)?
                 }
+                "-ORBLane" => {
+                    let v = value()?;
+                    let (name, threads) = v
+                        .split_once(':')
+                        .and_then(|(name, n)| Some((name, n.parse::<usize>().ok()?)))
+                        .filter(|(name, n)| !name.is_empty() && *n > 0)
+                        .ok_or_else(|| bad(&option, &v, "expected NAME:THREADS, THREADS ≥ 1"))?;
+                    *self = std::mem::take(self).lane(name, threads);
+                }
                 "-ORBClientMaxOutstanding" | "-ORBMaxOutstanding" => {
                     self.client_max_outstanding = parse_count(&option, &value()?)?
                 }
@@ -1081,6 +1130,12 @@ mod tests {
         for bad in ["thread-pool:0", "threads", "application:2"] {
             assert!(matches!(
                 OrbConfig::default().apply_args(["-ORBConcurrency", bad]),
+                Err(OrbOptionError::BadValue { .. })
+            ));
+        }
+        for bad in ["slow", "slow:0", ":2", "slow:x"] {
+            assert!(matches!(
+                OrbConfig::default().apply_args(["-ORBLane", bad]),
                 Err(OrbOptionError::BadValue { .. })
             ));
         }
@@ -1333,6 +1388,10 @@ mod tests {
             (
                 vec!["-ORBMaxOutstanding", "9"],
                 OrbConfig::new().client_max_outstanding(9),
+            ),
+            (
+                vec!["-ORBLane", "slow:3", "-ORBLane", "fast:1"],
+                OrbConfig::new().lane("slow", 3).lane("fast", 1),
             ),
             (
                 vec![

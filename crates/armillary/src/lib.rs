@@ -137,6 +137,9 @@ mod object;
 mod orb;
 pub mod poa;
 mod reactor;
+// The server-side half (lanes, new threads) is wired in with the model family.
+#[allow(dead_code)]
+mod request_filter;
 pub mod runtime;
 mod servant;
 mod slots;
@@ -152,6 +155,7 @@ pub use exception::UserException;
 pub use idl_type::IdlType;
 pub use object::{Interface, Location, ObjectRef};
 pub use orb::{Orb, OrbError, ReferenceError};
+pub use request_filter::{LaneConfig, RequestFilter, RequestInfo, Route};
 pub use servant::{IntoServant, Servant, ServerRequest};
 pub use timeout::{CallTimeout, CallTimeoutGuard};
 pub use transport::server::ServerStats;
