@@ -357,26 +357,9 @@ fn latency(
     cpus: &str,
     concurrency: &str,
 ) -> Result<ExitCode, String> {
-    // Pin by running again under taskset: every process started from here
-    // inherits the CPU set.
-    if cpus != "none" && std::env::var_os("ARMILLARY_BENCH_PINNED").is_none() {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        match Command::new("taskset")
-            .arg("-c")
-            .arg(cpus)
-            .arg(&exe)
-            .args(&args)
-            .env("ARMILLARY_BENCH_PINNED", cpus)
-            .status()
-        {
-            Ok(status) => return Ok(ExitCode::from(status.code().unwrap_or(1) as u8)),
-            Err(e) => eprintln!("warning: cannot pin with taskset ({e}); running unpinned"),
-        }
-    }
-    let pinning = match std::env::var("ARMILLARY_BENCH_PINNED") {
-        Ok(cpus) => format!("all processes on CPU {cpus} (taskset)"),
-        Err(_) => "unpinned".to_owned(),
+    let pinning = match crate::bench_report::pin(cpus)? {
+        crate::bench_report::Pinning::RanPinned(code) => return Ok(code),
+        crate::bench_report::Pinning::Here(pinning) => pinning,
     };
     eprintln!("pinning: {pinning}");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;

@@ -6,6 +6,7 @@
 //! experiment and calls these to show the result.
 
 use std::path::Path;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -21,6 +22,46 @@ pub(crate) fn progress(len: u64, unit: &str) -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// What [`pin`] did.
+pub(crate) enum Pinning {
+    /// The command ran again, pinned, in a child process that exited with
+    /// this code: return it.
+    RanPinned(ExitCode),
+    /// Carry on in this process; the text says how it is placed.
+    Here(String),
+}
+
+/// Pins the benchmark to the CPUs `cpus` (a `taskset` list, or `none`) by
+/// running the same command again under `taskset`: every thread and
+/// process started from there inherits the CPU set.
+pub(crate) fn pin(cpus: &str) -> Result<Pinning, String> {
+    if cpus != "none" && std::env::var_os("ARMILLARY_BENCH_PINNED").is_none() {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        match Command::new("taskset")
+            .arg("-c")
+            .arg(cpus)
+            .arg(&exe)
+            .args(&args)
+            .env("ARMILLARY_BENCH_PINNED", cpus)
+            .status()
+        {
+            Ok(status) => {
+                return Ok(Pinning::RanPinned(ExitCode::from(
+                    status.code().unwrap_or(1) as u8,
+                )))
+            }
+            Err(e) => eprintln!("warning: cannot pin with taskset ({e}); running unpinned"),
+        }
+    }
+    Ok(Pinning::Here(
+        match std::env::var("ARMILLARY_BENCH_PINNED") {
+            Ok(cpus) => format!("all processes on CPU {cpus} (taskset)"),
+            Err(_) => "unpinned".to_owned(),
+        },
+    ))
 }
 
 /// Call latencies in microseconds, 1 µs to 100 s at three significant

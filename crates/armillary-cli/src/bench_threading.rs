@@ -3,14 +3,16 @@
 //! (`conversation`, `contention`, `traffic`, `train`, `demux`) and the
 //! MICO locality study (`locality`).
 //!
-//! Every point of every experiment runs once per model, the models taking
-//! turns point after point (so load from elsewhere on the machine spreads
-//! over all of them). The models are those of
+//! Every point of every experiment runs `--rounds` times per model, the
+//! models taking turns round after round (so load from elsewhere on the
+//! machine spreads over all of them); a point reports the median round's
+//! throughput and the percentiles of all its calls. A small conversation
+//! per model warms up first and is not reported. The models are those of
 //! [`ConcurrencyModel::menu`] unless `--models` names others. For each
 //! point a fresh server ORB with that model serves fresh servants in this
 //! process, and client threads, each with its own client ORB (so its own
-//! connection), make synchronous calls over loopback IIOP. Nothing is
-//! pinned: server and client threads share the machine's CPUs.
+//! connection), make synchronous calls over loopback IIOP. Unless `--cpus`
+//! pins the run, server and client threads share the machine's CPUs.
 //!
 //! - `conversation`: 10 clients, each holding conversations (a fresh
 //!   connection, then a chain of N requests with a 1,000-byte buffer to one
@@ -71,6 +73,16 @@ pub struct ThreadingArgs {
     /// smoke test).
     #[arg(long, value_enum, default_value_t = Size::Full)]
     size: Size,
+    /// Rounds: each point runs this many times per model, the models
+    /// taking turns; the throughput reported is the median round's, the
+    /// percentiles are over every call of every round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// CPUs to pin the whole run to (taskset list, e.g. `0`), or `none`.
+    /// `0` puts clients and server on one CPU, which makes the `demux`
+    /// latencies comparable (no cross-CPU wake-ups).
+    #[arg(long, default_value = "none")]
+    cpus: String,
     /// Write one JSON record per point to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -746,10 +758,13 @@ fn clients(point: &Point) -> usize {
     }
 }
 
-/// The measurement of one point with one model.
+/// The measurement of one point with one model, over its rounds.
 struct Record {
     point: Point,
     model: ConcurrencyModel,
+    /// Requests per second of each round.
+    rounds: Vec<f64>,
+    /// The median round's.
     throughput: f64,
     latencies: Latencies,
     errors: u64,
@@ -768,6 +783,7 @@ impl Record {
             let scale = 10f64.powi(digits);
             json!((v * scale).round() / scale)
         };
+        record.insert("rounds".into(), json!(self.rounds.len()));
         record.insert("throughput".into(), round(self.throughput, 1));
         let (p50, p99) = (
             self.latencies.quantile_ms(0.5),
@@ -828,6 +844,7 @@ fn measure(
     let mut record = Record {
         point: *point,
         model,
+        rounds: Vec::new(),
         throughput: 0.0,
         latencies: Latencies::new(),
         errors: 0,
@@ -843,7 +860,23 @@ fn measure(
         }
     }
     record.throughput = requests as f64 / elapsed.as_secs_f64();
+    record.rounds.push(record.throughput);
     Ok(record)
+}
+
+impl Record {
+    /// Adds another round of the same point and model.
+    fn add_round(&mut self, other: Record) {
+        self.rounds.extend(other.rounds);
+        self.latencies.merge(&other.latencies);
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+        let mut sorted = self.rounds.clone();
+        sorted.sort_by(f64::total_cmp);
+        self.throughput = sorted[sorted.len() / 2];
+    }
 }
 
 /// The models to compare: `--models`, or the ORB's whole menu.
@@ -912,6 +945,10 @@ fn panels(records: &[Record], experiments: &[Experiment]) -> Vec<Panel> {
 
 /// Runs `armillary bench threading`.
 pub fn run(args: ThreadingArgs) -> Result<ExitCode, String> {
+    let pinning = match crate::bench_report::pin(&args.cpus)? {
+        crate::bench_report::Pinning::RanPinned(code) => return Ok(code),
+        crate::bench_report::Pinning::Here(pinning) => pinning,
+    };
     let models = models(&args)?;
     if models.is_empty() {
         return Err("no models to compare".into());
@@ -927,8 +964,9 @@ pub fn run(args: ThreadingArgs) -> Result<ExitCode, String> {
         .iter()
         .flat_map(|&e| Point::all(e, args.size))
         .collect();
+    let rounds = args.rounds.max(1);
     eprintln!(
-        "{} points × {} models ({}); unpinned, {} CPUs",
+        "{} points × {} models ({}) × {rounds} rounds; {pinning}, {} CPUs",
         points.len(),
         models.len(),
         models
@@ -938,18 +976,38 @@ pub fn run(args: ThreadingArgs) -> Result<ExitCode, String> {
             .join(", "),
         std::thread::available_parallelism().map_or(1, usize::from)
     );
-    let bar = progress((points.len() * models.len()) as u64, "");
-    let mut records = Vec::new();
+    let bar = progress((points.len() * models.len() * rounds) as u64, "");
     let mut reaper = Vec::new();
+    // Warm up every model (first connections, thread stacks, allocator)
+    // with a small conversation whose figures are not kept.
+    let warm_up = Point::Conversation {
+        clients: 2,
+        chain: 20,
+        conversations: 1,
+    };
+    for &model in &models {
+        bar.set_message(format!("warming up {model}"));
+        measure(&warm_up, model, &mut reaper)?;
+    }
+    let mut records: Vec<Record> = Vec::new();
     for point in &points {
-        for &model in &models {
-            bar.set_message(format!(
-                "{} {} {model}",
-                point.experiment().name(),
-                point.label()
-            ));
-            records.push(measure(point, model, &mut reaper)?);
-            bar.inc(1);
+        let first = records.len();
+        for round in 0..rounds {
+            for (i, &model) in models.iter().enumerate() {
+                bar.set_message(format!(
+                    "{} {} {model} (round {})",
+                    point.experiment().name(),
+                    point.label(),
+                    round + 1
+                ));
+                let measured = measure(point, model, &mut reaper)?;
+                if round == 0 {
+                    records.push(measured);
+                } else {
+                    records[first + i].add_round(measured);
+                }
+                bar.inc(1);
+            }
         }
     }
     bar.finish_and_clear();

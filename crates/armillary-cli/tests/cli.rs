@@ -212,6 +212,8 @@ fn bench_threading_reports_every_experiment_and_model() {
         "threading",
         "--size",
         "tiny",
+        "--rounds",
+        "2",
         "--json",
         json.to_str().unwrap(),
         "--plot",
@@ -271,6 +273,7 @@ fn bench_threading_reports_every_experiment_and_model() {
         }
         // Every call of the tiny run was answered.
         assert_eq!(r["errors"], 0, "{r}");
+        assert_eq!(r["rounds"], 2, "{r}");
         assert!(r["throughput"].as_f64().unwrap() > 0.0, "{r}");
     }
     let demux: Vec<u64> = records
