@@ -137,8 +137,6 @@ mod object;
 mod orb;
 pub mod poa;
 mod reactor;
-// The server-side half (lanes, new threads) is wired in with the model family.
-#[allow(dead_code)]
 mod request_filter;
 pub mod runtime;
 mod servant;

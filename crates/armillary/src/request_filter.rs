@@ -88,7 +88,7 @@ pub enum Route {
 pub struct RequestInfo<'a> {
     pub(crate) operation: &'a str,
     pub(crate) object_key: &'a [u8],
-    pub(crate) target: Option<(&'a [String], ObjectId)>,
+    pub(crate) target: Option<(Vec<String>, ObjectId)>,
     pub(crate) client: Option<SocketAddr>,
     pub(crate) service_contexts: &'a [ServiceContext],
     pub(crate) request_id: u32,
@@ -114,8 +114,8 @@ impl<'a> RequestInfo<'a> {
     /// The target POA's full name (its ancestors' names from below the
     /// root down, then its own; empty for the root POA), when the key is a
     /// POA key.
-    pub fn poa_path(&self) -> Option<&'a [String]> {
-        self.target.as_ref().map(|(path, _)| *path)
+    pub fn poa_path(&self) -> Option<&[String]> {
+        self.target.as_ref().map(|(path, _)| path.as_slice())
     }
 
     /// The client's address (the connection's peer), when known.
@@ -267,12 +267,18 @@ impl Lanes {
     }
 
     /// Takes no more jobs; the lanes' threads run what is queued, then
-    /// end. Waits for them (except for a lane thread calling this).
-    pub(crate) fn join(&self) {
+    /// end.
+    pub(crate) fn close(&self) {
         for lane in self.lanes.values() {
             lane.queue.0.lock().closing = true;
             lane.queue.1.notify_all();
         }
+    }
+
+    /// Closes, and waits for the lanes' threads to end (except for a lane
+    /// thread calling this).
+    pub(crate) fn join(&self) {
+        self.close();
         let me = std::thread::current().id();
         for lane in self.lanes.values() {
             for h in std::mem::take(&mut *lane.threads.lock()) {

@@ -53,6 +53,7 @@ use crate::net;
 use crate::orb::{OrbCore, OrbError};
 use crate::poa::{Admission, Resolution};
 use crate::reactor::{EventHandler, Reactor, Readiness};
+use crate::request_filter::{run_on_new_thread, Lanes, RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
 
 /// How long a server thread waits for events before it looks at the clock
@@ -127,6 +128,10 @@ struct Shared {
     accept_calls: AtomicU64,
     accept_failures: AtomicU64,
     refused: AtomicU64,
+    /// The threading framework: the filter that routes each request, and
+    /// the lanes it may route them to.
+    filter: Option<Arc<dyn RequestFilter>>,
+    lanes: Lanes,
 }
 
 impl Shared {
@@ -263,6 +268,8 @@ pub(crate) struct ServerConnection {
     /// This connection, for work that outlives the current call (a request
     /// parked by a holding POA manager).
     me: std::sync::Weak<ServerConnection>,
+    /// The client's address.
+    peer: Option<SocketAddr>,
     stream: Mutex<ConnStream>,
     /// Thread per connection: the socket its thread blocks reading, so
     /// that writers never wait behind a read.
@@ -340,6 +347,11 @@ impl Server {
             accept_calls: AtomicU64::new(0),
             accept_failures: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            filter: core.config.request_filter.0.clone(),
+            lanes: Lanes::start(&core.config.lanes).map_err(|source| OrbError::Listen {
+                endpoint: "lane".into(),
+                source,
+            })?,
         });
         let mut endpoints = core.config.endpoints.clone();
         let tls_endpoints = &core.config.tls.endpoints;
@@ -534,6 +546,8 @@ impl Server {
             c.close_orderly(&self.reactor);
         }
         if wait.is_yes() {
+            // The requests the lanes hold run to their end first.
+            self.shared.lanes.join();
             let current = std::thread::current().id();
             let threads: Vec<_> = self.threads.lock().drain(..).collect();
             // Their connections are closed: each thread ends once its
@@ -545,6 +559,7 @@ impl Server {
                 }
             }
         }
+        self.shared.lanes.close();
         // What is left (handlers, posted work) would otherwise keep the
         // reactor, and the sockets it holds, alive through itself.
         self.reactor.clear();
@@ -556,6 +571,21 @@ enum Located {
     Here,
     Unknown,
     Forward(crate::object::ObjectRef),
+}
+
+/// The key the POAs know for `key`: plain keys (corbaloc) map to a
+/// reference this ORB made.
+fn poa_key(core: &OrbCore, key: &[u8]) -> Vec<u8> {
+    match core.key_table.read().get(key) {
+        Some(obj) => obj
+            .ior()
+            .iiop_profiles()
+            .into_iter()
+            .next()
+            .map(|p| p.object_key)
+            .unwrap_or_else(|| key.to_vec()),
+        None => key.to_vec(),
+    }
 }
 
 /// The object key a request addresses, in any of the three GIOP 1.2
@@ -654,6 +684,7 @@ impl Acceptor {
             return;
         }
         let _ = stream.set_nodelay(true);
+        let peer = stream.peer_addr().ok();
         let (stream, blocking_reader) = if per_thread {
             let std_stream = std::net::TcpStream::from(stream);
             // The blocking read wakes up that often to see whether the
@@ -690,6 +721,7 @@ impl Acceptor {
         self.shared.open.fetch_add(1, Ordering::SeqCst);
         let conn = Arc::new_cyclic(|me| ServerConnection {
             me: me.clone(),
+            peer,
             stream: Mutex::new(stream),
             blocking_reader,
             shared: self.shared.clone(),
@@ -837,8 +869,7 @@ impl ServerConnection {
                 break;
             }
             for frame in frames {
-                self.handle(reactor, frame);
-                self.running.fetch_sub(1, Ordering::SeqCst);
+                self.dispatch(reactor, frame);
             }
             self.close_if_finished(reactor);
             if !self.take_resumable() {
@@ -971,11 +1002,15 @@ impl ServerConnection {
                 self.close_orderly(reactor);
                 return;
             }
+            self.running.fetch_add(frames.len(), Ordering::SeqCst);
             for frame in frames {
-                self.handle(reactor, frame);
+                self.dispatch(reactor, frame);
             }
             if self.eof.load(Ordering::SeqCst) {
-                self.close(reactor);
+                // Requests a filter sent elsewhere close the connection
+                // when the last of them is answered.
+                self.close_if_finished(reactor);
+                return;
             }
         }
     }
@@ -1093,6 +1128,106 @@ impl ServerConnection {
         self.message_error(reactor);
     }
 
+    /// Runs one message read (counted in `running`, which this uncounts
+    /// once it is handled): here, or where the request filter routes it.
+    fn dispatch(&self, reactor: &Arc<Reactor>, frame: Frame) {
+        let done = |conn: &ServerConnection| {
+            conn.running.fetch_sub(1, Ordering::SeqCst);
+        };
+        let Some(filter) = &self.shared.filter else {
+            self.handle(reactor, frame);
+            return done(self);
+        };
+        let Some((route, answer)) = self.route(filter.as_ref(), &frame) else {
+            self.handle(reactor, frame);
+            return done(self);
+        };
+        let refuse = |ex: SystemException| {
+            let (version, order, request_id, expected) = answer;
+            if expected {
+                self.reply_exception(reactor, version, order, request_id, &ex);
+            }
+            done(self);
+        };
+        let job = |frame: Frame| -> Option<Box<dyn FnOnce() + Send>> {
+            let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
+            Some(Box::new(move || {
+                conn.handle(&reactor, frame);
+                done(&conn);
+                conn.close_if_finished(&reactor);
+                if conn.take_resumable() {
+                    let (conn, r) = (conn.clone(), reactor.clone());
+                    reactor.post(Box::new(move || conn.read_ready(&r)));
+                }
+            }))
+        };
+        match route {
+            Route::Lane(name) => {
+                let Some(job) = job(frame) else {
+                    return done(self);
+                };
+                if self.shared.lanes.run(&name, job).is_err() {
+                    refuse(SystemException::obj_adapter(
+                        minor::UNKNOWN_LANE,
+                        CompletionStatus::No,
+                    ));
+                }
+            }
+            Route::NewThread => {
+                let Some(job) = job(frame) else {
+                    return done(self);
+                };
+                if run_on_new_thread("armillary-request", job).is_err() {
+                    refuse(SystemException::transient(
+                        minor::NO_THREAD,
+                        CompletionStatus::No,
+                    ));
+                }
+            }
+            Route::Reject(ex) => refuse(ex),
+            // This server runs a request on the thread that read it in
+            // every model.
+            Route::Default | Route::IoThread => {
+                self.handle(reactor, frame);
+                done(self);
+            }
+        }
+    }
+
+    /// What the request filter decides for a Request message, with what
+    /// it takes to answer it (`None` for other messages, which run here).
+    #[allow(clippy::type_complexity)]
+    fn route(
+        &self,
+        filter: &dyn RequestFilter,
+        frame: &Frame,
+    ) -> Option<(Route, (GiopVersion, ByteOrder, u32, bool))> {
+        let msg = Message::decode(&frame.bytes).ok()?;
+        let MessageBody::Request(h) = &msg.body else {
+            return None;
+        };
+        let core = self.core.upgrade()?;
+        let key = target_key(&h.target).unwrap_or_default();
+        let target = core.registry.describe(&poa_key(&core, &key));
+        let info = RequestInfo {
+            operation: &h.operation,
+            object_key: &key,
+            target,
+            client: self.peer,
+            service_contexts: &h.service_contexts,
+            request_id: h.request_id,
+            response_expected: h.response_expected(),
+        };
+        let route = filter.route(&info);
+        let answer = (
+            msg.header.version,
+            msg.header.byte_order,
+            h.request_id,
+            h.response_expected(),
+        );
+        Some((route, answer))
+    }
+
     fn handle(&self, reactor: &Arc<Reactor>, frame: Frame) {
         let Ok(msg) = Message::decode(&frame.bytes) else {
             self.message_error(reactor);
@@ -1178,17 +1313,7 @@ impl ServerConnection {
                 return;
             }
         };
-        // Plain keys (corbaloc) map to a reference this ORB made.
-        let key = match core.key_table.read().get(&key) {
-            Some(obj) => obj
-                .ior()
-                .iiop_profiles()
-                .into_iter()
-                .next()
-                .map(|p| p.object_key)
-                .unwrap_or(key),
-            None => key,
-        };
+        let key = poa_key(core, &key);
         let resolution = core.registry.resolve(&key, &h.operation);
         let upcall = match resolution {
             Resolution::Upcall(u) => u,
