@@ -10,7 +10,7 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|locality:N` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
@@ -96,6 +96,16 @@ pub enum ConcurrencyModel {
     /// driving thread a connection's requests run in arrival order; with
     /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
+    /// Locality-aware scheduling (Jacobsen's MICO study): one reactor
+    /// thread reads every connection and hands each request to N workers
+    /// as a job of its connection's *stream*. A stream stays on one worker
+    /// while it has work pending, and runs there in arrival order; an idle
+    /// worker takes the waiting stream with the most requests, switching
+    /// for fewer than a threshold only after lingering for its own; no
+    /// stream waits more than a bounded number of other requests (the
+    /// bound and its proof: `transport/locality.rs`). `-ORBConcurrency
+    /// locality:N`.
+    Locality(usize),
 }
 
 impl ConcurrencyModel {
@@ -116,6 +126,7 @@ impl ConcurrencyModel {
             ConcurrencyModel::ThreadPool(threads),
             ConcurrencyModel::ThreadPerConnection,
             ConcurrencyModel::ApplicationThreads,
+            ConcurrencyModel::Locality(threads),
         ]
     }
 }
@@ -128,6 +139,7 @@ impl std::fmt::Display for ConcurrencyModel {
             ConcurrencyModel::ThreadPool(n) => write!(f, "thread-pool:{n}"),
             ConcurrencyModel::ThreadPerConnection => f.write_str("thread-per-connection"),
             ConcurrencyModel::ApplicationThreads => f.write_str("application"),
+            ConcurrencyModel::Locality(n) => write!(f, "locality:{n}"),
         }
     }
 }
@@ -146,7 +158,13 @@ impl std::str::FromStr for ConcurrencyModel {
                 Ok(n) if n > 0 => Ok(ConcurrencyModel::ThreadPool(n)),
                 _ => Err("thread count must be 1 or more"),
             },
-            _ => Err("expected reactive, thread-pool:N, thread-per-connection or application"),
+            Some(("locality", n)) => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(ConcurrencyModel::Locality(n)),
+                _ => Err("thread count must be 1 or more"),
+            },
+            _ => Err(
+                "expected reactive, thread-pool:N, thread-per-connection, application or locality:N",
+            ),
         }
     }
 }
@@ -1122,12 +1140,19 @@ mod tests {
                 ConcurrencyModel::ThreadPerConnection,
             ),
             ("application", ConcurrencyModel::ApplicationThreads),
+            ("locality:3", ConcurrencyModel::Locality(3)),
         ] {
             let mut c = OrbConfig::default();
             c.apply_args(["-ORBConcurrency", value]).unwrap();
             assert_eq!(c.concurrency, model, "{value}");
         }
-        for bad in ["thread-pool:0", "threads", "application:2"] {
+        for bad in [
+            "thread-pool:0",
+            "threads",
+            "application:2",
+            "locality:0",
+            "locality",
+        ] {
             assert!(matches!(
                 OrbConfig::default().apply_args(["-ORBConcurrency", bad]),
                 Err(OrbOptionError::BadValue { .. })

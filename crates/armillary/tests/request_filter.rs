@@ -133,20 +133,25 @@ fn call(obj: &ObjectRef, operation: &str) -> Result<String, SystemException> {
 
 #[test]
 fn each_decision_runs_where_the_filter_says() {
-    // The thread that reads a request, by model.
+    // The thread that reads a request, and the one the model runs it on,
+    // by model.
+    use ConcurrencyModel::*;
     let models = [
         (
-            ConcurrencyModel::SingleThreadedReactive,
+            SingleThreadedReactive,
+            "armillary-reactor",
             "armillary-reactor",
         ),
-        (ConcurrencyModel::ThreadPool(2), "armillary-reactor"),
+        (ThreadPool(2), "armillary-reactor", "armillary-reactor"),
         (
-            ConcurrencyModel::ThreadPerConnection,
+            ThreadPerConnection,
+            "armillary-connection",
             "armillary-connection",
         ),
-        (ConcurrencyModel::ApplicationThreads, "app-driver"),
+        (ApplicationThreads, "app-driver", "app-driver"),
+        (Locality(2), "armillary-reactor", "armillary-locality"),
     ];
-    for (model, reader) in models {
+    for (model, reader, runner) in models {
         let served = serve(
             OrbConfig::new()
                 .concurrency(model)
@@ -157,10 +162,10 @@ fn each_decision_runs_where_the_filter_says() {
         let lane = call(obj, "lane").unwrap();
         assert!(lane.starts_with("lane-slow-"), "{model}: {lane}");
         assert_eq!(call(obj, "new").unwrap(), "armillary-request", "{model}");
-        for op in ["io", "default"] {
-            let name = call(obj, op).unwrap();
-            assert!(name.starts_with(reader), "{model} {op}: {name}");
-        }
+        let io = call(obj, "io").unwrap();
+        assert!(io.starts_with(reader), "{model} io: {io}");
+        let default = call(obj, "default").unwrap();
+        assert!(default.starts_with(runner), "{model} default: {default}");
         let rejected = call(obj, "reject").unwrap_err();
         assert_eq!(rejected.kind(), SystemExceptionKind::Transient, "{model}");
         assert_eq!(

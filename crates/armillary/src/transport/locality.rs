@@ -64,8 +64,21 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::config::{ConcurrencyModel, OrbConfig};
+
 /// What the scheduler runs.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The worker pool of the `locality:N` model, or `None` under another
+/// model.
+pub(crate) fn pool_for(config: &OrbConfig) -> std::io::Result<Option<LocalityPool>> {
+    match config.concurrency {
+        ConcurrencyModel::Locality(n) => {
+            LocalityPool::start("armillary-locality", LocalityConfig::new(n)).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
 
 /// The scheduler's knobs (see the module docs for what each does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,12 +242,11 @@ impl LocalityPool {
         Ok(pool)
     }
 
-    /// Queues `job` on `stream`; false (and the job dropped) once the
-    /// pool is closing.
-    pub(crate) fn submit(&self, stream: u64, job: Job) -> bool {
+    /// Queues `job` on `stream`; gives it back once the pool is closing.
+    pub(crate) fn submit(&self, stream: u64, job: Job) -> Result<(), Job> {
         let mut state = self.shared.state.lock();
         if state.closing {
-            return false;
+            return Err(job);
         }
         state.sequence += 1;
         let sequence = state.sequence;
@@ -253,7 +265,7 @@ impl LocalityPool {
         s.pending.push_back(job);
         drop(state);
         self.shared.changed.notify_all();
-        true
+        Ok(())
     }
 
     /// The stream ends (its connection closed): it is forgotten once its
@@ -433,14 +445,14 @@ mod tests {
         let started = Arc::new(AtomicUsize::new(0));
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         // Each worker takes one stream and blocks in its first job.
-        pool.submit(1, gated(&started, &gate));
-        pool.submit(2, gated(&started, &gate));
+        assert!(pool.submit(1, gated(&started, &gate)).is_ok());
+        assert!(pool.submit(2, gated(&started, &gate)).is_ok());
         wait_until("both streams started", || {
             started.load(Ordering::SeqCst) == 2
         });
         for n in 0..20 {
-            pool.submit(1, logging(&log, 1, n));
-            pool.submit(2, logging(&log, 2, n));
+            let _ = pool.submit(1, logging(&log, 1, n));
+            let _ = pool.submit(2, logging(&log, 2, n));
         }
         open(&gate);
         wait_until("every job ran", || log.lock().len() == 40);
@@ -467,14 +479,14 @@ mod tests {
         let log: Log = Arc::default();
         let started = Arc::new(AtomicUsize::new(0));
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        pool.submit(9, gated(&started, &gate));
+        let _ = pool.submit(9, gated(&started, &gate));
         wait_until("the worker is busy", || started.load(Ordering::SeqCst) == 1);
-        pool.submit(1, logging(&log, 1, 0));
+        let _ = pool.submit(1, logging(&log, 1, 0));
         for n in 0..3 {
-            pool.submit(2, logging(&log, 2, n));
+            let _ = pool.submit(2, logging(&log, 2, n));
         }
         for n in 0..2 {
-            pool.submit(3, logging(&log, 3, n));
+            let _ = pool.submit(3, logging(&log, 3, n));
         }
         open(&gate);
         wait_until("every job ran", || log.lock().len() == 6);
@@ -508,18 +520,18 @@ mod tests {
                         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| b.checked_sub(1))
                         .is_ok()
                     {
-                        pool.submit(s, growing(&pool, &log, &budget, s));
+                        let _ = pool.submit(s, growing(&pool, &log, &budget, s));
                     }
                 }
             })
         }
-        pool.submit(9, gated(&started, &gate));
+        let _ = pool.submit(9, gated(&started, &gate));
         wait_until("the worker is busy", || started.load(Ordering::SeqCst) == 1);
         for _ in 0..4 {
-            pool.submit(1, growing(&pool, &log, &budget, 1));
-            pool.submit(2, growing(&pool, &log, &budget, 2));
+            let _ = pool.submit(1, growing(&pool, &log, &budget, 1));
+            let _ = pool.submit(2, growing(&pool, &log, &budget, 2));
         }
-        pool.submit(3, logging(&log, 3, 0));
+        let _ = pool.submit(3, logging(&log, 3, 0));
         open(&gate);
         wait_until("stream 3 ran", || log.lock().iter().any(|(s, ..)| *s == 3));
         let before = log.lock().iter().take_while(|(s, ..)| *s != 3).count();
@@ -538,11 +550,13 @@ mod tests {
         let pool = LocalityPool::start("loc", config(3)).unwrap();
         let log: Log = Arc::default();
         for n in 0..30 {
-            assert!(pool.submit(n as u64 % 5, logging(&log, n as u64 % 5, n)));
+            assert!(pool
+                .submit(n as u64 % 5, logging(&log, n as u64 % 5, n))
+                .is_ok());
         }
         pool.join();
         assert_eq!(log.lock().len(), 30);
-        assert!(!pool.submit(1, logging(&log, 1, 99)));
+        assert!(pool.submit(1, logging(&log, 1, 99)).is_err());
         assert!(pool.workers.lock().is_empty());
     }
 
@@ -550,8 +564,8 @@ mod tests {
     fn a_panicking_job_does_not_kill_its_worker() {
         let pool = LocalityPool::start("loc", config(1)).unwrap();
         let log: Log = Arc::default();
-        pool.submit(1, Box::new(|| panic!("servant bug")));
-        pool.submit(1, logging(&log, 1, 0));
+        let _ = pool.submit(1, Box::new(|| panic!("servant bug")));
+        let _ = pool.submit(1, logging(&log, 1, 0));
         wait_until("the next job ran", || log.lock().len() == 1);
         pool.join();
     }

@@ -5,8 +5,6 @@
 //! reactor.
 
 pub(crate) mod client;
-// The `locality:N` model is wired in once the server's model family lands.
-#[allow(dead_code)]
 pub(crate) mod locality;
 pub(crate) mod reply;
 pub(crate) mod server;

@@ -55,6 +55,7 @@ use crate::poa::{Admission, Resolution};
 use crate::reactor::{EventHandler, Reactor, Readiness};
 use crate::request_filter::{run_on_new_thread, Lanes, RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
+use crate::transport::locality::LocalityPool;
 
 /// How long a server thread waits for events before it looks at the clock
 /// (idle checks) and whether the server is stopping.
@@ -132,6 +133,11 @@ struct Shared {
     /// the lanes it may route them to.
     filter: Option<Arc<dyn RequestFilter>>,
     lanes: Lanes,
+    /// The `locality:N` model's workers, which run each connection's
+    /// requests as one stream.
+    locality: Option<LocalityPool>,
+    /// Numbers the connections' streams.
+    next_stream: AtomicU64,
 }
 
 impl Shared {
@@ -270,6 +276,8 @@ pub(crate) struct ServerConnection {
     me: std::sync::Weak<ServerConnection>,
     /// The client's address.
     peer: Option<SocketAddr>,
+    /// The connection's stream, for the `locality:N` model.
+    stream_id: u64,
     stream: Mutex<ConnStream>,
     /// Thread per connection: the socket its thread blocks reading, so
     /// that writers never wait behind a read.
@@ -325,6 +333,9 @@ impl Drop for ServerConnection {
             .partial_bytes
             .fetch_sub(charged, Ordering::SeqCst);
         self.shared.open.fetch_sub(1, Ordering::SeqCst);
+        if let Some(pool) = &self.shared.locality {
+            pool.close_stream(self.stream_id);
+        }
         self.shared.wake_paused_acceptors();
     }
 }
@@ -352,6 +363,13 @@ impl Server {
                 endpoint: "lane".into(),
                 source,
             })?,
+            locality: super::locality::pool_for(&core.config).map_err(|source| {
+                OrbError::Listen {
+                    endpoint: "thread".into(),
+                    source,
+                }
+            })?,
+            next_stream: AtomicU64::new(0),
         });
         let mut endpoints = core.config.endpoints.clone();
         let tls_endpoints = &core.config.tls.endpoints;
@@ -433,8 +451,10 @@ impl Server {
         }
         let threads = match core.config.concurrency {
             // With thread per connection the reactor only accepts (and runs
-            // posted work).
-            ConcurrencyModel::SingleThreadedReactive | ConcurrencyModel::ThreadPerConnection => 1,
+            // posted work); with locality it reads, and the workers run.
+            ConcurrencyModel::SingleThreadedReactive
+            | ConcurrencyModel::ThreadPerConnection
+            | ConcurrencyModel::Locality(_) => 1,
             ConcurrencyModel::ThreadPool(n) => n.max(1),
             // The application's threads drive the reactor (`Orb::run`,
             // `Orb::perform_work`).
@@ -546,8 +566,12 @@ impl Server {
             c.close_orderly(&self.reactor);
         }
         if wait.is_yes() {
-            // The requests the lanes hold run to their end first.
+            // The requests the lanes and workers hold run to their end
+            // first.
             self.shared.lanes.join();
+            if let Some(pool) = &self.shared.locality {
+                pool.join();
+            }
             let current = std::thread::current().id();
             let threads: Vec<_> = self.threads.lock().drain(..).collect();
             // Their connections are closed: each thread ends once its
@@ -560,6 +584,9 @@ impl Server {
             }
         }
         self.shared.lanes.close();
+        if let Some(pool) = &self.shared.locality {
+            pool.close();
+        }
         // What is left (handlers, posted work) would otherwise keep the
         // reactor, and the sockets it holds, alive through itself.
         self.reactor.clear();
@@ -722,6 +749,7 @@ impl Acceptor {
         let conn = Arc::new_cyclic(|me| ServerConnection {
             me: me.clone(),
             peer,
+            stream_id: self.shared.next_stream.fetch_add(1, Ordering::Relaxed),
             stream: Mutex::new(stream),
             blocking_reader,
             shared: self.shared.clone(),
@@ -1129,27 +1157,29 @@ impl ServerConnection {
     }
 
     /// Runs one message read (counted in `running`, which this uncounts
-    /// once it is handled): here, or where the request filter routes it.
+    /// once it is handled): where the request filter routes it, or where
+    /// the model runs it — on this thread, or with `locality:N` as a job of
+    /// the connection's stream.
     fn dispatch(&self, reactor: &Arc<Reactor>, frame: Frame) {
         let done = |conn: &ServerConnection| {
             conn.running.fetch_sub(1, Ordering::SeqCst);
         };
-        let Some(filter) = &self.shared.filter else {
-            self.handle(reactor, frame);
-            return done(self);
-        };
-        let Some((route, answer)) = self.route(filter.as_ref(), &frame) else {
-            self.handle(reactor, frame);
-            return done(self);
+        let (route, answer) = match &self.shared.filter {
+            Some(filter) => match self.route(filter.as_ref(), &frame) {
+                Some((route, answer)) => (route, Some(answer)),
+                None => (Route::Default, None),
+            },
+            None => (Route::Default, None),
         };
         let refuse = |ex: SystemException| {
-            let (version, order, request_id, expected) = answer;
-            if expected {
+            if let Some((version, order, request_id, true)) = answer {
                 self.reply_exception(reactor, version, order, request_id, &ex);
             }
             done(self);
         };
-        let job = |frame: Frame| -> Option<Box<dyn FnOnce() + Send>> {
+        // The frame handled on another thread, which then does what this
+        // one would have: uncount it, close or read on if due.
+        let elsewhere = |frame: Frame| -> Option<Box<dyn FnOnce() + Send>> {
             let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
             Some(Box::new(move || {
                 conn.handle(&reactor, frame);
@@ -1161,9 +1191,13 @@ impl ServerConnection {
                 }
             }))
         };
+        let here = |frame: Frame| {
+            self.handle(reactor, frame);
+            done(self);
+        };
         match route {
             Route::Lane(name) => {
-                let Some(job) = job(frame) else {
+                let Some(job) = elsewhere(frame) else {
                     return done(self);
                 };
                 if self.shared.lanes.run(&name, job).is_err() {
@@ -1174,7 +1208,7 @@ impl ServerConnection {
                 }
             }
             Route::NewThread => {
-                let Some(job) = job(frame) else {
+                let Some(job) = elsewhere(frame) else {
                     return done(self);
                 };
                 if run_on_new_thread("armillary-request", job).is_err() {
@@ -1185,12 +1219,19 @@ impl ServerConnection {
                 }
             }
             Route::Reject(ex) => refuse(ex),
-            // This server runs a request on the thread that read it in
-            // every model.
-            Route::Default | Route::IoThread => {
-                self.handle(reactor, frame);
-                done(self);
-            }
+            Route::IoThread => here(frame),
+            Route::Default => match &self.shared.locality {
+                Some(pool) => {
+                    let Some(job) = elsewhere(frame) else {
+                        return done(self);
+                    };
+                    // A closing pool gives the job back: it runs here.
+                    if let Err(job) = pool.submit(self.stream_id, job) {
+                        job();
+                    }
+                }
+                None => here(frame),
+            },
         }
     }
 
