@@ -1,6 +1,8 @@
 //! The server side of IIOP: listeners and connections registered with the
 //! reactor; each request read is dispatched through the POA on the thread
-//! that read it, and its reply written back on the same connection.
+//! that read it (or where a request filter routes it, or, with
+//! `locality:N`, on its connection's worker), and its reply written back
+//! on the same connection.
 //!
 //! With an idle timeout, a connection that has been quiet that long with no
 //! request in progress (none being read, run or held by a POA manager) is
