@@ -27,8 +27,13 @@
 //!    a group of requests).
 //! 3. **Linger.** When no waiting stream reaches the threshold, a worker
 //!    that owns a stream waits up to `linger` for that stream to bring
-//!    more work, then takes the largest waiting stream anyway. A worker
-//!    that owns nothing takes it at once.
+//!    more work (or for a waiting stream to reach the threshold), then
+//!    takes the largest waiting stream anyway. A worker that owns nothing
+//!    takes it at once.
+//!
+//! Each worker sleeps on its own condition variable: a job wakes its
+//! stream's owner, or one idle worker (one owning no stream first) when
+//! the stream has no owner, never the whole pool.
 //! 4. **Ageing.** Each time a worker takes a stream, every other waiting
 //!    stream is *passed over* once. A stream passed over `age_limit`
 //!    times is *aged*: aged streams are taken before all others, oldest
@@ -132,6 +137,10 @@ struct State {
     sequence: u64,
     /// No more jobs: workers exit once every queue is empty.
     closing: bool,
+    /// Per worker: asleep (or lingering) and not yet woken.
+    idle: Vec<bool>,
+    /// Per worker: it owns a stream.
+    owns: Vec<bool>,
 }
 
 impl State {
@@ -196,8 +205,45 @@ impl State {
 struct Shared {
     config: LocalityConfig,
     state: Mutex<State>,
-    /// Signalled on every submit, release and close.
-    changed: Condvar,
+    /// One per worker: each sleeps on its own, so that a job wakes only
+    /// the worker that should run it (its stream's owner, or one idle
+    /// worker for a waiting stream), not all of them.
+    wake: Vec<Condvar>,
+}
+
+impl Shared {
+    /// Wakes worker `w` if it sleeps.
+    fn wake_worker(&self, state: &mut State, w: usize) {
+        if state.idle[w] {
+            state.idle[w] = false;
+            self.wake[w].notify_one();
+        }
+    }
+
+    /// `stream` has a new job: wakes its owner, or, if it has none, an
+    /// idle worker (one that owns no stream first).
+    fn wake_for(&self, state: &mut State, stream: u64) {
+        match state.streams.get(&stream).and_then(|s| s.owner) {
+            Some(owner) => self.wake_worker(state, owner),
+            None => self.wake_idle(state),
+        }
+    }
+
+    /// Wakes one idle worker, one that owns no stream first.
+    fn wake_idle(&self, state: &mut State) {
+        let pick = (0..state.idle.len())
+            .filter(|&w| state.idle[w])
+            .min_by_key(|&w| state.owns[w]);
+        if let Some(w) = pick {
+            self.wake_worker(state, w);
+        }
+    }
+
+    fn wake_all(&self, state: &mut State) {
+        for w in 0..state.idle.len() {
+            self.wake_worker(state, w);
+        }
+    }
 }
 
 /// The worker pool (see the module docs).
@@ -219,8 +265,12 @@ impl LocalityPool {
     pub(crate) fn start(name: &str, config: LocalityConfig) -> std::io::Result<LocalityPool> {
         let shared = Arc::new(Shared {
             config,
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
+            state: Mutex::new(State {
+                idle: vec![false; config.workers],
+                owns: vec![false; config.workers],
+                ..State::default()
+            }),
+            wake: (0..config.workers).map(|_| Condvar::new()).collect(),
         });
         let pool = LocalityPool {
             shared: shared.clone(),
@@ -263,8 +313,7 @@ impl LocalityPool {
         }
         s.closed = false;
         s.pending.push_back(job);
-        drop(state);
-        self.shared.changed.notify_all();
+        self.shared.wake_for(&mut state, stream);
         Ok(())
     }
 
@@ -282,8 +331,14 @@ impl LocalityPool {
 
     /// Takes no more jobs; the workers run what is queued and exit.
     pub(crate) fn close(&self) {
-        self.shared.state.lock().closing = true;
-        self.shared.changed.notify_all();
+        let mut state = self.shared.state.lock();
+        state.closing = true;
+        // Sleeping workers that are woken see `closing`; the others see it
+        // when they look next.
+        self.shared.wake_all(&mut state);
+        for wake in &self.shared.wake {
+            wake.notify_all();
+        }
     }
 
     /// Closes and waits for the workers to exit (not from a worker).
@@ -346,8 +401,17 @@ fn work(shared: &Shared, worker: usize) {
                             .and_then(|id| state.streams.get(&id))
                             .is_some_and(|s| !s.pending.is_empty())
                     };
-                    while !own_work(&state) && !state.closing {
-                        if shared.changed.wait_until(&mut state, deadline).timed_out() {
+                    // A group that reaches the threshold (or ages) while
+                    // we linger ends the wait too.
+                    let worth_switching =
+                        |state: &State| state.choose(config, None).is_some_and(|(_, ready)| ready);
+                    while !own_work(&state) && !state.closing && !worth_switching(&state) {
+                        state.idle[worker] = true;
+                        let timed_out = shared.wake[worker]
+                            .wait_until(&mut state, deadline)
+                            .timed_out();
+                        state.idle[worker] = false;
+                        if timed_out {
                             break;
                         }
                     }
@@ -362,17 +426,24 @@ fn work(shared: &Shared, worker: usize) {
                 } else {
                     switch(&mut state, &mut current, &mut run, worker, next);
                 }
-                shared.changed.notify_all();
+                // The stream given up may wait now: an idle worker may
+                // take it.
+                if state.waiting().next().is_some() {
+                    shared.wake_idle(&mut state);
+                }
             }
             None => {
                 if state.closing && state.streams.values().all(|s| s.pending.is_empty()) {
                     if let Some(id) = current.take() {
                         state.release(id);
                     }
-                    shared.changed.notify_all();
+                    state.owns[worker] = false;
+                    shared.wake_all(&mut state);
                     return;
                 }
-                shared.changed.wait(&mut state);
+                state.idle[worker] = true;
+                shared.wake[worker].wait(&mut state);
+                state.idle[worker] = false;
             }
         }
     }
@@ -384,6 +455,7 @@ fn switch(state: &mut State, current: &mut Option<u64>, run: &mut usize, worker:
         state.release(id);
     }
     state.take(worker, next);
+    state.owns[worker] = true;
     *current = Some(next);
     *run = 0;
 }
