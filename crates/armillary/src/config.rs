@@ -103,7 +103,7 @@ pub enum ConcurrencyModel {
     /// worker takes the waiting stream with the most requests, switching
     /// for fewer than a threshold only after lingering for its own; no
     /// stream waits more than a bounded number of other requests (the
-    /// bound and its proof: `transport/locality.rs`). `-ORBConcurrency
+    /// bound and its proof: `transport/server/concurrency/locality.rs`). `-ORBConcurrency
     /// locality:N`.
     Locality(usize),
 }

@@ -130,6 +130,7 @@ mod deferred;
 pub mod dii;
 pub mod dsi;
 mod endpoint;
+mod error;
 mod exception;
 mod idl_type;
 mod net;

@@ -3,7 +3,7 @@
 //!
 //! Who runs the server side depends on the concurrency model: the server's
 //! own threads (reactive, thread pool, thread per connection), or, with
-//! [`ConcurrencyModel::ApplicationThreads`], the application's threads in
+//! [`ConcurrencyModel::ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads), the application's threads in
 //! [`Orb::run`] and [`Orb::perform_work`].
 
 use std::collections::HashMap;
@@ -25,67 +25,18 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::collocated::CollocatedInvoker;
 use crate::completion::WaitForCompletion;
-use crate::config::{ConcurrencyModel, OrbConfig, OrbOptionError};
+use crate::config::OrbConfig;
 use crate::deferred::{PendingReply, RemoteDeferred};
 use crate::endpoint::Endpoint;
 use crate::object::{Invoker, Location, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::poa::current::CurrentServant;
-use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
+use crate::poa::{Poa, PoaRegistry, ReferenceFactory, Resolution};
 use crate::transport::client::{Awaited, ClientConnection, Closed, ConnectionCache, SendError};
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::reply::ReplyDispatcher;
-use crate::transport::server::{Server, ServerStats};
+use crate::transport::server::{Located, ObjectAdapter, Server, ServerStats};
 
-/// Why an ORB could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OrbError {
-    /// A bad `-ORB…` option.
-    #[error(transparent)]
-    Option(#[from] OrbOptionError),
-    /// A listening endpoint could not be opened.
-    #[error("cannot listen on {endpoint}: {source}")]
-    Listen {
-        /// The endpoint as configured.
-        endpoint: String,
-        /// The system's reason.
-        source: std::io::Error,
-    },
-    /// The TLS configuration cannot be used (files, certificates, keys).
-    #[error(transparent)]
-    Tls(#[from] crate::tls::TlsError),
-    /// The ORB has been shut down or destroyed: it starts no server and
-    /// publishes no endpoints any more.
-    #[error("the ORB has been shut down")]
-    Destroyed,
-}
-
-/// The system exception an ORB error becomes when it crosses an operation
-/// (`?` in a servant method or in code that returns `SystemException`).
-/// Every mapping is COMPLETED_NO: nothing was done.
-///
-/// | `OrbError` | system exception |
-/// |---|---|
-/// | `Option`, `Listen`, `Tls` | INITIALIZE, minor 0 (the ORB cannot be set up as configured) |
-/// | `Destroyed` | BAD_INV_ORDER, minor 4 (`minor::ORB_SHUT_DOWN`) |
-///
-/// ```
-/// use armillary::{minor, OrbError, SystemException, SystemExceptionKind};
-///
-/// let e = SystemException::from(OrbError::Destroyed);
-/// assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder);
-/// assert_eq!(e.minor(), minor::ORB_SHUT_DOWN);
-/// ```
-impl From<OrbError> for SystemException {
-    fn from(error: OrbError) -> SystemException {
-        match error {
-            OrbError::Option(_) | OrbError::Listen { .. } | OrbError::Tls(_) => {
-                SystemException::initialize(0, CompletionStatus::No)
-            }
-            OrbError::Destroyed => shut_down_error(),
-        }
-    }
-}
+pub use crate::error::OrbError;
 
 /// Why a string could not be turned into a reference
 /// ([`Orb::try_string_to_object`]). [`Orb::string_to_object`] reports the
@@ -588,7 +539,7 @@ impl Orb {
 
     /// Serves requests on the calling thread until
     /// [`shutdown`](Self::shutdown) with
-    /// [`ConcurrencyModel::ApplicationThreads`] (several threads may call it
+    /// [`ConcurrencyModel::ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads) (several threads may call it
     /// at once: they share the reactor as Leader/Followers). With the other
     /// models the server's own threads do the work and this only blocks
     /// until shutdown.
@@ -599,7 +550,6 @@ impl Orb {
     /// rather than wait for a shutdown.
     pub fn run(&self) -> Result<(), SystemException> {
         let core = self.core();
-        let drives = core.config.concurrency == ConcurrencyModel::ApplicationThreads;
         loop {
             let server = {
                 let mut guard = core.shutdown_lock.lock();
@@ -612,7 +562,7 @@ impl Orb {
                     let current = core.server.lock().clone();
                     match current {
                         Some(server) if server.failed() => return Err(reactor_failed()),
-                        Some(server) if drives => break server,
+                        Some(server) if server.driven_by_application() => break server,
                         // The server's threads serve: look at them now and
                         // then, in case their reactor fails.
                         Some(_) => {
@@ -631,7 +581,7 @@ impl Orb {
     }
 
     /// Whether the calling thread has ORB work to do: with
-    /// [`ConcurrencyModel::ApplicationThreads`], whether a request, a new
+    /// [`ConcurrencyModel::ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads), whether a request, a new
     /// connection or another server event is ready for
     /// [`perform_work`](Self::perform_work). With the other models the
     /// server's threads do all the work, so it is always false.
@@ -642,9 +592,6 @@ impl Orb {
         if self.core().shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
         }
-        if self.core().config.concurrency != ConcurrencyModel::ApplicationThreads {
-            return Ok(false);
-        }
         let server = self.core().server.lock().clone();
         match server {
             Some(server) if server.failed() => Err(reactor_failed()),
@@ -654,7 +601,7 @@ impl Orb {
     }
 
     /// Does one unit of ORB work on the calling thread: with
-    /// [`ConcurrencyModel::ApplicationThreads`], one server event (which may
+    /// [`ConcurrencyModel::ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads), one server event (which may
     /// run the requests that arrived together on one connection), one
     /// posted piece of work or one round of idle checks; when nothing is
     /// pending it waits up to [`PERFORM_WORK_WAIT`](Self::PERFORM_WORK_WAIT)
@@ -684,10 +631,7 @@ impl Orb {
         if self.core().shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
         }
-        let server = match self.core().config.concurrency {
-            ConcurrencyModel::ApplicationThreads => self.core().server.lock().clone(),
-            _ => None,
-        };
+        let server = self.core().server.lock().clone();
         match server {
             Some(server) => server
                 .perform_work(Self::PERFORM_WORK_WAIT)
@@ -826,8 +770,8 @@ impl OrbCore {
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(OrbError::Destroyed);
         }
-        let core = self.me.upgrade().ok_or(OrbError::Destroyed)?;
-        let server = Server::start(core)?;
+        let adapter: Weak<dyn ObjectAdapter> = self.me.clone();
+        let server = Server::start(&self.config, adapter)?;
         *slot = Some(server.clone());
         drop(slot);
         // Threads in `run` wait for a server to drive.
@@ -1316,6 +1260,50 @@ impl Progress {
             }
         }
         Ok(None)
+    }
+}
+
+/// The server dispatches requests through the ORB's POAs.
+impl OrbCore {
+    /// The POA key a plain key (corbaloc) bound to a reference this ORB
+    /// made maps to; `None` for other keys.
+    fn mapped_key(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.key_table.read().get(key).and_then(|obj| {
+            obj.ior()
+                .iiop_profiles()
+                .into_iter()
+                .next()
+                .map(|p| p.object_key)
+        })
+    }
+}
+
+impl ObjectAdapter for OrbCore {
+    fn resolve(&self, key: &[u8], operation: &str) -> Resolution {
+        let mapped = self.mapped_key(key);
+        self.registry
+            .resolve(mapped.as_deref().unwrap_or(key), operation)
+    }
+
+    fn describe_key(&self, key: &[u8]) -> Option<(Vec<String>, crate::poa::ObjectId)> {
+        let mapped = self.mapped_key(key);
+        self.registry.describe(mapped.as_deref().unwrap_or(key))
+    }
+
+    fn locate_key(&self, key: &[u8]) -> Located {
+        if self.key_table.read().contains_key(key) {
+            return Located::Here;
+        }
+        match self.registry.resolve(key, "_locate") {
+            Resolution::Upcall(_) | Resolution::Held(_) => Located::Here,
+            Resolution::Forward(to) => Located::Forward(to),
+            Resolution::Failed(_) | Resolution::NotAPoaKey => Located::Unknown,
+        }
+    }
+
+    fn decoding_scope(&self) -> Option<crate::object::DecodingScope> {
+        let me: Arc<dyn Invoker> = self.me.upgrade()?;
+        Some(crate::object::DecodingScope::enter(me))
     }
 }
 

@@ -3,7 +3,7 @@
 //! while the stream has work pending, and two streams run on different
 //! workers; shutdown waits for the workers, which then end. The
 //! scheduler's other rules (largest group first, the fairness bound) are
-//! tested on the scheduler itself (`transport/locality.rs`). No assertion
+//! tested on the scheduler itself (`transport/server/concurrency/locality.rs`). No assertion
 //! depends on timing: parked requests are observed with bounded waits.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -423,6 +423,11 @@ fn obj_adapter() -> SystemException {
 }
 
 impl Upcall {
+    /// The POA the target object lives in.
+    pub(crate) fn poa(&self) -> &Poa {
+        &self.poa
+    }
+
     /// The object id the request addresses, within its POA.
     pub(crate) fn object_id(&self) -> &ObjectId {
         &self.object_id

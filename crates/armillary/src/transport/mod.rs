@@ -5,7 +5,6 @@
 //! reactor.
 
 pub(crate) mod client;
-pub(crate) mod locality;
 pub(crate) mod reply;
 pub(crate) mod server;
 pub(crate) mod tls;

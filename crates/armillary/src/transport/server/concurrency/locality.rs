@@ -5,9 +5,15 @@
 //! the requests of one stream run one after another on the same worker,
 //! whose caches still hold that stream's working set.
 //!
-//! This module is the scheduler alone: it knows streams and jobs, not
-//! GIOP. The `locality:N` concurrency model submits each request a
-//! connection brings as a job of that connection's stream.
+//! [`Locality`] is the `locality:N` concurrency model: one reactor thread
+//! reads every connection and submits each request a connection brings as
+//! a job of that connection's stream to a [`LocalityPool`] of N workers.
+//! The pool is the scheduler: it knows streams and jobs, not GIOP.
+//!
+//! A worker blocked in an upcall holds its stream; a servant that calls
+//! back into this server over another connection needs another worker,
+//! so at most N − 1 nested upcalls can be in progress at once (as with
+//! any pool of N threads).
 //!
 //! # The policy
 //!
@@ -69,19 +75,59 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::config::{ConcurrencyModel, OrbConfig};
+use super::{Dispatch, ServerConcurrency};
+use crate::completion::WaitForCompletion;
 
 /// What the scheduler runs.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The worker pool of the `locality:N` model, or `None` under another
-/// model.
-pub(crate) fn pool_for(config: &OrbConfig) -> std::io::Result<Option<LocalityPool>> {
-    match config.concurrency {
-        ConcurrencyModel::Locality(n) => {
-            LocalityPool::start("armillary-locality", LocalityConfig::new(n)).map(Some)
+/// The `locality:N` concurrency model (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Locality {
+    /// `None` if the system refused the workers: requests then run on the
+    /// reactor thread, as in the reactive model, rather than not at all.
+    pool: Option<LocalityPool>,
+}
+
+impl Locality {
+    /// The model with `workers` workers (at least one).
+    pub(crate) fn new(workers: usize) -> Locality {
+        Locality {
+            pool: LocalityPool::start("armillary-locality", LocalityConfig::new(workers)).ok(),
         }
-        _ => Ok(None),
+    }
+}
+
+impl ServerConcurrency for Locality {
+    fn reactor_threads(&self) -> usize {
+        1
+    }
+
+    fn dispatch(&self, request: Dispatch) {
+        let Some(pool) = &self.pool else {
+            return request.run();
+        };
+        let stream = request.connection();
+        // A closing pool gives the job back: it runs here.
+        if let Err(job) = pool.submit(stream, Box::new(move || request.run())) {
+            job();
+        }
+    }
+
+    fn stop(&self, wait: WaitForCompletion) {
+        if let Some(pool) = &self.pool {
+            if wait.is_yes() {
+                pool.join();
+            } else {
+                pool.close();
+            }
+        }
+    }
+
+    fn connection_closed(&self, connection: u64) {
+        if let Some(pool) = &self.pool {
+            pool.close_stream(connection);
+        }
     }
 }
 

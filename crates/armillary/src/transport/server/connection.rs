@@ -1,218 +1,37 @@
-//! The server side of IIOP: listeners and connections registered with the
-//! reactor; each request read is dispatched through the POA on the thread
-//! that read it (or where a request filter routes it, or, with
-//! `locality:N`, on its connection's worker), and its reply written back
-//! on the same connection.
-//!
-//! With an idle timeout, a connection that has been quiet that long with no
-//! request in progress (none being read, run or held by a POA manager) is
-//! closed with CloseConnection: by the reactor's idle ticks, or, with
-//! thread per connection, by the connection's own thread when its read
-//! times out.
-//!
-//! What one client can make the server hold is bounded (see
-//! [`Limits`] and `docs/reliability.md`): a message must be finished
-//! within the message timeout and fit the size limits, the partly received
-//! messages of all connections share one memory budget, a connection whose
-//! requests or queued replies pile up is not read until they drain
-//! (back-pressure), and connections beyond the connection limit are closed
-//! at once. A peer that closes its sending side gets the replies to what
-//! it sent, then the connection closes; out of descriptors, the acceptor
-//! waits for a connection to close (or the next tick) instead of spinning.
-//!
-//! **Invariant:** a connection is read by at most one thread at a time
-//! (`ServerConnection::gate`); replies are written whole under the
-//! connection's write lock. The requests a thread read run after it has
-//! let go of the gate, so in a thread pool several requests of one
-//! connection may run at once (a POA with the SINGLE_THREAD_MODEL policy
-//! still serializes its own).
+//! One accepted server connection: reading it (at most one thread at a
+//! time, under its read gate), decoding requests, resolving them through
+//! the object adapters, handing each upcall to the concurrency model (or
+//! running it where the request filter routes it), and
+//! writing the replies whole under the connection's write lock; its idle
+//! and message timeouts, back-pressure and orderly close.
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
 use armillary_giop::cdr::CdrWriter;
 use armillary_giop::giop::{
-    Frame, FrameDecoder, FrameError, FrameLimits, GiopError, KnownServiceContext,
-    LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader,
-    ReplyStatus, RequestHeader, SyncScope, TargetAddress,
+    Frame, FrameDecoder, FrameError, GiopError, KnownServiceContext, LocateReplyHeader,
+    LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, SyncScope,
+    TargetAddress,
 };
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpStream;
 use mio::{Interest, Token};
 use parking_lot::Mutex;
 
-use crate::completion::WaitForCompletion;
-use crate::config::ConcurrencyModel;
-use crate::endpoint::Endpoint;
-use crate::net;
-use crate::orb::{OrbCore, OrbError};
-use crate::poa::{Admission, Resolution};
+use super::adapter::{Located, ObjectAdapter};
+use super::concurrency::{Dispatch, ServerConcurrency};
+use super::Shared;
+use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
-use crate::request_filter::{run_on_new_thread, Lanes, RequestFilter, RequestInfo, Route};
+use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
-use crate::transport::locality::LocalityPool;
-
-/// How long a server thread waits for events before it looks at the clock
-/// (idle checks) and whether the server is stopping.
-const EVENT_LOOP_WAIT: Duration = Duration::from_millis(500);
-
-/// The limits the server applies to each client, from the ORB's
-/// configuration (see [`OrbConfig`](crate::config::OrbConfig)).
-#[derive(Debug, Clone)]
-struct Limits {
-    frame: FrameLimits,
-    idle_timeout: Option<Duration>,
-    message_timeout: Option<Duration>,
-    max_partial_bytes: usize,
-    max_outstanding_requests: usize,
-    max_queued_reply_bytes: usize,
-    max_connections: usize,
-    max_connection_threads: usize,
-}
-
-impl Limits {
-    fn from_config(config: &crate::config::OrbConfig) -> Limits {
-        Limits {
-            frame: FrameLimits {
-                max_message_size: config.max_message_size,
-                max_fragments: config.max_fragments,
-                // One connection may hold at most the server's budget.
-                max_pending_bytes: config.max_partial_bytes,
-                max_reassemblies: super::frame_limits().max_reassemblies,
-            },
-            idle_timeout: config.idle_timeout,
-            message_timeout: config.message_timeout,
-            max_partial_bytes: config.max_partial_bytes,
-            max_outstanding_requests: config.max_outstanding_requests,
-            max_queued_reply_bytes: config.max_queued_reply_bytes,
-            max_connections: config.max_connections,
-            max_connection_threads: config.max_connection_threads,
-        }
-    }
-}
-
-/// What a server has done and holds, for monitoring and tests
-/// ([`Orb::server_stats`](crate::Orb::server_stats)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ServerStats {
-    /// Calls to `accept` the listeners have made, successful or not. Out
-    /// of descriptors the acceptor tries again only when a connection
-    /// closes or at the next tick (twice a second), so this stays small
-    /// while the server is exhausted.
-    pub accept_calls: u64,
-    /// Of those, the ones that failed (out of descriptors, mostly).
-    pub accept_failures: u64,
-    /// Connections accepted and closed at once because of
-    /// `max_connections` or `max_connection_threads`.
-    pub connections_refused: u64,
-    /// Connections open now.
-    pub connections_open: usize,
-    /// Bytes the partly received messages of every connection hold now.
-    pub partial_bytes: usize,
-}
-
-/// What the listeners and connections of one server share: the limits
-/// and the counters behind them.
-struct Shared {
-    limits: Limits,
-    reactor: Weak<Reactor>,
-    acceptors: Mutex<Vec<Weak<Acceptor>>>,
-    open: AtomicUsize,
-    threads: AtomicUsize,
-    partial_bytes: AtomicUsize,
-    accept_calls: AtomicU64,
-    accept_failures: AtomicU64,
-    refused: AtomicU64,
-    /// The threading framework: the filter that routes each request, and
-    /// the lanes it may route them to.
-    filter: Option<Arc<dyn RequestFilter>>,
-    lanes: Lanes,
-    /// The `locality:N` model's workers, which run each connection's
-    /// requests as one stream.
-    locality: Option<LocalityPool>,
-    /// Numbers the connections' streams.
-    next_stream: AtomicU64,
-}
-
-impl Shared {
-    /// A connection let go of its descriptor: an acceptor that ran out of
-    /// them tries again now.
-    fn wake_paused_acceptors(&self) {
-        let Some(reactor) = self.reactor.upgrade() else {
-            return;
-        };
-        let acceptors: Vec<Arc<Acceptor>> = self
-            .acceptors
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|a| a.paused.load(Ordering::SeqCst))
-            .collect();
-        for acceptor in acceptors {
-            let r = reactor.clone();
-            reactor.post(Box::new(move || acceptor.accept_all(&r)));
-        }
-    }
-
-    fn stats(&self) -> ServerStats {
-        ServerStats {
-            accept_calls: self.accept_calls.load(Ordering::SeqCst),
-            accept_failures: self.accept_failures.load(Ordering::SeqCst),
-            connections_refused: self.refused.load(Ordering::SeqCst),
-            connections_open: self.open.load(Ordering::SeqCst),
-            partial_bytes: self.partial_bytes.load(Ordering::SeqCst),
-        }
-    }
-}
-
-/// The listeners, the reactor and the threads that run it.
-pub(crate) struct Server {
-    reactor: Arc<Reactor>,
-    shared: Arc<Shared>,
-    published: Vec<(String, u16)>,
-    /// The (host, port) pairs of the TLS endpoints.
-    published_tls: Vec<(String, u16)>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Thread per connection: the connections' threads (finished ones are
-    /// dropped as new ones come).
-    connection_threads: Mutex<Vec<JoinHandle<()>>>,
-    connections: Mutex<Vec<std::sync::Weak<ServerConnection>>>,
-    /// The reactor failed (its poll returned an error): nothing more is
-    /// served, and `Orb::run` says so.
-    failed: AtomicBool,
-}
-
-struct Acceptor {
-    /// `None` once the server has stopped: the port is closed.
-    listener: Mutex<Option<TcpListener>>,
-    /// The listener's reactor token.
-    token: Mutex<Option<Token>>,
-    /// For a TLS endpoint, the configuration of its sessions.
-    tls: Option<Arc<rustls::ServerConfig>>,
-    core: std::sync::Weak<OrbCore>,
-    server: std::sync::Weak<Server>,
-    shared: Arc<Shared>,
-    /// Out of descriptors: the listener's edge-triggered event will not
-    /// come again for connections already waiting, so the acceptor tries
-    /// again when a connection closes or at the next tick.
-    paused: AtomicBool,
-}
-
-/// Whether an accept failure means the process or system is out of
-/// descriptors or memory (retrying at once would spin).
-fn exhausted(e: &std::io::Error) -> bool {
-    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs alike.
-    const CODES: [i32; 4] = [24, 23, 105, 12];
-    e.raw_os_error().is_some_and(|c| CODES.contains(&c))
-}
 
 struct ReadGate {
     busy: bool,
@@ -223,7 +42,7 @@ struct ReadGate {
 /// and read by a thread of its own (thread per connection; the thread
 /// reads through its own handle to the same socket, so that writers never
 /// wait behind a read and the connection costs one descriptor), or gone.
-enum ConnStream {
+pub(super) enum ConnStream {
     Reactive(TcpStream),
     Blocking(Arc<std::net::TcpStream>),
     Closed,
@@ -276,10 +95,6 @@ pub(crate) struct ServerConnection {
     /// This connection, for work that outlives the current call (a request
     /// parked by a holding POA manager).
     me: std::sync::Weak<ServerConnection>,
-    /// The client's address.
-    peer: Option<SocketAddr>,
-    /// The connection's stream, for the `locality:N` model.
-    stream_id: u64,
     stream: Mutex<ConnStream>,
     /// Thread per connection: the socket its thread blocks reading, so
     /// that writers never wait behind a read.
@@ -288,8 +103,14 @@ pub(crate) struct ServerConnection {
     token: Mutex<Option<Token>>,
     /// The TLS session of a connection accepted on a TLS endpoint: what
     /// is read is opened by it, what is sent is sealed by it.
-    tls: Option<super::tls::ServerSession>,
-    core: std::sync::Weak<OrbCore>,
+    tls: Option<crate::transport::tls::ServerSession>,
+    adapter: Weak<dyn ObjectAdapter>,
+    /// The server's concurrency model, which runs the requests read.
+    concurrency: Arc<dyn ServerConcurrency>,
+    /// The connection's number (its stream, for `locality:N`).
+    id: u64,
+    /// The client's address.
+    peer: Option<SocketAddr>,
     gate: Mutex<ReadGate>,
     decoder: Mutex<FrameDecoder>,
     /// The read buffer, allocated once; used only by the reading thread.
@@ -335,285 +156,8 @@ impl Drop for ServerConnection {
             .partial_bytes
             .fetch_sub(charged, Ordering::SeqCst);
         self.shared.open.fetch_sub(1, Ordering::SeqCst);
-        if let Some(pool) = &self.shared.locality {
-            pool.close_stream(self.stream_id);
-        }
+        self.concurrency.connection_closed(self.id);
         self.shared.wake_paused_acceptors();
-    }
-}
-
-impl Server {
-    pub(crate) fn start(core: Arc<OrbCore>) -> Result<Arc<Server>, OrbError> {
-        // Ticks drive the idle and message timeouts and an acceptor's
-        // retries when descriptors ran out: always on.
-        let reactor = Reactor::new(true).map_err(|source| OrbError::Listen {
-            endpoint: "reactor".into(),
-            source,
-        })?;
-        let shared = Arc::new(Shared {
-            limits: Limits::from_config(&core.config),
-            reactor: Arc::downgrade(&reactor),
-            acceptors: Mutex::new(Vec::new()),
-            open: AtomicUsize::new(0),
-            threads: AtomicUsize::new(0),
-            partial_bytes: AtomicUsize::new(0),
-            accept_calls: AtomicU64::new(0),
-            accept_failures: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            filter: core.config.request_filter.0.clone(),
-            lanes: Lanes::start(&core.config.lanes).map_err(|source| OrbError::Listen {
-                endpoint: "lane".into(),
-                source,
-            })?,
-            locality: super::locality::pool_for(&core.config).map_err(|source| {
-                OrbError::Listen {
-                    endpoint: "thread".into(),
-                    source,
-                }
-            })?,
-            next_stream: AtomicU64::new(0),
-        });
-        let mut endpoints = core.config.endpoints.clone();
-        let tls_endpoints = &core.config.tls.endpoints;
-        let tls_config = if tls_endpoints.is_empty() {
-            None
-        } else {
-            Some(core.config.tls.server_config()?)
-        };
-        if endpoints.is_empty() && tls_endpoints.is_empty() {
-            endpoints.push(crate::config::ListenEndpoint {
-                host: "127.0.0.1".into(),
-                port: 0,
-            });
-        }
-        let mut listeners = Vec::new();
-        let mut published = Vec::new();
-        let mut published_tls = Vec::new();
-        let all = endpoints.iter().map(|ep| (ep, None));
-        let all = all.chain(tls_endpoints.iter().map(|ep| (ep, tls_config.clone())));
-        for (ep, tls) in all {
-            let describe = format!("{}:{}", ep.host, ep.port);
-            let addr: SocketAddr = net::bind_address(ep).map_err(|source| OrbError::Listen {
-                endpoint: describe.clone(),
-                source,
-            })?;
-            let listener = net::listen(addr).map_err(|source| OrbError::Listen {
-                endpoint: describe.clone(),
-                source,
-            })?;
-            let bound = listener.local_addr().map_err(|source| OrbError::Listen {
-                endpoint: describe,
-                source,
-            })?;
-            let hosts = match &core.config.publish_host {
-                Some(h) => vec![h.clone()],
-                None => net::published_hosts(bound),
-            };
-            let list = if tls.is_some() {
-                &mut published_tls
-            } else {
-                &mut published
-            };
-            for h in hosts {
-                list.push((h, bound.port()));
-            }
-            listeners.push((listener, tls));
-        }
-        let server = Arc::new(Server {
-            reactor: reactor.clone(),
-            shared: shared.clone(),
-            published,
-            published_tls,
-            threads: Mutex::new(Vec::new()),
-            connection_threads: Mutex::new(Vec::new()),
-            connections: Mutex::new(Vec::new()),
-            failed: AtomicBool::new(false),
-        });
-        for (listener, tls) in listeners {
-            let acceptor = Arc::new(Acceptor {
-                listener: Mutex::new(Some(listener)),
-                token: Mutex::new(None),
-                tls,
-                core: Arc::downgrade(&core),
-                server: Arc::downgrade(&server),
-                shared: shared.clone(),
-                paused: AtomicBool::new(false),
-            });
-            shared.acceptors.lock().push(Arc::downgrade(&acceptor));
-            let mut l = acceptor.listener.lock();
-            if let Some(listener) = &mut *l {
-                let token = reactor
-                    .register(listener, Interest::READABLE, acceptor.clone())
-                    .map_err(|source| OrbError::Listen {
-                        endpoint: "register".into(),
-                        source,
-                    })?;
-                *acceptor.token.lock() = Some(token);
-            }
-        }
-        let threads = match core.config.concurrency {
-            // With thread per connection the reactor only accepts (and runs
-            // posted work); with locality it reads, and the workers run.
-            ConcurrencyModel::SingleThreadedReactive
-            | ConcurrencyModel::ThreadPerConnection
-            | ConcurrencyModel::Locality(_) => 1,
-            ConcurrencyModel::ThreadPool(n) => n.max(1),
-            // The application's threads drive the reactor (`Orb::run`,
-            // `Orb::perform_work`).
-            ConcurrencyModel::ApplicationThreads => 0,
-        };
-        for i in 0..threads {
-            let driver = server.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("armillary-reactor-{i}"))
-                .spawn(move || while let Ok(true) = driver.drive(EVENT_LOOP_WAIT) {})
-                .map_err(|source| OrbError::Listen {
-                    endpoint: "thread".into(),
-                    source,
-                })?;
-            server.threads.lock().push(handle);
-        }
-        Ok(server)
-    }
-
-    /// One turn of an event loop: posted tasks, one event (waiting up to
-    /// `wait` for one), then the idle ticks if due. `Ok(false)` once the
-    /// server is stopping: the loop should end; an error when the reactor
-    /// failed (recorded: see [`failed`](Self::failed)).
-    pub(crate) fn drive(&self, wait: Duration) -> std::io::Result<bool> {
-        if self.reactor.is_stopping() {
-            return Ok(false);
-        }
-        self.reactor.turn(Some(wait)).inspect_err(|_| self.fail())?;
-        self.reactor.tick_if_due();
-        Ok(!self.reactor.is_stopping())
-    }
-
-    fn fail(&self) {
-        self.failed.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether the reactor failed: the server can serve nothing more.
-    pub(crate) fn failed(&self) -> bool {
-        self.failed.load(Ordering::SeqCst)
-    }
-
-    /// Whether a request, connection event, posted task or idle check is
-    /// waiting for a thread to handle it (`Orb::work_pending`).
-    pub(crate) fn work_pending(&self) -> bool {
-        !self.reactor.is_stopping() && self.reactor.work_pending().unwrap_or(false)
-    }
-
-    /// Handles one unit of work on the calling thread, waiting up to
-    /// `wait` for one to arrive (`Orb::perform_work`); an error when the
-    /// reactor failed.
-    pub(crate) fn perform_work(&self, wait: Duration) -> std::io::Result<()> {
-        if !self.reactor.is_stopping() {
-            self.reactor
-                .perform_one(wait)
-                .inspect_err(|_| self.fail())?;
-        }
-        Ok(())
-    }
-
-    /// What the server has done and holds now.
-    pub(crate) fn stats(&self) -> ServerStats {
-        self.shared.stats()
-    }
-
-    /// The (host, port) pairs IORs publish.
-    pub(crate) fn published(&self) -> Vec<(String, u16)> {
-        self.published.clone()
-    }
-
-    /// The (host, port) pairs of the TLS endpoints IORs announce.
-    pub(crate) fn published_tls(&self) -> Vec<(String, u16)> {
-        self.published_tls.clone()
-    }
-
-    /// Every endpoint, plain first, then TLS (`Orb::endpoints`).
-    pub(crate) fn endpoints(&self) -> Vec<Endpoint> {
-        let plain = self.published.iter().map(|(h, p)| (h, p, false));
-        let tls = self.published_tls.iter().map(|(h, p)| (h, p, true));
-        plain
-            .chain(tls)
-            .map(|(h, p, tls)| Endpoint::new(h.clone(), *p, tls))
-            .collect()
-    }
-
-    /// Stops the server: closes the listeners (their ports refuse
-    /// connections from now on), closes every connection with
-    /// CloseConnection, and stops the threads; with
-    /// [`WaitForCompletion::Yes`], waits for them to finish what they are
-    /// running (never for the calling thread itself).
-    pub(crate) fn stop(&self, wait: WaitForCompletion) {
-        self.reactor.stop();
-        let acceptors: Vec<Arc<Acceptor>> = self
-            .shared
-            .acceptors
-            .lock()
-            .drain(..)
-            .filter_map(|w| w.upgrade())
-            .collect();
-        for acceptor in acceptors {
-            acceptor.close(&self.reactor);
-        }
-        let conns: Vec<_> = self
-            .connections
-            .lock()
-            .drain(..)
-            .filter_map(|w| w.upgrade())
-            .collect();
-        for c in conns {
-            c.close_orderly(&self.reactor);
-        }
-        if wait.is_yes() {
-            // The requests the lanes and workers hold run to their end
-            // first.
-            self.shared.lanes.join();
-            if let Some(pool) = &self.shared.locality {
-                pool.join();
-            }
-            let current = std::thread::current().id();
-            let threads: Vec<_> = self.threads.lock().drain(..).collect();
-            // Their connections are closed: each thread ends once its
-            // request (if any) is answered.
-            let per_connection: Vec<_> = self.connection_threads.lock().drain(..).collect();
-            for t in threads.into_iter().chain(per_connection) {
-                if t.thread().id() != current {
-                    let _ = t.join();
-                }
-            }
-        }
-        self.shared.lanes.close();
-        if let Some(pool) = &self.shared.locality {
-            pool.close();
-        }
-        // What is left (handlers, posted work) would otherwise keep the
-        // reactor, and the sockets it holds, alive through itself.
-        self.reactor.clear();
-    }
-}
-
-/// What a LocateRequest finds.
-enum Located {
-    Here,
-    Unknown,
-    Forward(crate::object::ObjectRef),
-}
-
-/// The key the POAs know for `key`: plain keys (corbaloc) map to a
-/// reference this ORB made.
-fn poa_key(core: &OrbCore, key: &[u8]) -> Vec<u8> {
-    match core.key_table.read().get(key) {
-        Some(obj) => obj
-            .ior()
-            .iiop_profiles()
-            .into_iter()
-            .next()
-            .map(|p| p.object_key)
-            .unwrap_or_else(|| key.to_vec()),
-        None => key.to_vec(),
     }
 }
 
@@ -636,193 +180,6 @@ fn target_key(target: &TargetAddress) -> Option<Vec<u8>> {
             .profiles
             .get(*selected_profile_index as usize)
             .and_then(from_profile),
-    }
-}
-
-impl EventHandler for Acceptor {
-    fn ready(&self, reactor: &Arc<Reactor>, _readiness: Readiness) {
-        self.accept_all(reactor);
-    }
-
-    fn tick(&self, reactor: &Arc<Reactor>) {
-        if self.paused.load(Ordering::SeqCst) {
-            self.accept_all(reactor);
-        }
-    }
-}
-
-impl Acceptor {
-    /// Closes the listener: the port refuses connections from now on.
-    fn close(&self, reactor: &Reactor) {
-        let listener = self.listener.lock().take();
-        let token = self.token.lock().take();
-        if let (Some(mut listener), Some(token)) = (listener, token) {
-            reactor.deregister(&mut listener, token);
-        }
-    }
-
-    /// Accepts every connection waiting. Out of descriptors it stops and
-    /// marks itself paused: a closing connection or the next tick calls it
-    /// again (the listener's edge-triggered event does not come again for
-    /// connections already waiting, and retrying at once would spin).
-    fn accept_all(&self, reactor: &Arc<Reactor>) {
-        self.paused.store(false, Ordering::SeqCst);
-        // Failures other than exhaustion concern one connection (aborted
-        // before it was accepted, say); a run of them stops the loop too.
-        let mut failures = 0;
-        loop {
-            self.shared.accept_calls.fetch_add(1, Ordering::SeqCst);
-            let accepted = match &*self.listener.lock() {
-                Some(listener) => listener.accept(),
-                // Closed by the server's stop.
-                None => return,
-            };
-            match accepted {
-                Ok((stream, _)) => {
-                    failures = 0;
-                    self.admit(reactor, stream);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.shared.accept_failures.fetch_add(1, Ordering::SeqCst);
-                    failures += 1;
-                    if exhausted(&e) || failures >= 16 {
-                        self.paused.store(true, Ordering::SeqCst);
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Sets up one accepted connection, or closes it at once when the
-    /// connection (or thread) limit is reached.
-    fn admit(&self, reactor: &Arc<Reactor>, stream: TcpStream) {
-        let limits = &self.shared.limits;
-        let per_thread = self
-            .core
-            .upgrade()
-            .is_some_and(|c| c.config.concurrency == ConcurrencyModel::ThreadPerConnection);
-        let full = self.shared.open.load(Ordering::SeqCst) >= limits.max_connections
-            || (per_thread
-                && self.shared.threads.load(Ordering::SeqCst) >= limits.max_connection_threads);
-        if full {
-            // Closed at once rather than left in the backlog.
-            self.shared.refused.fetch_add(1, Ordering::SeqCst);
-            return;
-        }
-        let _ = stream.set_nodelay(true);
-        let peer = stream.peer_addr().ok();
-        let (stream, blocking_reader) = if per_thread {
-            let std_stream = std::net::TcpStream::from(stream);
-            // The blocking read wakes up that often to see whether the
-            // connection idles or a message is overdue. (A zero timeout
-            // is refused by the system: 1 ms.)
-            let wake = [limits.idle_timeout, limits.message_timeout]
-                .into_iter()
-                .flatten()
-                .min()
-                .map(|d| d.max(Duration::from_millis(1)));
-            // A reply the client does not take within the message timeout
-            // ends the connection (see `send`), so that its thread, and a
-            // shutdown, never wait forever on a client that does not read.
-            let blocking = std_stream
-                .set_nonblocking(false)
-                .and_then(|()| std_stream.set_read_timeout(wake))
-                .and_then(|()| std_stream.set_write_timeout(limits.message_timeout));
-            if blocking.is_err() {
-                return;
-            }
-            let socket = Arc::new(std_stream);
-            (ConnStream::Blocking(socket.clone()), Some(socket))
-        } else {
-            (ConnStream::Reactive(stream), None)
-        };
-        let tls = match &self.tls {
-            Some(config) => match super::tls::ServerSession::new(config.clone()) {
-                Some(session) => Some(session),
-                None => return,
-            },
-            None => None,
-        };
-        // Counted from here; the connection's `drop` uncounts it.
-        self.shared.open.fetch_add(1, Ordering::SeqCst);
-        let conn = Arc::new_cyclic(|me| ServerConnection {
-            me: me.clone(),
-            peer,
-            stream_id: self.shared.next_stream.fetch_add(1, Ordering::Relaxed),
-            stream: Mutex::new(stream),
-            blocking_reader,
-            shared: self.shared.clone(),
-            token: Mutex::new(None),
-            tls,
-            core: self.core.clone(),
-            gate: Mutex::new(ReadGate {
-                busy: false,
-                again: false,
-            }),
-            decoder: Mutex::new(FrameDecoder::new(limits.frame)),
-            read_buf: Mutex::new(vec![0; super::READ_BUFFER]),
-            outgoing: Mutex::new(VecDeque::new()),
-            codesets: Mutex::new(CodeSets::DEFAULT),
-            closed: AtomicBool::new(false),
-            held: AtomicUsize::new(0),
-            running: AtomicUsize::new(0),
-            codesets_known: AtomicBool::new(false),
-            last_activity: Mutex::new(Instant::now()),
-            version: Mutex::new(GiopVersion::V1_0),
-            peer_closed: AtomicBool::new(false),
-            eof: AtomicBool::new(false),
-            partial_since: Mutex::new(None),
-            charged: AtomicUsize::new(0),
-            read_paused: AtomicBool::new(false),
-        });
-        let registered = match &mut *conn.stream.lock() {
-            ConnStream::Reactive(s) => reactor
-                .register(s, Interest::READABLE, conn.clone())
-                .map(Some),
-            ConnStream::Blocking(_) | ConnStream::Closed => Ok(None),
-        };
-        match registered {
-            Ok(token) => *conn.token.lock() = token,
-            Err(_) => return,
-        }
-        if let Some(server) = self.server.upgrade() {
-            let mut list = server.connections.lock();
-            list.retain(|w| w.strong_count() > 0);
-            list.push(Arc::downgrade(&conn));
-        }
-        if reactor.is_stopping() {
-            // Accepted while the server stopped, perhaps after it closed
-            // the connections it knew.
-            conn.close_orderly(reactor);
-            return;
-        }
-        if per_thread {
-            self.shared.threads.fetch_add(1, Ordering::SeqCst);
-            let (conn2, reactor2) = (conn.clone(), reactor.clone());
-            let spawned = std::thread::Builder::new()
-                .name("armillary-connection".into())
-                .spawn(move || {
-                    conn2.serve_blocking(&reactor2);
-                    conn2.shared.threads.fetch_sub(1, Ordering::SeqCst);
-                });
-            match spawned {
-                Ok(handle) => {
-                    if let Some(server) = self.server.upgrade() {
-                        let mut threads = server.connection_threads.lock();
-                        threads.retain(|t| !t.is_finished());
-                        threads.push(handle);
-                    }
-                }
-                Err(_) => {
-                    // No thread for it: the connection cannot be served.
-                    self.shared.threads.fetch_sub(1, Ordering::SeqCst);
-                    conn.close(reactor);
-                }
-            }
-        }
     }
 }
 
@@ -865,6 +222,74 @@ impl EventHandler for ServerConnection {
 }
 
 impl ServerConnection {
+    /// Registers a reactive connection with `reactor` (a blocking one is
+    /// read by its own thread instead).
+    pub(super) fn register(self: &Arc<Self>, reactor: &Reactor) -> std::io::Result<()> {
+        let token = match &mut *self.stream.lock() {
+            ConnStream::Reactive(s) => {
+                Some(reactor.register(s, Interest::READABLE, self.clone())?)
+            }
+            ConnStream::Blocking(_) | ConnStream::Closed => None,
+        };
+        *self.token.lock() = token;
+        Ok(())
+    }
+
+    /// What the server's connections share.
+    pub(super) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// A connection just accepted on `stream` (with `blocking_reader`,
+    /// the handle its own thread reads, for thread per connection).
+    pub(super) fn new(
+        stream: ConnStream,
+        blocking_reader: Option<Arc<std::net::TcpStream>>,
+        shared: Arc<Shared>,
+        tls: Option<crate::transport::tls::ServerSession>,
+        adapter: Weak<dyn ObjectAdapter>,
+        concurrency: Arc<dyn ServerConcurrency>,
+    ) -> Arc<ServerConnection> {
+        let frame_limits = shared.limits.frame;
+        let peer = match &stream {
+            ConnStream::Reactive(s) => s.peer_addr().ok(),
+            ConnStream::Blocking(s) => s.peer_addr().ok(),
+            ConnStream::Closed => None,
+        };
+        let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+        Arc::new_cyclic(|me| ServerConnection {
+            me: me.clone(),
+            stream: Mutex::new(stream),
+            blocking_reader,
+            shared,
+            token: Mutex::new(None),
+            tls,
+            adapter,
+            concurrency,
+            id,
+            peer,
+            gate: Mutex::new(ReadGate {
+                busy: false,
+                again: false,
+            }),
+            decoder: Mutex::new(FrameDecoder::new(frame_limits)),
+            read_buf: Mutex::new(vec![0; crate::transport::READ_BUFFER]),
+            outgoing: Mutex::new(VecDeque::new()),
+            codesets: Mutex::new(CodeSets::DEFAULT),
+            closed: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            codesets_known: AtomicBool::new(false),
+            last_activity: Mutex::new(Instant::now()),
+            version: Mutex::new(GiopVersion::V1_0),
+            peer_closed: AtomicBool::new(false),
+            eof: AtomicBool::new(false),
+            partial_since: Mutex::new(None),
+            charged: AtomicUsize::new(0),
+            read_paused: AtomicBool::new(false),
+        })
+    }
+
     /// Reads while data is there (only one thread at a time does so), then
     /// serves what it read. The read gate is released before the requests
     /// run, so that another thread of the pool can read and serve the
@@ -899,7 +324,7 @@ impl ServerConnection {
                 break;
             }
             for frame in frames {
-                self.dispatch(reactor, frame);
+                self.serve(reactor, frame, self.counted(reactor));
             }
             self.close_if_finished(reactor);
             if !self.take_resumable() {
@@ -1021,7 +446,7 @@ impl ServerConnection {
     /// CloseConnection, or an overdue one with MessageError. Requests run
     /// on this thread, so none is running when it looks; replies are
     /// written blocking, which is this model's back-pressure.
-    fn serve_blocking(&self, reactor: &Arc<Reactor>) {
+    pub(super) fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         while !self.closed.load(Ordering::SeqCst) {
             let frames = self.read_frames(reactor, 0);
             if self.message_overdue() {
@@ -1032,13 +457,12 @@ impl ServerConnection {
                 self.close_orderly(reactor);
                 return;
             }
-            self.running.fetch_add(frames.len(), Ordering::SeqCst);
             for frame in frames {
-                self.dispatch(reactor, frame);
+                self.serve(reactor, frame, None);
             }
             if self.eof.load(Ordering::SeqCst) {
-                // Requests a filter sent elsewhere close the connection
-                // when the last of them is answered.
+                // Requests a filter sent to other threads close the
+                // connection when the last of them is answered.
                 self.close_if_finished(reactor);
                 return;
             }
@@ -1158,87 +582,69 @@ impl ServerConnection {
         self.message_error(reactor);
     }
 
-    /// Runs one message read (counted in `running`, which this uncounts
-    /// once it is handled): where the request filter routes it, or where
-    /// the model runs it — on this thread, or with `locality:N` as a job of
-    /// the connection's stream.
-    fn dispatch(&self, reactor: &Arc<Reactor>, frame: Frame) {
-        let done = |conn: &ServerConnection| {
-            conn.running.fetch_sub(1, Ordering::SeqCst);
+    /// Serves one message that was read. `in_progress` counts a request
+    /// read by a reactor thread as running until it is answered (the
+    /// concurrency model may answer it on another thread).
+    /// Serves one message read: where the request filter routes it (the
+    /// threading framework), else as the concurrency model does.
+    fn serve(&self, reactor: &Arc<Reactor>, frame: Frame, in_progress: Option<InProgress>) {
+        let Some(filter) = &self.shared.filter else {
+            return self.handle(reactor, frame, in_progress, false);
         };
-        let (route, answer) = match &self.shared.filter {
-            Some(filter) => match self.route(filter.as_ref(), &frame) {
-                Some((route, answer)) => (route, Some(answer)),
-                None => (Route::Default, None),
-            },
-            None => (Route::Default, None),
+        let Some((route, answer)) = self.route(filter.as_ref(), &frame) else {
+            return self.handle(reactor, frame, in_progress, false);
         };
-        let refuse = |ex: SystemException| {
-            if let Some((version, order, request_id, true)) = answer {
+        let refuse = |ex: SystemException, in_progress: Option<InProgress>| {
+            let (version, order, request_id, expected) = answer;
+            if expected {
                 self.reply_exception(reactor, version, order, request_id, &ex);
             }
-            done(self);
+            drop(in_progress);
         };
-        // The frame handled on another thread, which then does what this
-        // one would have: uncount it, close or read on if due.
-        let elsewhere = |frame: Frame| -> Option<Box<dyn FnOnce() + Send>> {
+        // The request served on another thread, which runs its upcall
+        // itself; it counts as running until then.
+        let elsewhere = |frame: Frame, in_progress: Option<InProgress>| {
+            let in_progress = in_progress.or_else(|| self.in_progress(reactor));
             let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
-            Some(Box::new(move || {
-                conn.handle(&reactor, frame);
-                done(&conn);
-                conn.close_if_finished(&reactor);
-                if conn.take_resumable() {
-                    let (conn, r) = (conn.clone(), reactor.clone());
-                    reactor.post(Box::new(move || conn.read_ready(&r)));
-                }
-            }))
-        };
-        let here = |frame: Frame| {
-            self.handle(reactor, frame);
-            done(self);
+            let job: crate::request_filter::Job =
+                Box::new(move || conn.handle(&reactor, frame, in_progress, true));
+            Some(job)
         };
         match route {
+            Route::Default => self.handle(reactor, frame, in_progress, false),
+            Route::IoThread => self.handle(reactor, frame, in_progress, true),
+            Route::Reject(ex) => refuse(ex, in_progress),
             Route::Lane(name) => {
-                let Some(job) = elsewhere(frame) else {
-                    return done(self);
+                let Some(job) = elsewhere(frame, in_progress) else {
+                    return;
                 };
-                if self.shared.lanes.run(&name, job).is_err() {
-                    refuse(SystemException::obj_adapter(
-                        minor::UNKNOWN_LANE,
-                        CompletionStatus::No,
-                    ));
+                if let Err(job) = self.shared.lanes.run(&name, job) {
+                    drop(job);
+                    refuse(
+                        SystemException::obj_adapter(minor::UNKNOWN_LANE, CompletionStatus::No),
+                        None,
+                    );
                 }
             }
             Route::NewThread => {
-                let Some(job) = elsewhere(frame) else {
-                    return done(self);
+                let Some(job) = elsewhere(frame, in_progress) else {
+                    return;
                 };
-                if run_on_new_thread("armillary-request", job).is_err() {
-                    refuse(SystemException::transient(
-                        minor::NO_THREAD,
-                        CompletionStatus::No,
-                    ));
+                if let Err(job) = crate::request_filter::run_on_new_thread("armillary-request", job)
+                {
+                    drop(job);
+                    refuse(
+                        SystemException::transient(minor::NO_THREAD, CompletionStatus::No),
+                        None,
+                    );
                 }
             }
-            Route::Reject(ex) => refuse(ex),
-            Route::IoThread => here(frame),
-            Route::Default => match &self.shared.locality {
-                Some(pool) => {
-                    let Some(job) = elsewhere(frame) else {
-                        return done(self);
-                    };
-                    // A closing pool gives the job back: it runs here.
-                    if let Err(job) = pool.submit(self.stream_id, job) {
-                        job();
-                    }
-                }
-                None => here(frame),
-            },
         }
     }
 
     /// What the request filter decides for a Request message, with what
-    /// it takes to answer it (`None` for other messages, which run here).
+    /// it takes to answer it (`None` for other messages, which are served
+    /// as usual).
     #[allow(clippy::type_complexity)]
     fn route(
         &self,
@@ -1249,13 +655,12 @@ impl ServerConnection {
         let MessageBody::Request(h) = &msg.body else {
             return None;
         };
-        let core = self.core.upgrade()?;
+        let adapter = self.adapter.upgrade()?;
         let key = target_key(&h.target).unwrap_or_default();
-        let target = core.registry.describe(&poa_key(&core, &key));
         let info = RequestInfo {
             operation: &h.operation,
             object_key: &key,
-            target,
+            target: adapter.describe_key(&key),
             client: self.peer,
             service_contexts: &h.service_contexts,
             request_id: h.request_id,
@@ -1271,20 +676,32 @@ impl ServerConnection {
         Some((route, answer))
     }
 
-    fn handle(&self, reactor: &Arc<Reactor>, frame: Frame) {
+    /// Serves one message that was read (`here`: run its upcall on this
+    /// thread rather than hand it to the concurrency model).
+    fn handle(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        in_progress: Option<InProgress>,
+        here: bool,
+    ) {
         let Ok(msg) = Message::decode(&frame.bytes) else {
             self.message_error(reactor);
             return;
         };
         *self.version.lock() = msg.header.version;
-        let Some(core) = self.core.upgrade() else {
+        let Some(adapter) = self.adapter.upgrade() else {
             return;
         };
+        if matches!(msg.body, MessageBody::Request(_)) {
+            self.request(reactor, &adapter, frame, msg, in_progress, here);
+            return;
+        }
         match &msg.body {
-            MessageBody::Request(h) => self.request(reactor, &core, &frame, &msg, h),
+            MessageBody::Request(_) => {}
             MessageBody::LocateRequest { request_id, target } => {
                 let key = target_key(target).unwrap_or_default();
-                let (status, forward) = match self.locate(&core, &key) {
+                let (status, forward) = match adapter.locate_key(&key) {
                     Located::Here => (LocateStatus::ObjectHere, None),
                     Located::Unknown => (LocateStatus::UnknownObject, None),
                     Located::Forward(to) => (LocateStatus::ObjectForward, Some(to)),
@@ -1311,38 +728,26 @@ impl ServerConnection {
         }
     }
 
-    /// Whether `key` names a live object: a bound plain key or a POA key
-    /// whose POA and object exist.
-    /// Where the object `key` names is: a bound plain key or a live POA
-    /// object is here; a servant manager may forward it.
-    fn locate(&self, core: &Arc<OrbCore>, key: &[u8]) -> Located {
-        if core.key_table.read().contains_key(key) {
-            return Located::Here;
-        }
-        match core.registry.resolve(key, "_locate") {
-            Resolution::Upcall(_) | Resolution::Held(_) => Located::Here,
-            Resolution::Forward(to) => Located::Forward(to),
-            Resolution::Failed(_) | Resolution::NotAPoaKey => Located::Unknown,
-        }
-    }
-
+    /// Resolves a request to its servant and hands the upcall to the
+    /// concurrency model, or answers it at once (no such object, a
+    /// forward, a holding POA manager that parks it).
     fn request(
         &self,
         reactor: &Arc<Reactor>,
-        core: &Arc<OrbCore>,
-        frame: &Frame,
-        msg: &Message,
-        h: &RequestHeader,
+        adapter: &Arc<dyn ObjectAdapter>,
+        frame: Frame,
+        msg: Message,
+        in_progress: Option<InProgress>,
+        here: bool,
     ) {
+        let MessageBody::Request(h) = &msg.body else {
+            return;
+        };
         for ctx in &h.service_contexts {
             if let Ok(Some(KnownServiceContext::CodeSets(cs))) = ctx.decode_known() {
                 self.set_codesets(cs);
             }
         }
-        // The connection's code sets: the defaults until a GIOP 1.1+
-        // request announced others, then those for every request on it
-        // (a client does the same, whatever the message's version).
-        let codesets = *self.codesets.lock();
         let version = msg.header.version;
         let order = msg.header.byte_order;
         let expected = h.response_expected();
@@ -1356,8 +761,7 @@ impl ServerConnection {
                 return;
             }
         };
-        let key = poa_key(core, &key);
-        let resolution = core.registry.resolve(&key, &h.operation);
+        let resolution = adapter.resolve(&key, &h.operation);
         let upcall = match resolution {
             Resolution::Upcall(u) => u,
             Resolution::Held(manager) => {
@@ -1365,11 +769,10 @@ impl ServerConnection {
                 // then the connection is not idle.
                 let Some(conn) = self.me.upgrade() else {
                     // Unreachable: a thread serving the connection holds it.
-                    self.answer_held(reactor, frame.clone(), Admission::Discard);
+                    self.answer_held(reactor, frame, Admission::Discard);
                     return;
                 };
                 self.held.fetch_add(1, Ordering::SeqCst);
-                let frame = frame.clone();
                 let reactor = reactor.clone();
                 manager.hold(Box::new(move |admission| {
                     let reactor2 = reactor.clone();
@@ -1430,6 +833,53 @@ impl ServerConnection {
                 &[],
             );
         }
+        let Some(conn) = self.me.upgrade() else {
+            // Unreachable: a thread serving the connection holds it.
+            return;
+        };
+        let request_id = h.request_id;
+        let answers = expected && h.sync_scope() != SyncScope::WithServer;
+        let operation: Arc<str> = Arc::from(h.operation.as_str());
+        let (reject_conn, reject_reactor) = (conn.clone(), reactor.clone());
+        let reactor = reactor.clone();
+        let adapter = adapter.clone();
+        let run = move |upcall: Upcall| {
+            conn.run_upcall(&reactor, &*adapter, &frame, &msg, upcall);
+            drop(in_progress);
+        };
+        let reject = move |ex: SystemException| {
+            if answers {
+                reject_conn.reply_exception(&reject_reactor, version, order, request_id, &ex);
+            }
+        };
+        let dispatch = Dispatch::new(upcall, operation, self.id, Box::new(run), Box::new(reject));
+        if here {
+            dispatch.run();
+        } else {
+            self.concurrency.dispatch(dispatch);
+        }
+    }
+
+    /// Runs the upcall of the request in `frame` (resolved to `upcall`)
+    /// on the calling thread and writes its reply.
+    fn run_upcall(
+        &self,
+        reactor: &Arc<Reactor>,
+        adapter: &dyn ObjectAdapter,
+        frame: &Frame,
+        msg: &Message,
+        upcall: Upcall,
+    ) {
+        let MessageBody::Request(h) = &msg.body else {
+            return;
+        };
+        // The connection's code sets: the defaults until a GIOP 1.1+
+        // request announced others, then those for every request on it
+        // (a client does the same, whatever the message's version).
+        let codesets = *self.codesets.lock();
+        let version = msg.header.version;
+        let order = msg.header.byte_order;
+        let expected = h.response_expected();
         // The reply body's offset does not depend on its status.
         let body_offset = MessageBuilder::new(
             version,
@@ -1450,7 +900,7 @@ impl ServerConnection {
         let object_id = upcall.object_id().clone();
         let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer);
         let outcome = {
-            let _scope = crate::object::DecodingScope::enter(core.clone());
+            let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
         };
         if !expected || h.sync_scope() == SyncScope::WithServer {
@@ -1465,11 +915,34 @@ impl ServerConnection {
         }
     }
 
+    /// Counts a request read by a reactor thread as running, until the
+    /// returned guard is dropped.
+    fn in_progress(&self, reactor: &Arc<Reactor>) -> Option<InProgress> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        self.counted(reactor)
+    }
+
+    /// The guard of a request already counted in `running` (under the read
+    /// gate, with the others read with it): it uncounts it when dropped.
+    fn counted(&self, reactor: &Arc<Reactor>) -> Option<InProgress> {
+        let Some(conn) = self.me.upgrade() else {
+            // Unreachable: a thread serving the connection holds it.
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        };
+        Some(InProgress {
+            conn,
+            reactor: reactor.clone(),
+            reader: std::thread::current().id(),
+        })
+    }
+
     /// Carries out the decision a POA manager took on a held request: run
     /// it now, or answer TRANSIENT (discarding) or OBJ_ADAPTER (inactive).
     fn answer_held(&self, reactor: &Arc<Reactor>, frame: Frame, admission: Admission) {
         if admission == Admission::Run {
-            self.handle(reactor, frame);
+            let in_progress = self.in_progress(reactor);
+            self.handle(reactor, frame, in_progress, false);
             return;
         }
         let Ok(msg) = Message::decode(&frame.bytes) else {
@@ -1648,7 +1121,7 @@ impl ServerConnection {
         self.close(reactor);
     }
 
-    fn close(&self, reactor: &Arc<Reactor>) {
+    pub(super) fn close(&self, reactor: &Arc<Reactor>) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -1678,5 +1151,31 @@ impl ServerConnection {
         }
         *self.partial_since.lock() = None;
         self.outgoing.lock().clear();
+    }
+}
+
+/// A request of a connection being served: counted in the connection's
+/// `running` while alive. Dropped on another thread than the one that read
+/// it (the concurrency model handed the upcall off), it also does what the
+/// reading thread does after serving: close a connection whose peer is
+/// done, and read on if reading stopped for back-pressure.
+pub(super) struct InProgress {
+    conn: Arc<ServerConnection>,
+    reactor: Arc<Reactor>,
+    reader: std::thread::ThreadId,
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.conn.running.fetch_sub(1, Ordering::SeqCst);
+        if std::thread::current().id() == self.reader {
+            return;
+        }
+        self.conn.close_if_finished(&self.reactor);
+        if self.conn.take_resumable() {
+            let (conn, reactor) = (self.conn.clone(), self.reactor.clone());
+            self.reactor
+                .post(Box::new(move || conn.read_ready(&reactor)));
+        }
     }
 }
