@@ -1,34 +1,7 @@
 //! The threading framework (MT-Orbix's "thread filter", in the Visibroker
-//! survey of threading architectures): a [`RequestFilter`] the application
-//! installs with [`OrbConfig::request_filter`](crate::config::OrbConfig::request_filter)
-//! sees each request the server reads — its target, operation, client and
-//! service contexts — and decides where it runs ([`Route`]): where the
-//! ORB's concurrency model would run it, on a named *lane* (a pool of
-//! threads configured with [`OrbConfig::lane`](crate::config::OrbConfig::lane)),
-//! on a thread of its own, on the thread that read it, or nowhere (the
-//! client gets the exception the filter chose, TRANSIENT when overloaded
-//! for example).
-//!
-//! ```
-//! use armillary::config::OrbConfig;
-//! use armillary::giop::system_exception::{CompletionStatus, SystemException};
-//! use armillary::{RequestInfo, Route};
-//!
-//! let config = OrbConfig::new()
-//!     .lane("slow", 4)
-//!     .request_filter(|request: &RequestInfo<'_>| match request.operation() {
-//!         "report" => Route::Lane("slow".into()),
-//!         "ping" => Route::IoThread,
-//!         "forbidden" => Route::Reject(SystemException::no_permission(0, CompletionStatus::No)),
-//!         _ => Route::Default,
-//!     });
-//! assert_eq!(config.get_lanes().len(), 1);
-//! ```
-//!
-//! The filter runs on the thread that read the request, before the POA
-//! looks for the servant: it should decide quickly and never block. What
-//! it decides holds for that one request; the POA's SINGLE_THREAD_MODEL
-//! still serializes a POA's upcalls wherever they run.
+//! survey of threading architectures): the public [`RequestFilter`], what
+//! it sees ([`RequestInfo`]) and decides ([`Route`]), and the server-side
+//! lanes and new-thread runner that carry its decisions out.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -41,7 +14,38 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::poa::ObjectId;
 
-/// Decides where each request runs (see the [module docs](self)).
+/// Decides where each request runs: the threading framework (MT-Orbix's
+/// "thread filter", in the Visibroker
+/// survey of threading architectures): a [`RequestFilter`] the application
+/// installs with [`OrbConfig::request_filter`](crate::config::OrbConfig::request_filter)
+/// sees each request the server reads — its target, operation, client and
+/// service contexts — and decides where it runs ([`Route`]): where the
+/// ORB's concurrency model would run it, on a named *lane* (a pool of
+/// threads configured with [`OrbConfig::lane`](crate::config::OrbConfig::lane)),
+/// on a thread of its own, on the thread that read it, or nowhere (the
+/// client gets the exception the filter chose, TRANSIENT when overloaded
+/// for example).
+///
+/// ```
+/// use armillary::config::OrbConfig;
+/// use armillary::giop::system_exception::{CompletionStatus, SystemException};
+/// use armillary::{RequestInfo, Route};
+///
+/// let config = OrbConfig::new()
+///     .lane("slow", 4)
+///     .request_filter(|request: &RequestInfo<'_>| match request.operation() {
+///         "report" => Route::Lane("slow".into()),
+///         "ping" => Route::IoThread,
+///         "forbidden" => Route::Reject(SystemException::no_permission(0, CompletionStatus::No)),
+///         _ => Route::Default,
+///     });
+/// assert_eq!(config.get_lanes().len(), 1);
+/// ```
+///
+/// The filter runs on the thread that read the request, before the POA
+/// looks for the servant: it should decide quickly and never block. What
+/// it decides holds for that one request; the POA's SINGLE_THREAD_MODEL
+/// still serializes a POA's upcalls wherever they run.
 ///
 /// A closure `Fn(&RequestInfo<'_>) -> Route` is a filter.
 pub trait RequestFilter: Send + Sync + 'static {
