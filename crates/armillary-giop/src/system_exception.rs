@@ -98,12 +98,17 @@ pub mod minor {
     /// INTERNAL: the ORB's reactor failed (its event poll returned an
     /// error), so the ORB can serve nothing more (Armillary's own).
     pub const REACTOR_FAILED: u32 = armillary_minor(7);
+    /// TRANSIENT: the server's concurrency model is at its limit (the
+    /// thread-per-request cap is reached, or the worker pool's queue is
+    /// full); the request did not run, so it may be sent again
+    /// (Armillary's own).
+    pub const SERVER_BUSY: u32 = armillary_minor(30);
     /// OBJ_ADAPTER: a request filter sent a request to a lane the ORB's
     /// configuration does not name (Armillary's own).
-    pub const UNKNOWN_LANE: u32 = armillary_minor(30);
+    pub const UNKNOWN_LANE: u32 = armillary_minor(32);
     /// TRANSIENT: the server could not start a thread for a request (the
     /// system refused one); the request did not run (Armillary's own).
-    pub const NO_THREAD: u32 = armillary_minor(31);
+    pub const NO_THREAD: u32 = armillary_minor(33);
 }
 
 /// Whether the operation ran before the exception was raised.

@@ -10,7 +10,7 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|locality:N` | server concurrency model; `thread-pool` (and `application` with several driving threads) does not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object\|locality:N` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
@@ -54,6 +54,9 @@ use armillary_giop::GiopVersion;
 /// | [`ThreadPerConnection`](Self::ThreadPerConnection) | one at a time, in the order they arrived |
 /// | [`ApplicationThreads`](Self::ApplicationThreads) | in order while one thread drives the ORB; as in a pool when several do |
 /// | [`ThreadPool`](Self::ThreadPool) | in no guaranteed order, possibly at the same time |
+/// | [`ThreadPerRequest`](Self::ThreadPerRequest) | in no guaranteed order, possibly at the same time |
+/// | [`WorkerPool`](Self::WorkerPool) | started in arrival order, then in parallel on the workers (in order with one worker) |
+/// | [`ThreadPerObject`](Self::ThreadPerObject) | one object's one at a time in arrival order; different objects' at the same time |
 ///
 /// In the ordered models a oneway request has run before any request
 /// the client sends after it on the same connection: a oneway `ping`
@@ -74,7 +77,7 @@ use armillary_giop::GiopVersion;
 /// order when it is activated, as work posted to the server's event
 /// loop: they are not ordered with the requests the connection brings
 /// after them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConcurrencyModel {
     /// One reactor thread reads every connection and runs every upcall.
@@ -96,6 +99,31 @@ pub enum ConcurrencyModel {
     /// driving thread a connection's requests run in arrival order; with
     /// several, in no guaranteed order, as in a pool.
     ApplicationThreads,
+    /// One reactor thread reads; every request runs on a new thread of its
+    /// own, at most `cap` at a time (`None`: no cap). A request that
+    /// arrives with `cap` upcalls running is answered at once with
+    /// TRANSIENT ([`minor::SERVER_BUSY`](crate::minor::SERVER_BUSY),
+    /// COMPLETED_NO): the reading thread never waits for an upcall to end.
+    /// Requests of one connection run in parallel, in no guaranteed order.
+    ThreadPerRequest(Option<usize>),
+    /// One reactor thread reads requests into a bounded queue of `queue`
+    /// requests; `workers` threads take them in arrival order and run them
+    /// (Visibroker's thread pool). A request that finds the queue full is
+    /// answered at once with TRANSIENT
+    /// ([`minor::SERVER_BUSY`](crate::minor::SERVER_BUSY), COMPLETED_NO).
+    WorkerPool {
+        /// Threads that run upcalls (at least one).
+        workers: usize,
+        /// Requests waiting for a worker, at most (at least one).
+        queue: usize,
+    },
+    /// One reactor thread reads; every object (POA and object id) gets a
+    /// queue and a thread of its own while it has requests: one object's
+    /// requests run one at a time in arrival order, different objects'
+    /// in parallel. The thread ends once its object's queue is empty, so
+    /// an object that is deactivated, or whose POA is destroyed, keeps no
+    /// thread.
+    ThreadPerObject,
     /// Locality-aware scheduling (Jacobsen's MICO study): one reactor
     /// thread reads every connection and hands each request to N workers
     /// as a job of its connection's *stream*. A stream stays on one worker
@@ -109,6 +137,53 @@ pub enum ConcurrencyModel {
 }
 
 impl ConcurrencyModel {
+    /// Requests a worker pool queues when `-ORBConcurrency worker-pool:N`
+    /// names no queue length.
+    pub const DEFAULT_WORKER_QUEUE: usize = 1024;
+
+    /// Parses an `-ORBConcurrency` value (`reactive`, `thread-pool:N`,
+    /// `thread-per-connection`, `application`, `thread-per-request[:CAP]`,
+    /// `worker-pool:N[:QUEUE]`, `thread-per-object`, `locality:N`); `None` when it is
+    /// none of these or a count is 0.
+    ///
+    /// ```
+    /// use armillary::config::ConcurrencyModel;
+    /// assert_eq!(
+    ///     ConcurrencyModel::parse("worker-pool:4:100"),
+    ///     Some(ConcurrencyModel::WorkerPool { workers: 4, queue: 100 })
+    /// );
+    /// assert_eq!(
+    ///     ConcurrencyModel::parse("thread-per-request:8"),
+    ///     Some(ConcurrencyModel::ThreadPerRequest(Some(8)))
+    /// );
+    /// assert_eq!(ConcurrencyModel::parse("worker-pool:0"), None);
+    /// ```
+    pub fn parse(value: &str) -> Option<ConcurrencyModel> {
+        let count = |n: &str| n.parse::<usize>().ok().filter(|&n| n > 0);
+        let mut parts = value.split(':');
+        let name = parts.next()?;
+        let args: Vec<&str> = parts.collect();
+        Some(match (name, args.as_slice()) {
+            ("reactive", []) => ConcurrencyModel::SingleThreadedReactive,
+            ("thread-per-connection", []) => ConcurrencyModel::ThreadPerConnection,
+            ("application", []) => ConcurrencyModel::ApplicationThreads,
+            ("thread-per-object", []) => ConcurrencyModel::ThreadPerObject,
+            ("thread-pool", [n]) => ConcurrencyModel::ThreadPool(count(n)?),
+            ("thread-per-request", []) => ConcurrencyModel::ThreadPerRequest(None),
+            ("thread-per-request", [cap]) => ConcurrencyModel::ThreadPerRequest(Some(count(cap)?)),
+            ("worker-pool", [n]) => ConcurrencyModel::WorkerPool {
+                workers: count(n)?,
+                queue: Self::DEFAULT_WORKER_QUEUE,
+            },
+            ("worker-pool", [n, q]) => ConcurrencyModel::WorkerPool {
+                workers: count(n)?,
+                queue: count(q)?,
+            },
+            ("locality", [n]) => ConcurrencyModel::Locality(count(n)?),
+            _ => return None,
+        })
+    }
+
     /// One instance of every model, with `threads` where a model takes a
     /// thread count: the menu a benchmark compares (`armillary bench
     /// threading`). A new model joins the menu here.
@@ -126,6 +201,12 @@ impl ConcurrencyModel {
             ConcurrencyModel::ThreadPool(threads),
             ConcurrencyModel::ThreadPerConnection,
             ConcurrencyModel::ApplicationThreads,
+            ConcurrencyModel::ThreadPerRequest(None),
+            ConcurrencyModel::WorkerPool {
+                workers: threads,
+                queue: Self::DEFAULT_WORKER_QUEUE,
+            },
+            ConcurrencyModel::ThreadPerObject,
             ConcurrencyModel::Locality(threads),
         ]
     }
@@ -139,33 +220,30 @@ impl std::fmt::Display for ConcurrencyModel {
             ConcurrencyModel::ThreadPool(n) => write!(f, "thread-pool:{n}"),
             ConcurrencyModel::ThreadPerConnection => f.write_str("thread-per-connection"),
             ConcurrencyModel::ApplicationThreads => f.write_str("application"),
+            ConcurrencyModel::ThreadPerRequest(None) => f.write_str("thread-per-request"),
+            ConcurrencyModel::ThreadPerRequest(Some(cap)) => {
+                write!(f, "thread-per-request:{cap}")
+            }
+            ConcurrencyModel::WorkerPool { workers, queue } => {
+                write!(f, "worker-pool:{workers}:{queue}")
+            }
+            ConcurrencyModel::ThreadPerObject => f.write_str("thread-per-object"),
             ConcurrencyModel::Locality(n) => write!(f, "locality:{n}"),
         }
     }
 }
 
-/// Parses the `-ORBConcurrency` spelling; the error says what was
-/// expected.
+/// Parses the `-ORBConcurrency` spelling (see
+/// [`ConcurrencyModel::parse`]); the error says what was expected.
 impl std::str::FromStr for ConcurrencyModel {
     type Err = &'static str;
 
     fn from_str(v: &str) -> Result<Self, &'static str> {
-        match v.split_once(':') {
-            None if v == "reactive" => Ok(ConcurrencyModel::SingleThreadedReactive),
-            None if v == "thread-per-connection" => Ok(ConcurrencyModel::ThreadPerConnection),
-            None if v == "application" => Ok(ConcurrencyModel::ApplicationThreads),
-            Some(("thread-pool", n)) => match n.parse::<usize>() {
-                Ok(n) if n > 0 => Ok(ConcurrencyModel::ThreadPool(n)),
-                _ => Err("thread count must be 1 or more"),
-            },
-            Some(("locality", n)) => match n.parse::<usize>() {
-                Ok(n) if n > 0 => Ok(ConcurrencyModel::Locality(n)),
-                _ => Err("thread count must be 1 or more"),
-            },
-            _ => Err(
-                "expected reactive, thread-pool:N, thread-per-connection, application or locality:N",
-            ),
-        }
+        ConcurrencyModel::parse(v).ok_or(
+            "expected reactive, thread-pool:N, thread-per-connection, application, \
+             thread-per-request[:CAP], worker-pool:N[:QUEUE], thread-per-object or locality:N \
+             (counts 1 or more)",
+        )
     }
 }
 
@@ -1141,6 +1219,29 @@ mod tests {
             ),
             ("application", ConcurrencyModel::ApplicationThreads),
             ("locality:3", ConcurrencyModel::Locality(3)),
+            (
+                "thread-per-request",
+                ConcurrencyModel::ThreadPerRequest(None),
+            ),
+            (
+                "thread-per-request:3",
+                ConcurrencyModel::ThreadPerRequest(Some(3)),
+            ),
+            (
+                "worker-pool:2",
+                ConcurrencyModel::WorkerPool {
+                    workers: 2,
+                    queue: ConcurrencyModel::DEFAULT_WORKER_QUEUE,
+                },
+            ),
+            (
+                "worker-pool:2:5",
+                ConcurrencyModel::WorkerPool {
+                    workers: 2,
+                    queue: 5,
+                },
+            ),
+            ("thread-per-object", ConcurrencyModel::ThreadPerObject),
         ] {
             let mut c = OrbConfig::default();
             c.apply_args(["-ORBConcurrency", value]).unwrap();
@@ -1152,6 +1253,11 @@ mod tests {
             "application:2",
             "locality:0",
             "locality",
+            "thread-per-request:0",
+            "worker-pool",
+            "worker-pool:2:0",
+            "worker-pool:1:2:3",
+            "thread-per-object:1",
         ] {
             assert!(matches!(
                 OrbConfig::default().apply_args(["-ORBConcurrency", bad]),

@@ -246,6 +246,12 @@ fn threaded_models_leave_no_work_to_the_application() {
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPool(2),
         ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ThreadPerRequest(None),
+        ConcurrencyModel::WorkerPool {
+            workers: 2,
+            queue: 8,
+        },
+        ConcurrencyModel::ThreadPerObject,
         ConcurrencyModel::ApplicationThreads,
     ] {
         let (server_orb, _, obj) = server(model(concurrency));
@@ -368,6 +374,12 @@ fn idle_close_waits_for_requests_in_progress() {
     for concurrency in [
         ConcurrencyModel::ThreadPool(2),
         ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ThreadPerRequest(None),
+        ConcurrencyModel::WorkerPool {
+            workers: 2,
+            queue: 8,
+        },
+        ConcurrencyModel::ThreadPerObject,
     ] {
         let (server_orb, echo, obj) =
             server(model(concurrency).idle_timeout(Duration::from_secs(1)));
@@ -472,6 +484,12 @@ fn threaded_models_close_idle_connections_and_calls_still_succeed() {
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPool(2),
         ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ThreadPerRequest(None),
+        ConcurrencyModel::WorkerPool {
+            workers: 2,
+            queue: 8,
+        },
+        ConcurrencyModel::ThreadPerObject,
     ] {
         let (server_orb, _, obj) = server(model(concurrency).idle_timeout(Duration::from_secs(1)));
         let server_port = server_orb.endpoints()[0].port();
@@ -622,4 +640,367 @@ fn a_thread_pool_answers_a_later_request_while_a_oneway_runs() {
     }
     orb.shutdown(WaitForCompletion::Yes).unwrap();
     server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+// The models that hand requests to threads of their own (thread per
+// request, worker pool, thread per object) and the POA-level choice of
+// model: each test checks the model's defining property on one raw
+// connection, with latches and bounded waits.
+
+/// A servant whose `wait` upcalls block until the test opens it, counting
+/// how many are inside at once and logging arguments in the order the
+/// upcalls began; `echo_long` answers at once.
+#[derive(Default)]
+struct Latch {
+    state: Mutex<LatchState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct LatchState {
+    inside: usize,
+    max_inside: usize,
+    open: bool,
+    log: Vec<i32>,
+    finished: usize,
+    threads: Vec<String>,
+}
+
+impl Latch {
+    /// Waits (bounded) until `n` upcalls are inside at once.
+    fn wait_inside(&self, n: usize) {
+        let state = self.state.lock().unwrap();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, DEADLINE, |s| s.inside < n)
+            .unwrap();
+        assert!(
+            state.inside >= n,
+            "{} upcalls inside, not {n}",
+            state.inside
+        );
+    }
+
+    fn open(&self) {
+        self.state.lock().unwrap().open = true;
+        self.changed.notify_all();
+    }
+
+    fn max_inside(&self) -> usize {
+        self.state.lock().unwrap().max_inside
+    }
+
+    fn log(&self) -> Vec<i32> {
+        self.state.lock().unwrap().log.clone()
+    }
+
+    fn finished(&self) -> usize {
+        self.state.lock().unwrap().finished
+    }
+
+    /// The names of the threads that ran its upcalls.
+    fn threads(&self) -> Vec<String> {
+        self.state.lock().unwrap().threads.clone()
+    }
+}
+
+impl Servant for Latch {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Latch:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Latch:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let bad = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::No);
+        let v = req.args().read_long().map_err(bad)?;
+        let name = std::thread::current().name().unwrap_or("").to_owned();
+        match req.operation() {
+            "wait" => {
+                let mut state = self.state.lock().unwrap();
+                state.inside += 1;
+                state.max_inside = state.max_inside.max(state.inside);
+                state.log.push(v);
+                state.threads.push(name);
+                self.changed.notify_all();
+                let (mut state, _) = self
+                    .changed
+                    .wait_timeout_while(state, DEADLINE, |s| !s.open)
+                    .unwrap();
+                state.inside -= 1;
+                state.finished += 1;
+            }
+            "echo_long" => {
+                let mut state = self.state.lock().unwrap();
+                state.log.push(v);
+                state.threads.push(name);
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+        req.results().write_long(v);
+        Ok(())
+    }
+}
+
+/// A latch servant and the object key of its object.
+type LatchObject = (Arc<Latch>, Vec<u8>);
+
+/// A server with one `Latch` per name in `objects`, activated in the root
+/// POA, with their object keys.
+fn latch_server(config: OrbConfig, objects: &[&str]) -> (Orb, Vec<LatchObject>) {
+    let orb = Orb::with_config(config).unwrap();
+    let poa = orb.root_poa();
+    poa.manager().activate().unwrap();
+    let latches = objects
+        .iter()
+        .map(|_| {
+            let latch = Arc::new(Latch::default());
+            let servant: Arc<dyn Servant> = latch.clone();
+            let obj = poa.servant_to_reference(&servant).unwrap();
+            (latch, key_of(&obj))
+        })
+        .collect();
+    (orb, latches)
+}
+
+/// The next message, a reply: its request id, and its long result or its
+/// system exception.
+fn read_any_reply(raw: &mut TcpStream) -> (u32, Result<i32, SystemException>) {
+    let bytes = read_message(raw).unwrap().expect("a reply");
+    let reply = Message::decode(&bytes).unwrap();
+    let MessageBody::Reply(h) = &reply.body else {
+        panic!("{reply:?}")
+    };
+    let mut body = reply.body_reader(&bytes);
+    let outcome = match h.reply_status {
+        armillary::giop::giop::ReplyStatus::NoException => Ok(body.read_long().unwrap()),
+        armillary::giop::giop::ReplyStatus::SystemException => {
+            Err(SystemException::decode_body(&mut body).unwrap())
+        }
+        other => panic!("unexpected reply status {other:?}"),
+    };
+    (h.request_id, outcome)
+}
+
+/// How many threads of this process have a name starting with `prefix`
+/// (Linux truncates names to 15 bytes).
+fn threads_named(prefix: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .filter(|name| name.trim_end().starts_with(prefix))
+        .count()
+}
+
+fn is_server_busy(outcome: &Result<i32, SystemException>) -> bool {
+    matches!(outcome, Err(e) if e.kind() == SystemExceptionKind::Transient
+        && e.minor() == armillary::minor::SERVER_BUSY
+        && e.completed() == CompletionStatus::No)
+}
+
+#[test]
+fn thread_per_request_runs_one_connections_requests_in_parallel() {
+    let (orb, latches) = latch_server(model(ConcurrencyModel::ThreadPerRequest(None)), &["a"]);
+    let (latch, key) = &latches[0];
+    let mut raw = raw_connection(&orb);
+    for id in 1..=3 {
+        raw.write_all(&raw_request(id, key, "wait", id as i32))
+            .unwrap();
+    }
+    // All three are inside at once: one connection, three threads.
+    latch.wait_inside(3);
+    latch.open();
+    let mut ids: Vec<u32> = (0..3)
+        .map(|_| {
+            let (id, outcome) = read_any_reply(&mut raw);
+            assert_eq!(outcome.unwrap(), id as i32);
+            id
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [1, 2, 3]);
+    assert!(latch
+        .threads()
+        .iter()
+        .all(|name| name == "armillary-request"));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    wait_until("the request threads have ended", || {
+        threads_named("armillary-reque") == 0
+    });
+}
+
+#[test]
+fn thread_per_request_answers_transient_at_its_cap_and_shutdown_waits() {
+    let (orb, latches) = latch_server(model(ConcurrencyModel::ThreadPerRequest(Some(2))), &["a"]);
+    let (latch, key) = &latches[0];
+    let mut raw = raw_connection(&orb);
+    raw.write_all(&raw_request(1, key, "wait", 1)).unwrap();
+    raw.write_all(&raw_request(2, key, "wait", 2)).unwrap();
+    latch.wait_inside(2);
+    // At the cap: answered at once, without running.
+    raw.write_all(&raw_request(3, key, "echo_long", 3)).unwrap();
+    let (id, outcome) = read_any_reply(&mut raw);
+    assert_eq!(id, 3);
+    assert!(is_server_busy(&outcome), "{outcome:?}");
+    assert!(!latch.log().contains(&3));
+    // Shutdown waits for the two running upcalls.
+    let shutdown = {
+        let (orb, latch) = (orb.clone(), latch.clone());
+        std::thread::spawn(move || {
+            orb.shutdown(WaitForCompletion::Yes).unwrap();
+            latch.finished()
+        })
+    };
+    latch.open();
+    assert_eq!(
+        shutdown.join().unwrap(),
+        2,
+        "shutdown returned before the upcalls ended"
+    );
+}
+
+#[test]
+fn worker_pool_answers_transient_when_its_queue_is_full() {
+    let (orb, latches) = latch_server(
+        model(ConcurrencyModel::WorkerPool {
+            workers: 1,
+            queue: 1,
+        }),
+        &["a"],
+    );
+    let (latch, key) = &latches[0];
+    let mut raw = raw_connection(&orb);
+    raw.write_all(&raw_request(1, key, "wait", 1)).unwrap();
+    // The only worker is busy with request 1.
+    latch.wait_inside(1);
+    // Request 2 fills the queue; request 3 finds it full.
+    raw.write_all(&raw_request(2, key, "wait", 2)).unwrap();
+    raw.write_all(&raw_request(3, key, "echo_long", 3)).unwrap();
+    let (id, outcome) = read_any_reply(&mut raw);
+    assert_eq!(id, 3);
+    assert!(is_server_busy(&outcome), "{outcome:?}");
+    latch.open();
+    // The worker takes the queue in arrival order.
+    assert_eq!(read_any_reply(&mut raw), (1, Ok(1)));
+    assert_eq!(read_any_reply(&mut raw), (2, Ok(2)));
+    assert_eq!(latch.log(), [1, 2]);
+    assert!(latch
+        .threads()
+        .iter()
+        .all(|name| name == "armillary-worker"));
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    wait_until("the workers have ended", || {
+        threads_named("armillary-worke") == 0
+    });
+}
+
+#[test]
+fn thread_per_object_serializes_one_object_and_runs_two_in_parallel() {
+    let (orb, latches) = latch_server(model(ConcurrencyModel::ThreadPerObject), &["a", "b"]);
+    let ((a, key_a), (b, key_b)) = (&latches[0], &latches[1]);
+    let mut raw = raw_connection(&orb);
+    raw.write_all(&raw_request(1, key_a, "wait", 1)).unwrap();
+    raw.write_all(&raw_request(2, key_a, "wait", 2)).unwrap();
+    raw.write_all(&raw_request(3, key_b, "wait", 3)).unwrap();
+    // A's first request and B's run at once.
+    a.wait_inside(1);
+    b.wait_inside(1);
+    b.open();
+    assert_eq!(read_any_reply(&mut raw), (3, Ok(3)));
+    a.open();
+    let mut rest = [read_any_reply(&mut raw), read_any_reply(&mut raw)];
+    rest.sort_by_key(|(id, _)| *id);
+    assert_eq!(rest, [(1, Ok(1)), (2, Ok(2))]);
+    // A's requests ran one at a time, in arrival order.
+    assert_eq!(a.max_inside(), 1);
+    assert_eq!(a.log(), [1, 2]);
+    // An object with nothing to do keeps no thread.
+    wait_until("the objects' threads have ended", || {
+        threads_named("armillary-objec") == 0
+    });
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn a_poa_level_model_overrides_the_orbs() {
+    use armillary::poa::Policy;
+    let orb = Orb::with_config(model(ConcurrencyModel::SingleThreadedReactive)).unwrap();
+    let root = orb.root_poa();
+    root.manager().activate().unwrap();
+    let slow_poa = root
+        .create_poa(
+            "slow",
+            Some(root.manager()),
+            &[Policy::Concurrency(ConcurrencyModel::WorkerPool {
+                workers: 2,
+                queue: 8,
+            })],
+        )
+        .unwrap();
+    let activate = |poa: &armillary::poa::Poa| {
+        let latch = Arc::new(Latch::default());
+        let servant: Arc<dyn Servant> = latch.clone();
+        let id = poa.activate_object(servant).unwrap();
+        (latch, key_of(&poa.id_to_reference(id).unwrap()))
+    };
+    let (slow, slow_key) = activate(&slow_poa);
+    let (fast, fast_key) = activate(&root);
+    let mut raw = raw_connection(&orb);
+    raw.write_all(&raw_request(1, &slow_key, "wait", 1))
+        .unwrap();
+    slow.wait_inside(1);
+    // The slow POA's upcall runs on its worker pool, so the reactive
+    // ORB's reactor thread still serves the fast POA on the same
+    // connection (with the ORB's model alone, this reply would wait).
+    raw.write_all(&raw_request(2, &fast_key, "echo_long", 2))
+        .unwrap();
+    assert_eq!(read_any_reply(&mut raw), (2, Ok(2)));
+    slow.open();
+    assert_eq!(read_any_reply(&mut raw), (1, Ok(1)));
+    assert_eq!(slow.threads(), ["armillary-worker"]);
+    assert_eq!(fast.threads(), ["armillary-reactor-0"]);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn a_single_thread_poa_serializes_its_upcalls_under_thread_per_request() {
+    use armillary::poa::{Policy, ThreadPolicy};
+    let orb = Orb::with_config(model(ConcurrencyModel::ThreadPerRequest(Some(2)))).unwrap();
+    let root = orb.root_poa();
+    root.manager().activate().unwrap();
+    let poa = root
+        .create_poa(
+            "single",
+            Some(root.manager()),
+            &[Policy::Thread(ThreadPolicy::SingleThread)],
+        )
+        .unwrap();
+    let latch = Arc::new(Latch::default());
+    let servant: Arc<dyn Servant> = latch.clone();
+    let key = key_of(
+        &poa.id_to_reference(poa.activate_object(servant).unwrap())
+            .unwrap(),
+    );
+    let mut raw = raw_connection(&orb);
+    raw.write_all(&raw_request(1, &key, "wait", 1)).unwrap();
+    raw.write_all(&raw_request(2, &key, "wait", 2)).unwrap();
+    latch.wait_inside(1);
+    // Both requests have a thread (the cap of 2 is reached: a third is
+    // refused), yet only one is inside the POA.
+    raw.write_all(&raw_request(3, &key, "echo_long", 3))
+        .unwrap();
+    let (id, outcome) = read_any_reply(&mut raw);
+    assert_eq!(id, 3);
+    assert!(is_server_busy(&outcome), "{outcome:?}");
+    latch.open();
+    let mut replies = [read_any_reply(&mut raw), read_any_reply(&mut raw)];
+    replies.sort_by_key(|(id, _)| *id);
+    assert_eq!(replies, [(1, Ok(1)), (2, Ok(2))]);
+    assert_eq!(latch.max_inside(), 1);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

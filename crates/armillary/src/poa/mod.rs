@@ -662,6 +662,11 @@ impl Poa {
         self.inner.policies
     }
 
+    /// A number that tells this POA apart from every other POA alive.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     /// The child POAs.
     #[doc(alias = "the_children")]
     pub fn children(&self) -> Vec<Poa> {

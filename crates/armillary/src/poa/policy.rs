@@ -95,6 +95,10 @@ pub enum Policy {
     RequestProcessing(RequestProcessingPolicy),
     /// `ImplicitActivationPolicy`.
     ImplicitActivation(ImplicitActivationPolicy),
+    /// Armillary's own: the server concurrency model that runs this POA's
+    /// requests, instead of the ORB's (see
+    /// [`Policies::concurrency`]).
+    Concurrency(crate::config::ConcurrencyModel),
 }
 
 /// The complete set of policies of one POA, every one given or defaulted
@@ -116,6 +120,34 @@ pub struct Policies {
     pub request_processing: RequestProcessingPolicy,
     /// Whether servants may be activated implicitly.
     pub implicit_activation: ImplicitActivationPolicy,
+    /// The concurrency model that runs this POA's requests (`None`: the
+    /// ORB's, the default). The ORB's model still decides which threads
+    /// read the connections; the POA's decides where its requests run
+    /// once read. A model that runs requests on the thread that read them
+    /// (`SingleThreadedReactive`, `ThreadPool`, `ThreadPerConnection`,
+    /// `ApplicationThreads`) runs them there; `ThreadPerRequest`,
+    /// `WorkerPool` and `ThreadPerObject` hand them to their own threads,
+    /// started on the POA's first request and shared by every POA that
+    /// chose the same model. A child POA does not inherit its parent's.
+    ///
+    /// ```
+    /// use armillary::config::ConcurrencyModel;
+    /// use armillary::poa::Policy;
+    /// let orb = armillary::Orb::with_config(armillary::config::OrbConfig::default()).unwrap();
+    /// let root = orb.root_poa();
+    /// let slow = root
+    ///     .create_poa(
+    ///         "slow",
+    ///         None,
+    ///         &[Policy::Concurrency(ConcurrencyModel::WorkerPool { workers: 4, queue: 64 })],
+    ///     )
+    ///     .unwrap();
+    /// assert_eq!(
+    ///     slow.policies().concurrency,
+    ///     Some(ConcurrencyModel::WorkerPool { workers: 4, queue: 64 })
+    /// );
+    /// ```
+    pub concurrency: Option<crate::config::ConcurrencyModel>,
 }
 
 impl Policies {
@@ -140,6 +172,7 @@ impl Policies {
                 Policy::ServantRetention(v) => p.servant_retention = v,
                 Policy::RequestProcessing(v) => p.request_processing = v,
                 Policy::ImplicitActivation(v) => p.implicit_activation = v,
+                Policy::Concurrency(v) => p.concurrency = Some(v),
             }
         }
         let position = |pred: &dyn Fn(&Policy) -> bool| list.iter().position(pred).unwrap_or(0);

@@ -444,8 +444,9 @@ impl ServerConnection {
     /// The read times out as often as the idle or message timeout needs
     /// (see the acceptor); the thread then closes an idle connection with
     /// CloseConnection, or an overdue one with MessageError. Requests run
-    /// on this thread, so none is running when it looks; replies are
-    /// written blocking, which is this model's back-pressure.
+    /// on this thread (unless a POA's model hands them off: they count as
+    /// running until answered, so the connection is not idle meanwhile);
+    /// replies are written blocking, which is this model's back-pressure.
     pub(super) fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         while !self.closed.load(Ordering::SeqCst) {
             let frames = self.read_frames(reactor, 0);
@@ -458,11 +459,13 @@ impl ServerConnection {
                 return;
             }
             for frame in frames {
-                self.serve(reactor, frame, None);
+                self.serve(reactor, frame, self.in_progress(reactor));
             }
             if self.eof.load(Ordering::SeqCst) {
-                // Requests a filter sent to other threads close the
-                // connection when the last of them is answered.
+                // Closed now if everything is answered; else by the last
+                // request in progress (one a POA's model or the request filter
+                // runs on another thread, or one a POA manager holds) when
+                // it ends.
                 self.close_if_finished(reactor);
                 return;
             }

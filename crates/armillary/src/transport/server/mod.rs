@@ -218,7 +218,10 @@ impl Server {
         config: &OrbConfig,
         adapter: Weak<dyn ObjectAdapter>,
     ) -> Result<Arc<Server>, OrbError> {
-        let concurrency = concurrency::for_config(config);
+        let concurrency = concurrency::for_config(config).map_err(|source| OrbError::Listen {
+            endpoint: "thread".into(),
+            source,
+        })?;
         // Ticks drive the idle and message timeouts and an acceptor's
         // retries when descriptors ran out: always on.
         let reactor = Reactor::new(true).map_err(|source| OrbError::Listen {

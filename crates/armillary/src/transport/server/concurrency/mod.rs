@@ -3,8 +3,12 @@
 //!
 //! Each model is one [`ServerConcurrency`] in a file of its own
 //! (`reactive.rs`, `thread_pool.rs`, `thread_per_connection.rs`,
-//! `application.rs`), and [`for_config`] is the one place that picks it
-//! from the ORB's configuration. The server and the ORB ask the model;
+//! `application.rs`, `thread_per_request.rs`, `worker_pool.rs`,
+//! `thread_per_object.rs`), and [`for_config`] is the one place that picks
+//! it from the ORB's configuration. A POA may choose another model for its
+//! own requests (`Policy::Concurrency`): `per_poa.rs` routes each request
+//! to its POA's model, which decides where the request runs (the ORB's
+//! model still decides who reads). The server and the ORB ask the model;
 //! they never branch on which one it is. Adding a model is adding a file
 //! and a line in `for_config`.
 //!
@@ -26,12 +30,20 @@
 
 mod application;
 mod locality;
+mod per_poa;
 mod reactive;
 mod thread_per_connection;
+mod thread_per_object;
+mod thread_per_request;
 mod thread_pool;
+mod worker_pool;
 
 use std::fmt;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use parking_lot::Mutex;
 
 use crate::completion::WaitForCompletion;
 use crate::config::{ConcurrencyModel, OrbConfig};
@@ -73,18 +85,90 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
     fn connection_closed(&self, _connection: u64) {}
 }
 
-/// The model `config` asks for: the one place that maps the
-/// configuration's [`ConcurrencyModel`] to its implementation.
-pub(crate) fn for_config(config: &OrbConfig) -> Arc<dyn ServerConcurrency> {
-    match config.concurrency {
-        ConcurrencyModel::SingleThreadedReactive => Arc::new(reactive::Reactive),
+/// The model `config` asks for, with the POA-level choices routed on top
+/// of it: the one place that maps the configuration to the models. Fails
+/// when a model's threads cannot be started.
+pub(crate) fn for_config(config: &OrbConfig) -> std::io::Result<Arc<dyn ServerConcurrency>> {
+    let orb = for_model(config.concurrency)?;
+    Ok(Arc::new(per_poa::PerPoa::new(config.concurrency, orb)))
+}
+
+/// The implementation of one [`ConcurrencyModel`].
+fn for_model(model: ConcurrencyModel) -> std::io::Result<Arc<dyn ServerConcurrency>> {
+    Ok(match model {
         ConcurrencyModel::ThreadPool(n) => Arc::new(thread_pool::ThreadPool::new(n)),
         ConcurrencyModel::ThreadPerConnection => {
             Arc::new(thread_per_connection::ThreadPerConnection)
         }
         ConcurrencyModel::ApplicationThreads => Arc::new(application::ApplicationThreads),
         ConcurrencyModel::Locality(n) => Arc::new(locality::Locality::new(n)),
+        ConcurrencyModel::ThreadPerRequest(cap) => {
+            Arc::new(thread_per_request::ThreadPerRequest::new(cap))
+        }
+        ConcurrencyModel::WorkerPool { workers, queue } => {
+            Arc::new(worker_pool::WorkerPool::start(workers, queue)?)
+        }
+        ConcurrencyModel::ThreadPerObject => Arc::new(thread_per_object::ThreadPerObject::new()),
+        // `SingleThreadedReactive`, and any model added to the enum later
+        // until it has an implementation here.
+        _ => Arc::new(reactive::Reactive),
+    })
+}
+
+/// The answer to a request a model has no room for: TRANSIENT with
+/// [`minor::SERVER_BUSY`], COMPLETED_NO (the client may send it again).
+fn busy() -> SystemException {
+    SystemException::transient(minor::SERVER_BUSY, CompletionStatus::No)
+}
+
+/// The threads a model started, so that stopping can wait for them; once
+/// stopped it starts no more.
+#[derive(Debug, Default)]
+struct ModelThreads {
+    /// `None` once stopped.
+    handles: Mutex<Option<Vec<JoinHandle<()>>>>,
+}
+
+impl ModelThreads {
+    fn new() -> ModelThreads {
+        ModelThreads {
+            handles: Mutex::new(Some(Vec::new())),
+        }
     }
+
+    /// Runs `work` on a new thread called `name`; an error when the system
+    /// has no thread for it or the model has stopped (`work` is dropped).
+    fn spawn(&self, name: &str, work: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        let mut handles = self.handles.lock();
+        let Some(handles) = handles.as_mut() else {
+            return Err(std::io::Error::other("the server is stopping"));
+        };
+        handles.retain(|h| !h.is_finished());
+        let handle = std::thread::Builder::new().name(name.into()).spawn(work)?;
+        handles.push(handle);
+        Ok(())
+    }
+
+    /// Starts no more threads; with [`WaitForCompletion::Yes`], waits for
+    /// those running (never for the calling thread itself).
+    fn stop(&self, wait: WaitForCompletion) {
+        let handles = self.handles.lock().take().unwrap_or_default();
+        if wait.is_yes() {
+            let current = std::thread::current().id();
+            for handle in handles {
+                if handle.thread().id() != current {
+                    let _ = handle.join();
+                }
+            }
+        }
+    }
+}
+
+/// Runs a request on a thread of a model that must outlive a servant that
+/// panics: the panic ends the upcall (the client gets no reply and the
+/// connection's accounting is released), not the model's thread.
+fn run_contained(request: Dispatch) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.run()));
 }
 
 /// A request read and resolved to a servant, ready to run: the upcall
@@ -120,13 +204,11 @@ impl Dispatch {
     }
 
     /// The POA of the target object.
-    #[allow(dead_code)] // For the models that choose by target.
     pub(crate) fn poa(&self) -> &Poa {
         self.upcall.poa()
     }
 
     /// The target object's id within its POA.
-    #[allow(dead_code)] // For the models that choose by target.
     pub(crate) fn object_id(&self) -> &ObjectId {
         self.upcall.object_id()
     }
@@ -150,7 +232,6 @@ impl Dispatch {
 
     /// Answers the request with `exception` (COMPLETED_NO: the upcall
     /// does not run), when the model cannot take it.
-    #[allow(dead_code)] // For the models with limits.
     pub(crate) fn reject(self, exception: armillary_giop::system_exception::SystemException) {
         drop(self.upcall);
         (self.reject)(exception);

@@ -1,0 +1,83 @@
+//! The POA-level choice of model (`Policy::Concurrency`): each request
+//! runs as its POA's model says, or as the ORB's when its POA chose none.
+//! The ORB's model alone decides who reads; a POA's model decides where
+//! its requests run. A POA that chooses a model that runs requests on the
+//! reading thread (`reactive`, `thread-pool`, `thread-per-connection`,
+//! `application`) has them run there, whichever thread read them. The
+//! models POAs choose are started on their first request and shared by
+//! every POA that chose the same one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{busy, for_model, Dispatch, ServerConcurrency};
+use crate::completion::WaitForCompletion;
+use crate::config::ConcurrencyModel;
+
+/// The ORB's model, and those its POAs chose.
+#[derive(Debug)]
+pub(crate) struct PerPoa {
+    orb_model: ConcurrencyModel,
+    orb: Arc<dyn ServerConcurrency>,
+    /// The models POAs chose, started on first use; `None` once stopped.
+    chosen: Mutex<Option<HashMap<ConcurrencyModel, Arc<dyn ServerConcurrency>>>>,
+}
+
+impl PerPoa {
+    /// Routes to `orb` (which implements `orb_model`) unless a POA chose
+    /// another model.
+    pub(crate) fn new(orb_model: ConcurrencyModel, orb: Arc<dyn ServerConcurrency>) -> PerPoa {
+        PerPoa {
+            orb_model,
+            orb,
+            chosen: Mutex::new(Some(HashMap::new())),
+        }
+    }
+
+    /// The model `model` names, started if it is not yet; `None` when the
+    /// server is stopping or its threads cannot start.
+    fn chosen(&self, model: ConcurrencyModel) -> Option<Arc<dyn ServerConcurrency>> {
+        let mut chosen = self.chosen.lock();
+        let chosen = chosen.as_mut()?;
+        if let Some(m) = chosen.get(&model) {
+            return Some(m.clone());
+        }
+        let started = for_model(model).ok()?;
+        chosen.insert(model, started.clone());
+        Some(started)
+    }
+}
+
+impl ServerConcurrency for PerPoa {
+    fn reactor_threads(&self) -> usize {
+        self.orb.reactor_threads()
+    }
+
+    fn driven_by_application(&self) -> bool {
+        self.orb.driven_by_application()
+    }
+
+    fn thread_per_connection(&self) -> bool {
+        self.orb.thread_per_connection()
+    }
+
+    fn dispatch(&self, request: Dispatch) {
+        match request.poa().policies().concurrency {
+            Some(model) if model != self.orb_model => match self.chosen(model) {
+                Some(chosen) => chosen.dispatch(request),
+                None => request.reject(busy()),
+            },
+            _ => self.orb.dispatch(request),
+        }
+    }
+
+    fn stop(&self, wait: WaitForCompletion) {
+        self.orb.stop(wait);
+        let chosen = self.chosen.lock().take().unwrap_or_default();
+        for model in chosen.into_values() {
+            model.stop(wait);
+        }
+    }
+}

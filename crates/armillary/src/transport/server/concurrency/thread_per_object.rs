@@ -1,0 +1,94 @@
+//! Thread per object: one reactor thread reads every connection; every
+//! object (its POA and object id) gets a queue and a thread of its own
+//! while it has requests, so one object's requests run one at a time in
+//! arrival order and different objects' run in parallel. The thread ends
+//! once its object's queue is empty: an object that is deactivated, or
+//! whose POA is destroyed, keeps no thread, and an idle server holds none.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{busy, run_contained, Dispatch, ModelThreads, ServerConcurrency};
+use crate::completion::WaitForCompletion;
+use crate::poa::ObjectId;
+
+/// An object: its POA's identity and its id within the POA.
+type ObjectKey = (usize, ObjectId);
+
+/// A queue and a thread per object with requests.
+#[derive(Debug)]
+pub(crate) struct ThreadPerObject {
+    /// The objects with a thread, and the requests waiting for it.
+    queues: Arc<Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>>,
+    threads: ModelThreads,
+}
+
+impl ThreadPerObject {
+    /// No object has a thread yet.
+    pub(crate) fn new() -> ThreadPerObject {
+        ThreadPerObject {
+            queues: Arc::new(Mutex::new(HashMap::new())),
+            threads: ModelThreads::new(),
+        }
+    }
+}
+
+/// An object's thread: runs its requests in order until none is left.
+fn serve(queues: &Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>, key: &ObjectKey) {
+    loop {
+        let request = {
+            let mut queues = queues.lock();
+            let Some(queue) = queues.get_mut(key) else {
+                // Stopped: the queues were cleared.
+                return;
+            };
+            match queue.pop_front() {
+                Some(request) => request,
+                None => {
+                    queues.remove(key);
+                    return;
+                }
+            }
+        };
+        run_contained(request);
+    }
+}
+
+impl ServerConcurrency for ThreadPerObject {
+    fn reactor_threads(&self) -> usize {
+        1
+    }
+
+    fn dispatch(&self, request: Dispatch) {
+        let key = (request.poa().identity(), request.object_id().clone());
+        let mut queues = self.queues.lock();
+        if let Some(queue) = queues.get_mut(&key) {
+            // Its thread is running: it takes this one in turn.
+            queue.push_back(request);
+            return;
+        }
+        queues.insert(key.clone(), VecDeque::from([request]));
+        // Spawned under the lock, so that the entry is there for it; the
+        // thread's first step waits for the lock.
+        let (shared, thread_key) = (self.queues.clone(), key.clone());
+        let started = self
+            .threads
+            .spawn("armillary-object", move || serve(&shared, &thread_key));
+        if started.is_err() {
+            let unrun = queues.remove(&key).unwrap_or_default();
+            drop(queues);
+            for request in unrun {
+                request.reject(busy());
+            }
+        }
+    }
+
+    fn stop(&self, wait: WaitForCompletion) {
+        // Requests still queued are not run: their connections are closed.
+        let unrun = std::mem::take(&mut *self.queues.lock());
+        drop(unrun);
+        self.threads.stop(wait);
+    }
+}

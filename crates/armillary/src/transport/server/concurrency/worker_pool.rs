@@ -1,0 +1,116 @@
+//! Worker pool (Visibroker's thread pool): one reactor thread reads every
+//! connection and puts the requests into a bounded queue; N worker threads
+//! take them in arrival order and run them. A request that finds the queue
+//! full is answered at once with TRANSIENT (`minor::SERVER_BUSY`,
+//! COMPLETED_NO): the reading thread never waits for a worker. With every
+//! worker busy in an upcall that waits on a call back into this server,
+//! that nested request waits in the queue: size the pool for the depth of
+//! nesting the application uses.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{busy, run_contained, Dispatch, ModelThreads, ServerConcurrency};
+use crate::completion::WaitForCompletion;
+
+/// N workers fed by a bounded queue.
+#[derive(Debug)]
+pub(crate) struct WorkerPool {
+    queue: Arc<Queue>,
+    threads: ModelThreads,
+}
+
+#[derive(Debug)]
+struct Queue {
+    state: Mutex<QueueState>,
+    /// Signalled when a request is queued or the pool stops.
+    ready: Condvar,
+    capacity: usize,
+}
+
+#[derive(Debug)]
+struct QueueState {
+    requests: VecDeque<Dispatch>,
+    stopped: bool,
+}
+
+impl WorkerPool {
+    /// Starts `workers` threads (at least one) behind a queue of
+    /// `capacity` requests (at least one).
+    pub(crate) fn start(workers: usize, capacity: usize) -> std::io::Result<WorkerPool> {
+        let queue = Arc::new(Queue {
+            state: Mutex::new(QueueState {
+                requests: VecDeque::new(),
+                stopped: false,
+            }),
+            ready: Condvar::new(),
+            capacity: capacity.max(1),
+        });
+        let pool = WorkerPool {
+            queue,
+            threads: ModelThreads::new(),
+        };
+        for _ in 0..workers.max(1) {
+            let queue = pool.queue.clone();
+            if let Err(e) = pool.threads.spawn("armillary-worker", move || queue.work()) {
+                pool.stop(WaitForCompletion::Yes);
+                return Err(e);
+            }
+        }
+        Ok(pool)
+    }
+}
+
+impl Queue {
+    /// A worker's loop: takes requests in arrival order until the pool
+    /// stops.
+    fn work(&self) {
+        loop {
+            let request = {
+                let mut state = self.state.lock();
+                loop {
+                    if state.stopped {
+                        return;
+                    }
+                    if let Some(request) = state.requests.pop_front() {
+                        break request;
+                    }
+                    self.ready.wait(&mut state);
+                }
+            };
+            run_contained(request);
+        }
+    }
+}
+
+impl ServerConcurrency for WorkerPool {
+    fn reactor_threads(&self) -> usize {
+        1
+    }
+
+    fn dispatch(&self, request: Dispatch) {
+        let mut state = self.queue.state.lock();
+        if state.stopped || state.requests.len() >= self.queue.capacity {
+            drop(state);
+            request.reject(busy());
+            return;
+        }
+        state.requests.push_back(request);
+        drop(state);
+        self.queue.ready.notify_one();
+    }
+
+    fn stop(&self, wait: WaitForCompletion) {
+        // Requests still queued are not run: their connections are closed.
+        let unrun = {
+            let mut state = self.queue.state.lock();
+            state.stopped = true;
+            std::mem::take(&mut state.requests)
+        };
+        self.queue.ready.notify_all();
+        drop(unrun);
+        self.threads.stop(wait);
+    }
+}
