@@ -76,7 +76,7 @@ pub struct ThreadingArgs {
     /// Rounds: each point runs this many times per model, the models
     /// taking turns; the throughput reported is the median round's, the
     /// percentiles are over every call of every round.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 2)]
     rounds: usize,
     /// CPUs to pin the whole run to (taskset list, e.g. `0`), or `none`.
     /// `0` puts clients and server on one CPU, which makes the `demux`
