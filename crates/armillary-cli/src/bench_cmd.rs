@@ -4,7 +4,9 @@
 //! and omniORB client → omniORB server when omniORB is installed; the
 //! contenders take turns, round after round, all pinned to the same CPUs.
 //! `idl` times the IDL compiler (see `bench_idl`); `soak` runs mixed
-//! traffic for minutes and checks nothing is lost (see `bench_soak`).
+//! traffic for minutes and checks nothing is lost (see `bench_soak`);
+//! `threading` compares the server concurrency models (see
+//! `bench_threading`). What they share to report lives in `bench_report`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -21,7 +23,6 @@ use armillary::giop::{ByteOrder, GiopVersion};
 use armillary::runtime::ReplyBody;
 use armillary::{ObjectRef, Orb, Servant, ServerRequest};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 /// `armillary bench …`
@@ -53,6 +54,9 @@ enum BenchCommand {
         #[arg(long, default_value = "reactive")]
         concurrency: String,
     },
+    /// The server concurrency models in the Visibroker and MICO threading
+    /// experiments (see `bench_threading`).
+    Threading(crate::bench_threading::ThreadingArgs),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -127,6 +131,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             cpus,
             concurrency,
         } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
+        BenchCommand::Threading(args) => crate::bench_threading::run(args),
         BenchCommand::Idl {
             dir,
             rounds,
@@ -352,26 +357,9 @@ fn latency(
     cpus: &str,
     concurrency: &str,
 ) -> Result<ExitCode, String> {
-    // Pin by running again under taskset: every process started from here
-    // inherits the CPU set.
-    if cpus != "none" && std::env::var_os("ARMILLARY_BENCH_PINNED").is_none() {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        match Command::new("taskset")
-            .arg("-c")
-            .arg(cpus)
-            .arg(&exe)
-            .args(&args)
-            .env("ARMILLARY_BENCH_PINNED", cpus)
-            .status()
-        {
-            Ok(status) => return Ok(ExitCode::from(status.code().unwrap_or(1) as u8)),
-            Err(e) => eprintln!("warning: cannot pin with taskset ({e}); running unpinned"),
-        }
-    }
-    let pinning = match std::env::var("ARMILLARY_BENCH_PINNED") {
-        Ok(cpus) => format!("all processes on CPU {cpus} (taskset)"),
-        Err(_) => "unpinned".to_owned(),
+    let pinning = match crate::bench_report::pin(cpus)? {
+        crate::bench_report::Pinning::RanPinned(code) => return Ok(code),
+        crate::bench_report::Pinning::Here(pinning) => pinning,
     };
     eprintln!("pinning: {pinning}");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -476,11 +464,7 @@ fn latency(
         micros: Vec::new(),
     };
     let steps = rounds as u64 * if omni.is_some() { 3 } else { 2 };
-    let bar = ProgressBar::new(steps);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = crate::bench_report::progress(steps, "");
     for round in 0..rounds {
         bar.set_message(format!("round {} armillary", round + 1));
         for i in 0..per_round {
@@ -553,11 +537,7 @@ fn latency(
         result[s.name] = summary;
     }
     if let Some(path) = json_file {
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        crate::bench_report::write_json(&path, &result)?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(ExitCode::SUCCESS)

@@ -180,8 +180,7 @@ pub fn run(
             },
             "omniidl": theirs_median.map(|t| json!({"median_ms": t.as_secs_f64() * 1e3})),
         });
-        std::fs::write(path, format!("{value:#}\n"))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::bench_report::write_json(path, &value)?;
     }
     Ok(())
 }

@@ -27,7 +27,6 @@ use armillary::config::OrbConfig;
 use armillary::giop::cdr::CdrError;
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::{ObjectRef, Orb, Servant, ServerRequest};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
 use crate::bench_cmd::{wait_for_file, write_atomically, Peer};
@@ -349,11 +348,7 @@ pub fn run(options: SoakOptions) -> Result<ExitCode, String> {
         .collect();
 
     let total = options.duration.as_secs().max(1);
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} s {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = crate::bench_report::progress(total, " s");
     let mut samples = Vec::new();
     while started.elapsed() < options.duration {
         std::thread::sleep(Duration::from_secs(1).min(options.duration));
@@ -496,11 +491,7 @@ pub fn run(options: SoakOptions) -> Result<ExitCode, String> {
         "ok": ok,
     });
     if let Some(path) = &options.json {
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        crate::bench_report::write_json(path, &report)?;
     }
     if ok {
         Ok(ExitCode::SUCCESS)

@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand};
 
 mod bench_cmd;
 mod bench_idl;
+mod bench_report;
 mod bench_soak;
+mod bench_threading;
 mod demo_cmd;
 mod idl_cmd;
 mod ior_cmd;

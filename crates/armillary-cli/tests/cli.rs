@@ -201,3 +201,101 @@ fn bench_soak_loses_nothing_in_a_short_run() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn bench_threading_reports_every_experiment_and_model() {
+    let dir = std::env::temp_dir().join(format!("armillary-threading-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, svg) = (dir.join("t.json"), dir.join("t.svg"));
+    let (code, out, err) = run(&[
+        "bench",
+        "threading",
+        "--size",
+        "tiny",
+        "--rounds",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let header = out.lines().next().unwrap();
+    for column in [
+        "experiment",
+        "point",
+        "model",
+        "requests/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    let experiments = [
+        "conversation",
+        "contention",
+        "traffic",
+        "train",
+        "demux",
+        "locality",
+    ];
+    let models: Vec<String> = armillary::config::ConcurrencyModel::menu(4)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // One table row per record, after the header.
+    assert_eq!(out.lines().count(), records.len() + 1, "{out}");
+    for experiment in experiments {
+        let mine: Vec<_> = records
+            .iter()
+            .filter(|r| r["experiment"] == experiment)
+            .collect();
+        assert!(!mine.is_empty(), "no {experiment} records");
+        // Every model measured every point of the experiment.
+        for model in &models {
+            let n = mine.iter().filter(|r| r["model"] == model.as_str()).count();
+            assert_eq!(n * models.len(), mine.len(), "{experiment} {model}");
+        }
+    }
+    for r in &records {
+        for key in [
+            "experiment",
+            "model",
+            "throughput",
+            "p50_ms",
+            "p99_ms",
+            "errors",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+        // Every call of the tiny run was answered.
+        assert_eq!(r["errors"], 0, "{r}");
+        assert_eq!(r["rounds"], 2, "{r}");
+        assert!(r["throughput"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let demux: Vec<u64> = records
+        .iter()
+        .filter_map(|r| r["active_objects"].as_u64())
+        .collect();
+    assert!(demux.contains(&1) && demux.contains(&10), "{demux:?}");
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg"), "{}", &plot[..plot.len().min(200)]);
+    // One chart per experiment, captioned with its name.
+    for experiment in experiments {
+        assert!(
+            plot.lines().any(|l| l.trim() == experiment),
+            "no {experiment} chart"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bench_threading_rejects_an_unknown_model() {
+    let (code, _, err) = run(&["bench", "threading", "--models", "reactive,bogus"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("bad model \"bogus\""), "{err}");
+}

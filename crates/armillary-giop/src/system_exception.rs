@@ -103,6 +103,12 @@ pub mod minor {
     /// full); the request did not run, so it may be sent again
     /// (Armillary's own).
     pub const SERVER_BUSY: u32 = armillary_minor(30);
+    /// OBJ_ADAPTER: a request filter sent a request to a lane the ORB's
+    /// configuration does not name (Armillary's own).
+    pub const UNKNOWN_LANE: u32 = armillary_minor(32);
+    /// TRANSIENT: the server could not start a thread for a request (the
+    /// system refused one); the request did not run (Armillary's own).
+    pub const NO_THREAD: u32 = armillary_minor(33);
 }
 
 /// Whether the operation ran before the exception was raised.

@@ -10,10 +10,11 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object\|locality:N` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
+//! | `-ORBLane NAME:THREADS` | a lane, a pool of threads a [`RequestFilter`](crate::RequestFilter) may route requests to; repeatable |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
 //! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is refused with the reactive, thread-per-connection and application models (see [`WaitStrategy`]) |
@@ -131,6 +132,16 @@ pub enum ConcurrencyModel {
     /// an object that is deactivated, or whose POA is destroyed, keeps no
     /// thread.
     ThreadPerObject,
+    /// Locality-aware scheduling (Jacobsen's MICO study): one reactor
+    /// thread reads every connection and hands each request to N workers
+    /// as a job of its connection's *stream*. A stream stays on one worker
+    /// while it has work pending, and runs there in arrival order; an idle
+    /// worker takes the waiting stream with the most requests, switching
+    /// for fewer than a threshold only after lingering for its own; no
+    /// stream waits more than a bounded number of other requests (the
+    /// bound and its proof: `transport/server/concurrency/locality.rs`). `-ORBConcurrency
+    /// locality:N`.
+    Locality(usize),
 }
 
 impl ConcurrencyModel {
@@ -140,7 +151,7 @@ impl ConcurrencyModel {
 
     /// Parses an `-ORBConcurrency` value (`reactive`, `thread-pool:N`,
     /// `thread-per-connection`, `application`, `thread-per-request[:CAP]`,
-    /// `worker-pool:N[:QUEUE]`, `thread-per-object`); `None` when it is
+    /// `worker-pool:N[:QUEUE]`, `thread-per-object`, `locality:N`); `None` when it is
     /// none of these or a count is 0.
     ///
     /// ```
@@ -176,8 +187,71 @@ impl ConcurrencyModel {
                 workers: count(n)?,
                 queue: count(q)?,
             },
+            ("locality", [n]) => ConcurrencyModel::Locality(count(n)?),
             _ => return None,
         })
+    }
+
+    /// One instance of every model, with `threads` where a model takes a
+    /// thread count: the menu a benchmark compares (`armillary bench
+    /// threading`). A new model joins the menu here.
+    ///
+    /// ```
+    /// use armillary::config::ConcurrencyModel;
+    /// let menu = ConcurrencyModel::menu(4);
+    /// assert!(menu.contains(&ConcurrencyModel::ThreadPool(4)));
+    /// assert!(menu.iter().all(|m| m.to_string().parse::<ConcurrencyModel>() == Ok(*m)));
+    /// ```
+    pub fn menu(threads: usize) -> Vec<ConcurrencyModel> {
+        let threads = threads.max(1);
+        vec![
+            ConcurrencyModel::SingleThreadedReactive,
+            ConcurrencyModel::ThreadPool(threads),
+            ConcurrencyModel::ThreadPerConnection,
+            ConcurrencyModel::ApplicationThreads,
+            ConcurrencyModel::ThreadPerRequest(None),
+            ConcurrencyModel::WorkerPool {
+                workers: threads,
+                queue: Self::DEFAULT_WORKER_QUEUE,
+            },
+            ConcurrencyModel::ThreadPerObject,
+            ConcurrencyModel::Locality(threads),
+        ]
+    }
+}
+
+/// The `-ORBConcurrency` spelling: `reactive`, `thread-pool:4`, …
+impl std::fmt::Display for ConcurrencyModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConcurrencyModel::SingleThreadedReactive => f.write_str("reactive"),
+            ConcurrencyModel::ThreadPool(n) => write!(f, "thread-pool:{n}"),
+            ConcurrencyModel::ThreadPerConnection => f.write_str("thread-per-connection"),
+            ConcurrencyModel::ApplicationThreads => f.write_str("application"),
+            ConcurrencyModel::ThreadPerRequest(None) => f.write_str("thread-per-request"),
+            ConcurrencyModel::ThreadPerRequest(Some(cap)) => {
+                write!(f, "thread-per-request:{cap}")
+            }
+            ConcurrencyModel::WorkerPool { workers, queue } => {
+                write!(f, "worker-pool:{workers}:{queue}")
+            }
+            ConcurrencyModel::ThreadPerObject => f.write_str("thread-per-object"),
+            ConcurrencyModel::Locality(n) => write!(f, "locality:{n}"),
+        }
+    }
+}
+
+/// Parses the `-ORBConcurrency` spelling (see
+/// [`ConcurrencyModel::parse`]); the error says what was expected.
+impl std::str::FromStr for ConcurrencyModel {
+    type Err = &'static str;
+
+    fn from_str(v: &str) -> Result<Self, &'static str> {
+        ConcurrencyModel::parse(v).ok_or(
+            "expected reactive, thread-pool:N, thread-per-connection, application, \
+             thread-per-request[:CAP], worker-pool:N[:QUEUE], thread-per-object or locality:N \
+             (counts 1 or more)",
+        )
     }
 }
 
@@ -526,6 +600,10 @@ pub struct OrbConfig {
     pub(crate) wait_strategy: WaitStrategy,
     /// Whether requests share connections.
     pub(crate) transport_mux: TransportMux,
+    /// The threading framework's filter (see [`crate::RequestFilter`]).
+    pub(crate) request_filter: crate::request_filter::FilterSlot,
+    /// The lanes a request filter may route requests to.
+    pub(crate) lanes: Vec<crate::request_filter::LaneConfig>,
 }
 
 impl Default for OrbConfig {
@@ -555,6 +633,8 @@ impl Default for OrbConfig {
             client_max_outstanding: 1024,
             wait_strategy: WaitStrategy::LeaderFollowers,
             transport_mux: TransportMux::Muxed,
+            request_filter: crate::request_filter::FilterSlot::default(),
+            lanes: Vec::new(),
         }
     }
 }
@@ -776,6 +856,29 @@ impl OrbConfig {
         self
     }
 
+    /// Installs the threading framework's filter: it decides where each
+    /// request the server reads runs, or rejects it (see
+    /// [`RequestFilter`](crate::RequestFilter)). Without one, every
+    /// request runs where the concurrency model puts it.
+    pub fn request_filter(mut self, filter: impl crate::RequestFilter) -> Self {
+        self.request_filter = crate::request_filter::FilterSlot(Some(std::sync::Arc::new(filter)));
+        self
+    }
+
+    /// Adds a lane, a pool of `threads` threads named `name`, that a
+    /// request filter may send requests to with
+    /// [`Route::Lane`](crate::Route::Lane) (`-ORBLane name:threads`). A
+    /// second lane of the same name replaces the first.
+    pub fn lane(mut self, name: impl Into<String>, threads: usize) -> Self {
+        let name = name.into();
+        self.lanes.retain(|l| l.name != name);
+        self.lanes.push(crate::request_filter::LaneConfig {
+            name,
+            threads: threads.max(1),
+        });
+        self
+    }
+
     /// The plain IIOP endpoints to listen on, in the order added.
     pub fn get_endpoints(&self) -> &[ListenEndpoint] {
         &self.endpoints
@@ -909,6 +1012,16 @@ impl OrbConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The request filter, if one is installed.
+    pub fn get_request_filter(&self) -> Option<&std::sync::Arc<dyn crate::RequestFilter>> {
+        self.request_filter.0.as_ref()
+    }
+
+    /// The lanes, in the order added.
+    pub fn get_lanes(&self) -> &[crate::request_filter::LaneConfig] {
+        &self.lanes
     }
 
     /// The IIOP over TLS configuration.
@@ -1135,15 +1248,7 @@ impl OrbConfig {
                 }
                 "-ORBConcurrency" => {
                     let v = value()?;
-                    self.concurrency = ConcurrencyModel::parse(&v).ok_or_else(|| {
-                        bad(
-                            &option,
-                            &v,
-                            "expected reactive, thread-pool:N, thread-per-connection, application, \
-                             thread-per-request[:CAP], worker-pool:N[:QUEUE] or thread-per-object \
-                             (counts 1 or more)",
-                        )
-                    })?;
+                    self.concurrency = v.parse().map_err(|why| bad(&option, &v, why))?;
                 }
                 "-ORBIdleTimeout" => self.idle_timeout = parse_timeout(&option, &value()?)?,
                 "-ORBMessageTimeout" => self.message_timeout = parse_timeout(&option, &value()?)?,
@@ -1174,6 +1279,15 @@ impl OrbConfig {
                         "lf" | "leader-followers" => WaitStrategy::LeaderFollowers,
                         _ => return Err(bad(&option, &v, "expected read, reactor or lf")),
                     };
+                }
+                "-ORBLane" => {
+                    let v = value()?;
+                    let (name, threads) = v
+                        .split_once(':')
+                        .and_then(|(name, n)| Some((name, n.parse::<usize>().ok()?)))
+                        .filter(|(name, n)| !name.is_empty() && *n > 0)
+                        .ok_or_else(|| bad(&option, &v, "expected NAME:THREADS, THREADS ≥ 1"))?;
+                    *self = std::mem::take(self).lane(name, threads);
                 }
                 "-ORBClientMaxOutstanding" | "-ORBMaxOutstanding" => {
                     self.client_max_outstanding = parse_count(&option, &value()?)?
@@ -1256,6 +1370,7 @@ mod tests {
                 ConcurrencyModel::ThreadPerConnection,
             ),
             ("application", ConcurrencyModel::ApplicationThreads),
+            ("locality:3", ConcurrencyModel::Locality(3)),
             (
                 "thread-per-request",
                 ConcurrencyModel::ThreadPerRequest(None),
@@ -1288,6 +1403,8 @@ mod tests {
             "thread-pool:0",
             "threads",
             "application:2",
+            "locality:0",
+            "locality",
             "thread-per-request:0",
             "worker-pool",
             "worker-pool:2:0",
@@ -1296,6 +1413,12 @@ mod tests {
         ] {
             assert!(matches!(
                 OrbConfig::default().apply_args(["-ORBConcurrency", bad]),
+                Err(OrbOptionError::BadValue { .. })
+            ));
+        }
+        for bad in ["slow", "slow:0", ":2", "slow:x"] {
+            assert!(matches!(
+                OrbConfig::default().apply_args(["-ORBLane", bad]),
                 Err(OrbOptionError::BadValue { .. })
             ));
         }
@@ -1588,6 +1711,10 @@ mod tests {
             (
                 vec!["-ORBMaxOutstanding", "9"],
                 OrbConfig::new().client_max_outstanding(9),
+            ),
+            (
+                vec!["-ORBLane", "slow:3", "-ORBLane", "fast:1"],
+                OrbConfig::new().lane("slow", 3).lane("fast", 1),
             ),
             (
                 vec![

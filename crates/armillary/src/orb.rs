@@ -1415,18 +1415,30 @@ impl Progress {
 }
 
 /// The server dispatches requests through the ORB's POAs.
-impl ObjectAdapter for OrbCore {
-    fn resolve(&self, key: &[u8], operation: &str) -> Resolution {
-        // Plain keys (corbaloc) map to a reference this ORB made.
-        let mapped = self.key_table.read().get(key).and_then(|obj| {
+impl OrbCore {
+    /// The POA key a plain key (corbaloc) bound to a reference this ORB
+    /// made maps to; `None` for other keys.
+    fn mapped_key(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.key_table.read().get(key).and_then(|obj| {
             obj.ior()
                 .iiop_profiles()
                 .into_iter()
                 .next()
                 .map(|p| p.object_key)
-        });
+        })
+    }
+}
+
+impl ObjectAdapter for OrbCore {
+    fn resolve(&self, key: &[u8], operation: &str) -> Resolution {
+        let mapped = self.mapped_key(key);
         self.registry
             .resolve(mapped.as_deref().unwrap_or(key), operation)
+    }
+
+    fn describe_key(&self, key: &[u8]) -> Option<(Vec<String>, crate::poa::ObjectId)> {
+        let mapped = self.mapped_key(key);
+        self.registry.describe(mapped.as_deref().unwrap_or(key))
     }
 
     fn locate_key(&self, key: &[u8]) -> Located {

@@ -574,6 +574,22 @@ impl PoaRegistry {
         }
     }
 
+    /// The full name of the POA `object_key` names and the object id it
+    /// carries, without activating anything (what a request filter sees).
+    pub(crate) fn describe(&self, object_key: &[u8]) -> Option<(Vec<String>, ObjectId)> {
+        let key = ObjectKey::decode(object_key)?;
+        let path = match &key.poa {
+            PoaName::Transient { orb_token } => {
+                if *orb_token != self.orb_token {
+                    return None;
+                }
+                self.poa_at(key.poa_slot)?.inner.path.clone()
+            }
+            PoaName::Persistent { path } => path.clone(),
+        };
+        Some((path, key.object_id))
+    }
+
     /// Finds the servant for a request to `object_key` (the POA half of
     /// request dispatch; the ORB turns the outcome into a reply).
     pub(crate) fn resolve(&self, object_key: &[u8], operation: &str) -> Resolution {

@@ -26,6 +26,10 @@ pub(crate) trait ObjectAdapter: Send + Sync {
     /// object is here; a servant manager may forward it.
     fn locate_key(&self, key: &[u8]) -> Located;
 
+    /// The full name of the POA the object `key` names and the object id,
+    /// without activating anything (what a request filter sees).
+    fn describe_key(&self, key: &[u8]) -> Option<(Vec<String>, crate::poa::ObjectId)>;
+
     /// While alive, references decoded on this thread belong to this ORB
     /// (`None` when it is going away).
     fn decoding_scope(&self) -> Option<DecodingScope>;

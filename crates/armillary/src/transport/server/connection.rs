@@ -1,11 +1,13 @@
 //! One accepted server connection: reading it (at most one thread at a
 //! time, under its read gate), decoding requests, resolving them through
-//! the object adapters, handing each upcall to the concurrency model, and
+//! the object adapters, handing each upcall to the concurrency model (or
+//! running it where the request filter routes it), and
 //! writing the replies whole under the connection's write lock; its idle
 //! and message timeouts, back-pressure and orderly close.
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -28,6 +30,7 @@ use super::concurrency::{Dispatch, ServerConcurrency};
 use super::Shared;
 use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
+use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
 
 struct ReadGate {
@@ -104,6 +107,10 @@ pub(crate) struct ServerConnection {
     adapter: Weak<dyn ObjectAdapter>,
     /// The server's concurrency model, which runs the requests read.
     concurrency: Arc<dyn ServerConcurrency>,
+    /// The connection's number (its stream, for `locality:N`).
+    id: u64,
+    /// The client's address.
+    peer: Option<SocketAddr>,
     gate: Mutex<ReadGate>,
     decoder: Mutex<FrameDecoder>,
     /// The read buffer, allocated once; used only by the reading thread.
@@ -149,6 +156,7 @@ impl Drop for ServerConnection {
             .partial_bytes
             .fetch_sub(charged, Ordering::SeqCst);
         self.shared.open.fetch_sub(1, Ordering::SeqCst);
+        self.concurrency.connection_closed(self.id);
         self.shared.wake_paused_acceptors();
     }
 }
@@ -243,6 +251,12 @@ impl ServerConnection {
         concurrency: Arc<dyn ServerConcurrency>,
     ) -> Arc<ServerConnection> {
         let frame_limits = shared.limits.frame;
+        let peer = match &stream {
+            ConnStream::Reactive(s) => s.peer_addr().ok(),
+            ConnStream::Blocking(s) => s.peer_addr().ok(),
+            ConnStream::Closed => None,
+        };
+        let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
         Arc::new_cyclic(|me| ServerConnection {
             me: me.clone(),
             stream: Mutex::new(stream),
@@ -252,6 +266,8 @@ impl ServerConnection {
             tls,
             adapter,
             concurrency,
+            id,
+            peer,
             gate: Mutex::new(ReadGate {
                 busy: false,
                 again: false,
@@ -308,7 +324,7 @@ impl ServerConnection {
                 break;
             }
             for frame in frames {
-                self.handle(reactor, frame, self.counted(reactor));
+                self.serve(reactor, frame, self.counted(reactor));
             }
             self.close_if_finished(reactor);
             if !self.take_resumable() {
@@ -443,12 +459,13 @@ impl ServerConnection {
                 return;
             }
             for frame in frames {
-                self.handle(reactor, frame, self.in_progress(reactor));
+                self.serve(reactor, frame, self.in_progress(reactor));
             }
             if self.eof.load(Ordering::SeqCst) {
                 // Closed now if everything is answered; else by the last
-                // request in progress (one a POA's model runs on another
-                // thread, or one a POA manager holds) when it ends.
+                // request in progress (one a POA's model or the request filter
+                // runs on another thread, or one a POA manager holds) when
+                // it ends.
                 self.close_if_finished(reactor);
                 return;
             }
@@ -478,7 +495,7 @@ impl ServerConnection {
         }
         let served = !frames.is_empty();
         for frame in frames {
-            self.handle(reactor, frame, self.in_progress(reactor));
+            self.serve(reactor, frame, self.in_progress(reactor));
         }
         served
     }
@@ -596,10 +613,108 @@ impl ServerConnection {
         self.message_error(reactor);
     }
 
-    /// Serves one message that was read. `in_progress` counts a request
-    /// read by a reactor thread as running until it is answered (the
-    /// concurrency model may answer it on another thread).
-    fn handle(&self, reactor: &Arc<Reactor>, frame: Frame, in_progress: Option<InProgress>) {
+    /// Serves one message read: where the request filter routes it (the
+    /// threading framework), else as the concurrency model does.
+    /// `in_progress` counts a request read by a reactor thread as running
+    /// until it is answered (it may be answered on another thread).
+    fn serve(&self, reactor: &Arc<Reactor>, frame: Frame, in_progress: Option<InProgress>) {
+        let Some(filter) = &self.shared.filter else {
+            return self.handle(reactor, frame, in_progress, false);
+        };
+        let Some((route, answer)) = self.route(filter.as_ref(), &frame) else {
+            return self.handle(reactor, frame, in_progress, false);
+        };
+        let refuse = |ex: SystemException, in_progress: Option<InProgress>| {
+            let (version, order, request_id, expected) = answer;
+            if expected {
+                self.reply_exception(reactor, version, order, request_id, &ex);
+            }
+            drop(in_progress);
+        };
+        // The request served on another thread, which runs its upcall
+        // itself; it counts as running until then.
+        let elsewhere = |frame: Frame, in_progress: Option<InProgress>| {
+            let in_progress = in_progress.or_else(|| self.in_progress(reactor));
+            let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
+            let job: crate::request_filter::Job =
+                Box::new(move || conn.handle(&reactor, frame, in_progress, true));
+            Some(job)
+        };
+        match route {
+            Route::Default => self.handle(reactor, frame, in_progress, false),
+            Route::IoThread => self.handle(reactor, frame, in_progress, true),
+            Route::Reject(ex) => refuse(ex, in_progress),
+            Route::Lane(name) => {
+                let Some(job) = elsewhere(frame, in_progress) else {
+                    return;
+                };
+                if let Err(job) = self.shared.lanes.run(&name, job) {
+                    drop(job);
+                    refuse(
+                        SystemException::obj_adapter(minor::UNKNOWN_LANE, CompletionStatus::No),
+                        None,
+                    );
+                }
+            }
+            Route::NewThread => {
+                let Some(job) = elsewhere(frame, in_progress) else {
+                    return;
+                };
+                if let Err(job) = crate::request_filter::run_on_new_thread("armillary-request", job)
+                {
+                    drop(job);
+                    refuse(
+                        SystemException::transient(minor::NO_THREAD, CompletionStatus::No),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+
+    /// What the request filter decides for a Request message, with what
+    /// it takes to answer it (`None` for other messages, which are served
+    /// as usual).
+    #[allow(clippy::type_complexity)]
+    fn route(
+        &self,
+        filter: &dyn RequestFilter,
+        frame: &Frame,
+    ) -> Option<(Route, (GiopVersion, ByteOrder, u32, bool))> {
+        let msg = Message::decode(&frame.bytes).ok()?;
+        let MessageBody::Request(h) = &msg.body else {
+            return None;
+        };
+        let adapter = self.adapter.upgrade()?;
+        let key = target_key(&h.target).unwrap_or_default();
+        let info = RequestInfo {
+            operation: &h.operation,
+            object_key: &key,
+            target: adapter.describe_key(&key),
+            client: self.peer,
+            service_contexts: &h.service_contexts,
+            request_id: h.request_id,
+            response_expected: h.response_expected(),
+        };
+        let route = filter.route(&info);
+        let answer = (
+            msg.header.version,
+            msg.header.byte_order,
+            h.request_id,
+            h.response_expected(),
+        );
+        Some((route, answer))
+    }
+
+    /// Serves one message that was read (`here`: run its upcall on this
+    /// thread rather than hand it to the concurrency model).
+    fn handle(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        in_progress: Option<InProgress>,
+        here: bool,
+    ) {
         let Ok(msg) = Message::decode(&frame.bytes) else {
             self.message_error(reactor);
             return;
@@ -609,7 +724,7 @@ impl ServerConnection {
             return;
         };
         if matches!(msg.body, MessageBody::Request(_)) {
-            self.request(reactor, &adapter, frame, msg, in_progress);
+            self.request(reactor, &adapter, frame, msg, in_progress, here);
             return;
         }
         match &msg.body {
@@ -653,6 +768,7 @@ impl ServerConnection {
         frame: Frame,
         msg: Message,
         in_progress: Option<InProgress>,
+        here: bool,
     ) {
         let MessageBody::Request(h) = &msg.body else {
             return;
@@ -766,12 +882,12 @@ impl ServerConnection {
                 reject_conn.reply_exception(&reject_reactor, version, order, request_id, &ex);
             }
         };
-        self.concurrency.dispatch(Dispatch::new(
-            upcall,
-            operation,
-            Box::new(run),
-            Box::new(reject),
-        ));
+        let dispatch = Dispatch::new(upcall, operation, self.id, Box::new(run), Box::new(reject));
+        if here {
+            dispatch.run();
+        } else {
+            self.concurrency.dispatch(dispatch);
+        }
     }
 
     /// Runs the upcall of the request in `frame` (resolved to `upcall`)
@@ -856,7 +972,7 @@ impl ServerConnection {
     fn answer_held(&self, reactor: &Arc<Reactor>, frame: Frame, admission: Admission) {
         if admission == Admission::Run {
             let in_progress = self.in_progress(reactor);
-            self.handle(reactor, frame, in_progress);
+            self.handle(reactor, frame, in_progress, false);
             return;
         }
         let Ok(msg) = Message::decode(&frame.bytes) else {

@@ -129,6 +129,12 @@ struct Shared {
     accept_calls: AtomicU64,
     accept_failures: AtomicU64,
     refused: AtomicU64,
+    /// The threading framework: the filter that routes each request, and
+    /// the lanes it may route them to.
+    filter: Option<Arc<dyn crate::RequestFilter>>,
+    lanes: crate::request_filter::Lanes,
+    /// Numbers the connections (the streams of `locality:N`).
+    next_connection: AtomicU64,
 }
 
 impl Shared {
@@ -233,6 +239,14 @@ impl Server {
             accept_calls: AtomicU64::new(0),
             accept_failures: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            filter: config.request_filter.0.clone(),
+            lanes: crate::request_filter::Lanes::start(&config.lanes).map_err(|source| {
+                OrbError::Listen {
+                    endpoint: "lane".into(),
+                    source,
+                }
+            })?,
+            next_connection: AtomicU64::new(0),
         });
         let mut endpoints = config.endpoints.clone();
         let tls_endpoints = &config.tls.endpoints;
@@ -442,6 +456,8 @@ impl Server {
             c.close_orderly(&self.reactor);
         }
         if wait.is_yes() {
+            // The requests the lanes hold run to their end first.
+            self.shared.lanes.join();
             let current = std::thread::current().id();
             let threads: Vec<_> = self.threads.lock().drain(..).collect();
             // Their connections are closed: each thread ends once its
@@ -456,6 +472,7 @@ impl Server {
         // The model's own threads, if any (after the reactor's: those may
         // still hand it work until they end).
         self.concurrency.stop(wait);
+        self.shared.lanes.close();
         // What is left (handlers, posted work) would otherwise keep the
         // reactor, and the sockets it holds, alive through itself.
         self.reactor.clear();

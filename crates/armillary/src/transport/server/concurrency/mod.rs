@@ -29,6 +29,7 @@
 //! thread itself).
 
 mod application;
+mod locality;
 mod per_poa;
 mod reactive;
 mod thread_per_connection;
@@ -78,6 +79,10 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
     /// threads the model started; with [`WaitForCompletion::Yes`], wait
     /// for the upcalls they run (never for the calling thread itself).
     fn stop(&self, _wait: WaitForCompletion) {}
+
+    /// The connection numbered `connection` (see [`Dispatch::connection`])
+    /// has closed: forget what the model keeps about it.
+    fn connection_closed(&self, _connection: u64) {}
 }
 
 /// The model `config` asks for, with the POA-level choices routed on top
@@ -105,6 +110,7 @@ fn for_model(model: ConcurrencyModel) -> std::io::Result<Arc<dyn ServerConcurren
             Arc::new(thread_per_connection::ThreadPerConnection)
         }
         ConcurrencyModel::ApplicationThreads => Arc::new(application::ApplicationThreads),
+        ConcurrencyModel::Locality(n) => Arc::new(locality::Locality::new(n)),
         ConcurrencyModel::ThreadPerRequest(cap) => {
             Arc::new(thread_per_request::ThreadPerRequest::new(cap))
         }
@@ -182,6 +188,7 @@ fn run_contained(request: Dispatch) {
 pub(crate) struct Dispatch {
     upcall: Upcall,
     operation: Arc<str>,
+    connection: u64,
     run: Box<dyn FnOnce(Upcall) + Send>,
     reject: Box<dyn FnOnce(armillary_giop::system_exception::SystemException) + Send>,
 }
@@ -192,12 +199,14 @@ impl Dispatch {
     pub(crate) fn new(
         upcall: Upcall,
         operation: Arc<str>,
+        connection: u64,
         run: Box<dyn FnOnce(Upcall) + Send>,
         reject: Box<dyn FnOnce(armillary_giop::system_exception::SystemException) + Send>,
     ) -> Dispatch {
         Dispatch {
             upcall,
             operation,
+            connection,
             run,
             reject,
         }
@@ -217,6 +226,12 @@ impl Dispatch {
     #[allow(dead_code)] // For the models that choose by target.
     pub(crate) fn operation(&self) -> &str {
         &self.operation
+    }
+
+    /// The number of the connection the request came on (unique in the
+    /// server).
+    pub(crate) fn connection(&self) -> u64 {
+        self.connection
     }
 
     /// Runs the upcall on the calling thread and writes its reply.

@@ -1,0 +1,258 @@
+//! What the `armillary bench` subcommands share to report what they
+//! measured: the progress bar, latency histograms (hdrhistogram), an
+//! aligned text table, JSON files and SVG line plots (plotters).
+//!
+//! It measures nothing itself; each subcommand's module owns its
+//! experiment and calls these to show the result.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use plotters::prelude::*;
+
+/// A progress bar of `len` steps, `{bar} pos/len unit message`, drawn on
+/// stderr (hidden when stderr is not a terminal).
+pub(crate) fn progress(len: u64, unit: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}}{unit} {{msg}}"))
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// What [`pin`] did.
+pub(crate) enum Pinning {
+    /// The command ran again, pinned, in a child process that exited with
+    /// this code: return it.
+    RanPinned(ExitCode),
+    /// Carry on in this process; the text says how it is placed.
+    Here(String),
+}
+
+/// Pins the benchmark to the CPUs `cpus` (a `taskset` list, or `none`) by
+/// running the same command again under `taskset`: every thread and
+/// process started from there inherits the CPU set.
+pub(crate) fn pin(cpus: &str) -> Result<Pinning, String> {
+    if cpus != "none" && std::env::var_os("ARMILLARY_BENCH_PINNED").is_none() {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        match Command::new("taskset")
+            .arg("-c")
+            .arg(cpus)
+            .arg(&exe)
+            .args(&args)
+            .env("ARMILLARY_BENCH_PINNED", cpus)
+            .status()
+        {
+            Ok(status) => {
+                return Ok(Pinning::RanPinned(ExitCode::from(
+                    status.code().unwrap_or(1) as u8,
+                )))
+            }
+            Err(e) => eprintln!("warning: cannot pin with taskset ({e}); running unpinned"),
+        }
+    }
+    Ok(Pinning::Here(
+        match std::env::var("ARMILLARY_BENCH_PINNED") {
+            Ok(cpus) => format!("all processes on CPU {cpus} (taskset)"),
+            Err(_) => "unpinned".to_owned(),
+        },
+    ))
+}
+
+/// Call latencies in microseconds, 1 µs to 100 s at three significant
+/// digits; longer calls count as 100 s.
+#[derive(Debug, Clone)]
+pub(crate) struct Latencies(Histogram<u64>);
+
+impl Latencies {
+    const HIGHEST_US: u64 = 100_000_000;
+
+    pub(crate) fn new() -> Self {
+        // The bounds are constants that hdrhistogram accepts (low 1,
+        // high ≥ 2·low, 3 significant digits): it cannot fail.
+        Latencies(
+            Histogram::new_with_bounds(1, Self::HIGHEST_US, 3).expect("constant, valid bounds"),
+        )
+    }
+
+    /// Records one call that took `took`.
+    pub(crate) fn record(&mut self, took: Duration) {
+        let us = (took.as_micros() as u64).clamp(1, Self::HIGHEST_US);
+        self.0.saturating_record(us);
+    }
+
+    /// Adds every call another histogram recorded.
+    pub(crate) fn merge(&mut self, other: &Latencies) {
+        // Same bounds on both sides: the add cannot fail.
+        let _ = self.0.add(&other.0);
+    }
+
+    /// The latency at quantile `q` (0.5 for the median) in milliseconds,
+    /// NaN when nothing was recorded.
+    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
+        if self.0.is_empty() {
+            return f64::NAN;
+        }
+        self.0.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// Prints `rows` under `header`, each column as wide as its widest cell;
+/// the first `left` columns (words) are aligned left, the others
+/// (numbers) right.
+pub(crate) fn print_table(left: usize, header: &[&str], rows: &[Vec<String>]) {
+    print!("{}", format_table(left, header, rows));
+}
+
+fn format_table(left: usize, header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (i, (cell, width)) in cells.zip(&widths).enumerate() {
+            let gap = if i == 0 { "" } else { "  " };
+            if i < left {
+                out.push_str(&format!("{gap}{cell:<width$}"));
+            } else {
+                out.push_str(&format!("{gap}{cell:>width$}"));
+            }
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&mut header.iter().copied());
+    for row in rows {
+        out.push_str(&line(&mut row.iter().map(String::as_str)));
+    }
+    out
+}
+
+/// Writes `value` as pretty JSON to `path`.
+pub(crate) fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// One line of a plot: a name for the legend and its (x, y) points.
+#[derive(Debug, Clone)]
+pub(crate) struct Series {
+    pub(crate) name: String,
+    pub(crate) points: Vec<(f64, f64)>,
+}
+
+/// One chart of a plot: a caption, axis labels and its lines.
+#[derive(Debug, Clone)]
+pub(crate) struct Panel {
+    pub(crate) caption: String,
+    pub(crate) x_label: String,
+    pub(crate) y_label: String,
+    pub(crate) series: Vec<Series>,
+}
+
+/// Draws `panels` as line charts, two per row, into the SVG file `path`.
+pub(crate) fn plot_svg(path: &Path, panels: &[Panel]) -> Result<(), String> {
+    let rows = panels.len().div_ceil(2).max(1);
+    let cols = if panels.len() > 1 { 2 } else { 1 };
+    let size = (560 * cols as u32, 380 * rows as u32);
+    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let areas = root.split_evenly((rows, cols));
+    for (panel, area) in panels.iter().zip(areas.iter()) {
+        let points = panel.series.iter().flat_map(|s| s.points.iter());
+        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+        for &(x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+        }
+        if x0 > x1 {
+            (x0, x1) = (0.0, 1.0);
+        }
+        if x0 == x1 {
+            (x0, x1) = (x0 - 1.0, x1 + 1.0);
+        }
+        let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.caption, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .map_err(|e| fail(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc(panel.x_label.as_str())
+            .y_desc(panel.y_label.as_str())
+            .draw()
+            .map_err(|e| fail(&e))?;
+        for (i, series) in panel.series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(series.points.iter().copied(), color))
+                .map_err(|e| fail(&e))?
+                .label(series.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+            chart
+                .draw_series(
+                    series
+                        .points
+                        .iter()
+                        .map(|&p| Circle::new(p, 2, color.filled())),
+                )
+                .map_err(|e| fail(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| fail(&e))?;
+    }
+    root.present().map_err(|e| fail(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_columns_align_to_the_widest_cell() {
+        let table = format_table(
+            1,
+            &["model", "calls/s"],
+            &[
+                vec!["reactive".into(), "12".into()],
+                vec!["thread-pool:4".into(), "1234".into()],
+            ],
+        );
+        assert_eq!(
+            table,
+            "model          calls/s\nreactive            12\nthread-pool:4     1234\n"
+        );
+    }
+
+    #[test]
+    fn latencies_give_quantiles_in_milliseconds() {
+        let mut a = Latencies::new();
+        assert!(a.quantile_ms(0.5).is_nan());
+        for us in 1..=100 {
+            a.record(Duration::from_micros(us * 10));
+        }
+        let mut b = Latencies::new();
+        b.record(Duration::from_secs(1000));
+        a.merge(&b);
+        assert!((a.quantile_ms(0.5) - 0.51).abs() < 0.01);
+        assert!((a.quantile_ms(1.0) - 100_000.0).abs() < 100.0);
+    }
+}
