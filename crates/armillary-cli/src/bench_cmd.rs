@@ -3,7 +3,8 @@
 //! two Armillary processes, a raw TCP ping-pong of the same message sizes,
 //! and omniORB client → omniORB server when omniORB is installed; the
 //! contenders take turns, round after round, all pinned to the same CPUs.
-//! `idl` times the IDL compiler (see `bench_idl`); `soak` runs mixed
+//! `invocation` reproduces the AMI paper's latency and throughput tables
+//! (see `bench_invocation`); `idl` times the IDL compiler (see `bench_idl`); `soak` runs mixed
 //! traffic for minutes and checks nothing is lost (see `bench_soak`).
 
 use std::io::{Read, Write};
@@ -52,6 +53,36 @@ enum BenchCommand {
         /// reactive, thread-pool:N, thread-per-connection or application.
         #[arg(long, default_value = "reactive")]
         concurrency: String,
+    },
+    /// The AMI paper's experiments: latency (Table 1) and throughput
+    /// (Table 2) of synchronous, AMI (callback, future) and DII deferred
+    /// two-way calls against one Armillary server, with omniORB's AMI
+    /// client against omniORB's server as the throughput baseline.
+    Invocation {
+        /// Calls per form in the latency table, one at a time.
+        #[arg(long, default_value_t = 10_000)]
+        calls: usize,
+        /// Calls per form in the throughput table.
+        #[arg(long, default_value_t = 100_000)]
+        throughput_calls: usize,
+        /// Most requests awaiting their reply in the asynchronous forms.
+        #[arg(long, default_value_t = 100)]
+        in_flight: usize,
+        /// CPUs of the latency phase (taskset list, e.g. `0`), or `none`.
+        #[arg(long, default_value = "0")]
+        cpus: String,
+        /// The Armillary server's concurrency model (`-ORBConcurrency`).
+        #[arg(long, default_value = "reactive")]
+        concurrency: String,
+        /// Write the results as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Draw the results as SVG bar charts into this file.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// (internal) Run only the latency phase, writing its JSON here.
+        #[arg(long, hide = true)]
+        latency_only: Option<PathBuf>,
     },
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
@@ -127,6 +158,25 @@ pub fn run(args: BenchArgs) -> ExitCode {
             cpus,
             concurrency,
         } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
+        BenchCommand::Invocation {
+            calls,
+            throughput_calls,
+            in_flight,
+            cpus,
+            concurrency,
+            json,
+            plot,
+            latency_only,
+        } => crate::bench_invocation::run(crate::bench_invocation::InvocationOptions {
+            calls,
+            throughput_calls,
+            in_flight,
+            cpus,
+            concurrency,
+            json,
+            plot,
+            latency_only,
+        }),
         BenchCommand::Idl {
             dir,
             rounds,
@@ -328,7 +378,7 @@ fn workspace_root() -> Option<PathBuf> {
 }
 
 /// The omniORB peers, built if omniORB is installed.
-fn omniorb_peers() -> Option<PathBuf> {
+pub(crate) fn omniorb_peers() -> Option<PathBuf> {
     if !Path::new("/usr/include/omniORB4/CORBA.h").exists() {
         return None;
     }

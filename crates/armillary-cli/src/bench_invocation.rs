@@ -1,0 +1,531 @@
+//! `armillary bench invocation`: the two experiments of the AMI paper
+//! (`ami-asynchronous-method-invocation-tao`, section 4), synchronous
+//! against asynchronous invocation of one two-way operation, against one
+//! Armillary server in another process (`armillary bench serve-echo`).
+//!
+//! The operation is the paper's: one 64-bit argument, returned as is
+//! (`Interop::Everything::echo_longlong`, compiled from
+//! `tests/interop/idl/invocation_bench.idl` by this crate's `build.rs`).
+//! Every reply's value is checked.
+//!
+//! **Table 1, latency**: `--calls` two-way calls (10,000 by default) one
+//! at a time, each form in turn, each call timed on its own; minimum,
+//! mean, maximum and jitter (standard deviation), in µs. Forms:
+//! - `smi`: the generated stub's synchronous call;
+//! - `ami_callback`: `sendc_echo_longlong` with a reply handler, then the
+//!   caller waits for the handler to run;
+//! - `ami_future`: `echo_longlong_async`, awaited at once;
+//! - `dii_deferred`: a DII request sent with `send_deferred` and collected
+//!   with `get_response` at once (the paper's "DII" row).
+//!
+//! As the project's latency benchmarks do, the latency phase runs with
+//! every process on the CPUs of `--cpus` (default `0`, by running itself
+//! again under `taskset`): a wake-up across CPUs costs more than the ORB.
+//!
+//! **Table 2, throughput**: `--throughput-calls` calls (100,000 by
+//! default) per form, timed from the first send to the last reply, in
+//! calls per second. Forms:
+//! - `smi_220`, `smi_7`: 220 and 7 threads each making synchronous calls
+//!   (the calls split evenly between them);
+//! - `ami_callback`: one thread sending with `sendc_`, one running the
+//!   ORB's event loop (`Orb::run`) that delivers the replies to the
+//!   handler;
+//! - `ami_future`: futures on one thread, many in flight;
+//! - `dii_deferred`: `Orb::send_multiple_requests` and
+//!   `Orb::get_next_response`, many in flight;
+//! - `omniorb_ami`: omniORB's AMI client (`tests/interop/cpp/
+//!   ami_bench_client.cc`, `sendc_` and a reply handler) against omniORB's
+//!   server (`interop_server`), in the same run, as the baseline.
+//!
+//! The asynchronous forms keep at most `--in-flight` requests (100 by
+//! default) awaiting their reply; the client ORB's
+//! `-ORBClientMaxOutstanding` is set to at least that. The throughput
+//! phase is not pinned: the client and server processes share the
+//! machine's CPUs as the scheduler places them.
+//!
+//! **JSON** (`--json FILE`), every key always present, a form that was
+//! not measured (omniORB not installed, AMI not available) is `null`:
+//! - `latency.smi`, `latency.ami_callback`, `latency.ami_future`,
+//!   `latency.dii_deferred`: each `{calls, min_us, avg_us, max_us,
+//!   jitter_us}`;
+//! - `throughput.smi_220`, `throughput.smi_7`, `throughput.ami_callback`,
+//!   `throughput.ami_future`, `throughput.dii_deferred`,
+//!   `throughput.omniorb_ami`: each `{calls, calls_per_s}` (and `threads`
+//!   for the SMI forms, `in_flight` for the others);
+//! - `benchmark` (`"invocation"`), `calls`, `throughput_calls`,
+//!   `in_flight`, `latency_pinning`, `throughput_pinning`,
+//!   `server_concurrency`.
+//!
+//! **Plot** (`--plot FILE.svg`): two bar charts, mean latency per form
+//! and throughput per form.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use armillary::{Any, Orb, TypeCode};
+use indicatif::ProgressBar;
+use serde_json::json;
+
+use crate::bench_cmd::{omniorb_peers, wait_for_file, Peer};
+use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars, Summary};
+
+/// The Rust generated from `invocation_bench.idl`.
+// The server side (servant trait, skeleton) is generated but unused here:
+// the server is `armillary bench serve-echo`.
+#[allow(missing_docs, missing_debug_implementations, dead_code)]
+mod generated {
+    armillary::include_idl!("invocation_bench");
+}
+
+use generated::interop::Everything;
+
+/// The latency forms, in table order.
+const LATENCY_FORMS: [&str; 4] = ["smi", "ami_callback", "ami_future", "dii_deferred"];
+
+/// The throughput forms, in table order.
+const THROUGHPUT_FORMS: [&str; 6] = [
+    "smi_220",
+    "smi_7",
+    "ami_callback",
+    "ami_future",
+    "dii_deferred",
+    "omniorb_ami",
+];
+
+/// What `armillary bench invocation` is asked to do.
+#[derive(Debug)]
+pub struct InvocationOptions {
+    /// Calls per form in the latency table.
+    pub calls: usize,
+    /// Calls per form in the throughput table.
+    pub throughput_calls: usize,
+    /// Most requests awaiting their reply in the asynchronous forms.
+    pub in_flight: usize,
+    /// CPUs of the latency phase (`taskset` list) or `none`.
+    pub cpus: String,
+    /// The Armillary server's `-ORBConcurrency`.
+    pub concurrency: String,
+    /// Where to write the JSON report.
+    pub json: Option<PathBuf>,
+    /// Where to draw the SVG plot.
+    pub plot: Option<PathBuf>,
+    /// (internal) Run only the latency phase and write its JSON here.
+    pub latency_only: Option<PathBuf>,
+}
+
+/// An Armillary echo server in another process and a client ORB with the
+/// benchmark's stub on it.
+struct Contender {
+    _server: Peer,
+    orb: Orb,
+    echo: Everything,
+}
+
+impl Contender {
+    fn start(dir: &Path, concurrency: &str, in_flight: usize) -> Result<Contender, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let ior_file = dir.join("echo.ior");
+        let _ = std::fs::remove_file(&ior_file);
+        let server = Peer(
+            Command::new(&exe)
+                .args(["bench", "serve-echo", "--concurrency", concurrency])
+                .arg("--ior-file")
+                .arg(&ior_file)
+                .spawn()
+                .map_err(|e| format!("cannot start the echo server: {e}"))?,
+        );
+        let ior = wait_for_file(&ior_file)?;
+        let outstanding = in_flight.max(256).to_string();
+        let (orb, _) = Orb::init(["-ORBClientMaxOutstanding", outstanding.as_str()])
+            .map_err(|e| e.to_string())?;
+        let echo = Everything::from_object(orb.string_to_object(&ior).map_err(|e| e.to_string())?);
+        // Connect and warm up.
+        for i in 0..100 {
+            check(i, echo.echo_longlong(i).map_err(|e| e.to_string())?)?;
+        }
+        Ok(Contender {
+            _server: server,
+            orb,
+            echo,
+        })
+    }
+}
+
+impl Drop for Contender {
+    fn drop(&mut self) {
+        // Not an upcall: cannot fail in a way that matters here.
+        let _ = self.orb.shutdown(armillary::WaitForCompletion::No);
+    }
+}
+
+fn check(sent: i64, got: i64) -> Result<(), String> {
+    if sent == got {
+        Ok(())
+    } else {
+        Err(format!("echo_longlong({sent}) returned {got}"))
+    }
+}
+
+/// A DII request for `echo_longlong(v)`.
+fn dii_echo(echo: &Everything, v: i64) -> armillary::Request {
+    echo.as_object()
+        .request("echo_longlong")
+        .with_in(Any::from(v))
+        .returns(TypeCode::longlong())
+}
+
+/// The value a completed DII `echo_longlong` returned.
+fn dii_result(request: &mut armillary::Request) -> Result<i64, String> {
+    request.get_response().map_err(|e| e.to_string())?;
+    request
+        .return_value()
+        .and_then(|v| v.get::<i64>())
+        .ok_or_else(|| "echo_longlong returned no long long".to_owned())
+}
+
+/// Runs `armillary bench invocation`.
+pub fn run(options: InvocationOptions) -> Result<ExitCode, String> {
+    let dir = std::env::temp_dir().join(format!("armillary-bench-inv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let result = run_in(&options, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn run_in(options: &InvocationOptions, dir: &Path) -> Result<ExitCode, String> {
+    if let Some(out) = &options.latency_only {
+        let latency = latency_phase(options, dir)?;
+        write_json(out, &latency)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (latency, latency_pinning) = pinned_latency(options, dir)?;
+    let throughput = throughput_phase(options, dir)?;
+
+    println!(
+        "Table 1: latency of {} two-way calls, one at a time (µs; {latency_pinning})",
+        options.calls
+    );
+    let rows: Vec<Vec<String>> = LATENCY_FORMS
+        .iter()
+        .map(|form| {
+            let v = &latency[*form];
+            let cell = |key: &str| match v[key].as_f64() {
+                Some(x) => format!("{x:.1}"),
+                None => "not measured".to_owned(),
+            };
+            vec![
+                (*form).to_owned(),
+                cell("min_us"),
+                cell("avg_us"),
+                cell("max_us"),
+                cell("jitter_us"),
+            ]
+        })
+        .collect();
+    print_table(&["form", "min", "avg", "max", "jitter"], &rows);
+    println!();
+    println!(
+        "Table 2: throughput, {} calls per form (calls/s; unpinned)",
+        options.throughput_calls
+    );
+    let rows: Vec<Vec<String>> = THROUGHPUT_FORMS
+        .iter()
+        .map(|form| {
+            let cell = match throughput[*form]["calls_per_s"].as_f64() {
+                Some(x) => format!("{x:.0}"),
+                None => "not measured".to_owned(),
+            };
+            vec![(*form).to_owned(), cell]
+        })
+        .collect();
+    print_table(&["form", "calls/s"], &rows);
+
+    let report = json!({
+        "benchmark": "invocation",
+        "calls": options.calls,
+        "throughput_calls": options.throughput_calls,
+        "in_flight": options.in_flight,
+        "latency_pinning": latency_pinning,
+        "throughput_pinning": "unpinned",
+        "server_concurrency": options.concurrency,
+        "latency": latency,
+        "throughput": throughput,
+    });
+    if let Some(path) = &options.json {
+        write_json(path, &report)?;
+    }
+    if let Some(path) = &options.plot {
+        let bars = |forms: &[&str], section: &str, key: &str| -> Vec<(String, f64)> {
+            forms
+                .iter()
+                .map(|f| {
+                    let v = report[section][*f][key].as_f64().unwrap_or(f64::NAN);
+                    ((*f).to_owned(), v)
+                })
+                .collect()
+        };
+        plot_bars_svg(
+            path,
+            &[
+                Bars {
+                    caption: format!("Latency, mean of {} calls", options.calls),
+                    y_label: "µs".into(),
+                    bars: bars(&LATENCY_FORMS, "latency", "avg_us"),
+                },
+                Bars {
+                    caption: "Throughput".into(),
+                    y_label: "calls/s".into(),
+                    bars: bars(&THROUGHPUT_FORMS, "throughput", "calls_per_s"),
+                },
+            ],
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The latency phase, in a copy of this command running under `taskset`
+/// on `--cpus` (in this process, unpinned, when `--cpus none` or when
+/// taskset cannot run). Returns the `latency` JSON and how it was pinned.
+fn pinned_latency(
+    options: &InvocationOptions,
+    dir: &Path,
+) -> Result<(serde_json::Value, String), String> {
+    if options.cpus != "none" {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let out = dir.join("latency.json");
+        let status = Command::new("taskset")
+            .arg("-c")
+            .arg(&options.cpus)
+            .arg(&exe)
+            .args(["bench", "invocation", "--calls"])
+            .arg(options.calls.to_string())
+            .args(["--concurrency", &options.concurrency])
+            .arg("--latency-only")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .status();
+        match status {
+            Ok(s) if s.success() => {
+                let text = std::fs::read_to_string(&out)
+                    .map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+                let latency = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                return Ok((
+                    latency,
+                    format!("all processes on CPU {} (taskset)", options.cpus),
+                ));
+            }
+            Ok(_) => return Err("the latency phase failed".into()),
+            Err(e) => eprintln!("warning: cannot pin with taskset ({e}); running unpinned"),
+        }
+    }
+    Ok((latency_phase(options, dir)?, "unpinned".to_owned()))
+}
+
+/// Table 1: each form's calls one at a time, each timed.
+fn latency_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::Value, String> {
+    let c = Contender::start(dir, &options.concurrency, 1)?;
+    let calls = options.calls.max(1);
+    let bar = progress((calls * LATENCY_FORMS.len()) as u64, " calls");
+    let mut result = serde_json::Map::new();
+    for form in LATENCY_FORMS {
+        bar.set_message(format!("latency {form}"));
+        let times = match form {
+            "smi" => Some(timed_calls(calls, &bar, |v| {
+                c.echo.echo_longlong(v).map_err(|e| e.to_string())
+            })?),
+            "dii_deferred" => Some(timed_calls(calls, &bar, |v| {
+                let mut request = dii_echo(&c.echo, v);
+                request.send_deferred().map_err(|e| e.to_string())?;
+                dii_result(&mut request)
+            })?),
+            // The AMI forms need the generated sendc_/_async stubs.
+            _ => {
+                bar.inc(calls as u64);
+                None
+            }
+        };
+        let value = times.map_or(serde_json::Value::Null, |t| Summary::of(&t).to_json());
+        result.insert(form.to_owned(), value);
+    }
+    bar.finish_and_clear();
+    Ok(serde_json::Value::Object(result))
+}
+
+/// `calls` calls of `call`, each timed; every reply checked.
+fn timed_calls(
+    calls: usize,
+    bar: &ProgressBar,
+    mut call: impl FnMut(i64) -> Result<i64, String>,
+) -> Result<Vec<Duration>, String> {
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let v = i as i64;
+        let t = Instant::now();
+        let got = call(v)?;
+        times.push(t.elapsed());
+        check(v, got)?;
+        if i % 100 == 99 {
+            bar.inc(100);
+        }
+    }
+    bar.inc((calls % 100) as u64);
+    Ok(times)
+}
+
+/// Table 2: each form's calls as fast as it can make them.
+fn throughput_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::Value, String> {
+    let in_flight = options.in_flight.max(1);
+    let c = Contender::start(dir, &options.concurrency, in_flight)?;
+    let calls = options.throughput_calls.max(1);
+    let bar = progress(THROUGHPUT_FORMS.len() as u64, " forms");
+    let mut result = serde_json::Map::new();
+    for form in THROUGHPUT_FORMS {
+        bar.set_message(format!("throughput {form}"));
+        let value = match form {
+            "smi_220" => smi_threads(&c.echo, 220, calls)?,
+            "smi_7" => smi_threads(&c.echo, 7, calls)?,
+            "dii_deferred" => dii_deferred(&c, calls, in_flight)?,
+            "omniorb_ami" => omniorb_ami(dir, calls, in_flight)?,
+            // The AMI forms need the generated sendc_/_async stubs.
+            _ => serde_json::Value::Null,
+        };
+        result.insert(form.to_owned(), value);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(serde_json::Value::Object(result))
+}
+
+fn per_second(calls: usize, elapsed: Duration) -> f64 {
+    (calls as f64 / elapsed.as_secs_f64()).round()
+}
+
+/// `threads` threads each making synchronous calls, `calls` in all.
+fn smi_threads(
+    echo: &Everything,
+    threads: usize,
+    calls: usize,
+) -> Result<serde_json::Value, String> {
+    let threads = threads.min(calls).max(1);
+    let start = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let echo = echo.clone();
+            let start = Arc::clone(&start);
+            // Thread t makes calls t, t + threads, t + 2·threads, …
+            std::thread::Builder::new()
+                .name(format!("smi-{t}"))
+                .stack_size(256 * 1024)
+                .spawn(move || -> Result<(), String> {
+                    start.wait();
+                    for v in (t..calls).step_by(threads) {
+                        let v = v as i64;
+                        check(v, echo.echo_longlong(v).map_err(|e| e.to_string())?)?;
+                    }
+                    Ok(())
+                })
+                .map_err(|e| format!("cannot start a client thread: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    start.wait();
+    let t = Instant::now();
+    let mut failure = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failure = Some(e),
+            Err(_) => failure = Some("a client thread panicked".into()),
+        }
+    }
+    let elapsed = t.elapsed();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(json!({
+        "calls": calls,
+        "threads": threads,
+        "calls_per_s": per_second(calls, elapsed),
+    }))
+}
+
+/// DII deferred requests, `in_flight` outstanding, through
+/// `send_multiple_requests` / `get_next_response`.
+fn dii_deferred(
+    c: &Contender,
+    calls: usize,
+    in_flight: usize,
+) -> Result<serde_json::Value, String> {
+    let first = in_flight.min(calls);
+    let t = Instant::now();
+    c.orb
+        .send_multiple_requests((0..first).map(|v| dii_echo(&c.echo, v as i64)))
+        .map_err(|e| e.to_string())?;
+    let (mut sent, mut sum, mut received) = (first, 0i64, 0usize);
+    while received < calls {
+        let mut request = c.orb.get_next_response().map_err(|e| e.to_string())?;
+        sum = sum.wrapping_add(dii_result(&mut request)?);
+        received += 1;
+        if sent < calls {
+            c.orb
+                .send_multiple_requests([dii_echo(&c.echo, sent as i64)])
+                .map_err(|e| e.to_string())?;
+            sent += 1;
+        }
+    }
+    let elapsed = t.elapsed();
+    let expected = (0..calls as i64).fold(0i64, i64::wrapping_add);
+    if sum != expected {
+        return Err("the DII replies do not add up to the values sent".into());
+    }
+    Ok(json!({
+        "calls": calls,
+        "in_flight": in_flight,
+        "calls_per_s": per_second(calls, elapsed),
+    }))
+}
+
+/// omniORB's AMI client against omniORB's server; `null` when omniORB is
+/// not installed.
+fn omniorb_ami(dir: &Path, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
+    let Some(peers) = omniorb_peers() else {
+        eprintln!("omniORB is not installed: no omniorb_ami baseline");
+        return Ok(serde_json::Value::Null);
+    };
+    let ior_file = dir.join("omni.ior");
+    let _ = std::fs::remove_file(&ior_file);
+    let _server = Peer(
+        Command::new(peers.join("interop_server"))
+            .arg("--ior-file")
+            .arg(&ior_file)
+            .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start omniORB's interop_server: {e}"))?,
+    );
+    wait_for_file(&ior_file)?;
+    let out = Command::new(peers.join("ami_bench_client"))
+        .arg(&ior_file)
+        .arg(calls.to_string())
+        .arg(in_flight.to_string())
+        .output()
+        .map_err(|e| format!("cannot run omniORB's ami_bench_client: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "omniORB's ami_bench_client failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let rate = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("calls_per_s "))
+        .and_then(|x| x.trim().parse::<f64>().ok())
+        .ok_or_else(|| format!("unexpected output from ami_bench_client: {stdout}"))?;
+    Ok(json!({
+        "calls": calls,
+        "in_flight": in_flight,
+        "calls_per_s": rate.round(),
+    }))
+}
