@@ -395,6 +395,24 @@ pub(crate) fn omniorb_peers() -> Option<PathBuf> {
     ok.then_some(out)
 }
 
+/// omniORB's `interop_server` from `peers` on loopback, its IOR written to
+/// `dir/omni.ior`; returns it (killed when dropped) once the IOR is there.
+pub(crate) fn start_omniorb_server(peers: &Path, dir: &Path) -> Result<(Peer, PathBuf), String> {
+    let file = dir.join("omni.ior");
+    let _ = std::fs::remove_file(&file);
+    let server = Peer(
+        Command::new(peers.join("interop_server"))
+            .arg("--ior-file")
+            .arg(&file)
+            .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start omniORB's interop_server: {e}"))?,
+    );
+    wait_for_file(&file)?;
+    Ok((server, file))
+}
+
 fn latency(
     calls: usize,
     rounds: usize,
@@ -493,17 +511,8 @@ fn latency(
     let mut _omni_server = None;
     let omni_ior = match &omni {
         Some(peers) => {
-            let file = dir.join("omni.ior");
-            _omni_server = Some(Peer(
-                Command::new(peers.join("interop_server"))
-                    .arg("--ior-file")
-                    .arg(&file)
-                    .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .map_err(|e| e.to_string())?,
-            ));
-            wait_for_file(&file)?;
+            let (server, file) = start_omniorb_server(peers, &dir)?;
+            _omni_server = Some(server);
             Some(file)
         }
         None => {
