@@ -58,32 +58,7 @@ enum BenchCommand {
     /// (Table 2) of synchronous, AMI (callback, future) and DII deferred
     /// two-way calls against one Armillary server, with omniORB's AMI
     /// client against omniORB's server as the throughput baseline.
-    Invocation {
-        /// Calls per form in the latency table, one at a time.
-        #[arg(long, default_value_t = 10_000)]
-        calls: usize,
-        /// Calls per form in the throughput table.
-        #[arg(long, default_value_t = 100_000)]
-        throughput_calls: usize,
-        /// Most requests awaiting their reply in the asynchronous forms.
-        #[arg(long, default_value_t = 100)]
-        in_flight: usize,
-        /// CPUs of the latency phase (taskset list, e.g. `0`), or `none`.
-        #[arg(long, default_value = "0")]
-        cpus: String,
-        /// The Armillary server's concurrency model (`-ORBConcurrency`).
-        #[arg(long, default_value = "reactive")]
-        concurrency: String,
-        /// Write the results as JSON to this file.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Draw the results as SVG bar charts into this file.
-        #[arg(long)]
-        plot: Option<PathBuf>,
-        /// (internal) Run only the latency phase, writing its JSON here.
-        #[arg(long, hide = true)]
-        latency_only: Option<PathBuf>,
-    },
+    Invocation(crate::bench_invocation::InvocationOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -158,25 +133,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             cpus,
             concurrency,
         } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
-        BenchCommand::Invocation {
-            calls,
-            throughput_calls,
-            in_flight,
-            cpus,
-            concurrency,
-            json,
-            plot,
-            latency_only,
-        } => crate::bench_invocation::run(crate::bench_invocation::InvocationOptions {
-            calls,
-            throughput_calls,
-            in_flight,
-            cpus,
-            concurrency,
-            json,
-            plot,
-            latency_only,
-        }),
+        BenchCommand::Invocation(options) => crate::bench_invocation::run(options),
         BenchCommand::Idl {
             dir,
             rounds,

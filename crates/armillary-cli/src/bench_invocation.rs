@@ -65,10 +65,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use armillary::{Any, Orb, TypeCode};
+use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::bench_cmd::{omniorb_peers, wait_for_file, Peer};
+use crate::bench_cmd::{omniorb_peers, start_omniorb_server, wait_for_file, Peer};
 use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars, Summary};
 
 /// The Rust generated from `invocation_bench.idl`.
@@ -94,25 +95,33 @@ const THROUGHPUT_FORMS: [&str; 6] = [
     "omniorb_ami",
 ];
 
-/// What `armillary bench invocation` is asked to do.
-#[derive(Debug)]
+/// What `armillary bench invocation` is asked to do (its options).
+#[derive(Debug, Args)]
 pub struct InvocationOptions {
-    /// Calls per form in the latency table.
-    pub calls: usize,
+    /// Calls per form in the latency table, one at a time.
+    #[arg(long, default_value_t = 10_000)]
+    calls: usize,
     /// Calls per form in the throughput table.
-    pub throughput_calls: usize,
+    #[arg(long, default_value_t = 100_000)]
+    throughput_calls: usize,
     /// Most requests awaiting their reply in the asynchronous forms.
-    pub in_flight: usize,
-    /// CPUs of the latency phase (`taskset` list) or `none`.
-    pub cpus: String,
-    /// The Armillary server's `-ORBConcurrency`.
-    pub concurrency: String,
-    /// Where to write the JSON report.
-    pub json: Option<PathBuf>,
-    /// Where to draw the SVG plot.
-    pub plot: Option<PathBuf>,
-    /// (internal) Run only the latency phase and write its JSON here.
-    pub latency_only: Option<PathBuf>,
+    #[arg(long, default_value_t = 100)]
+    in_flight: usize,
+    /// CPUs of the latency phase (taskset list, e.g. `0`), or `none`.
+    #[arg(long, default_value = "0")]
+    cpus: String,
+    /// The Armillary server's concurrency model (`-ORBConcurrency`).
+    #[arg(long, default_value = "reactive")]
+    concurrency: String,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Draw the results as SVG bar charts into this file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// (internal) Run only the latency phase, writing its JSON here.
+    #[arg(long, hide = true)]
+    latency_only: Option<PathBuf>,
 }
 
 /// An Armillary echo server in another process and a client ORB with the
@@ -493,18 +502,7 @@ fn omniorb_ami(dir: &Path, calls: usize, in_flight: usize) -> Result<serde_json:
         eprintln!("omniORB is not installed: no omniorb_ami baseline");
         return Ok(serde_json::Value::Null);
     };
-    let ior_file = dir.join("omni.ior");
-    let _ = std::fs::remove_file(&ior_file);
-    let _server = Peer(
-        Command::new(peers.join("interop_server"))
-            .arg("--ior-file")
-            .arg(&ior_file)
-            .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start omniORB's interop_server: {e}"))?,
-    );
-    wait_for_file(&ior_file)?;
+    let (_server, ior_file) = start_omniorb_server(&peers, dir)?;
     let out = Command::new(peers.join("ami_bench_client"))
         .arg(&ior_file)
         .arg(calls.to_string())
