@@ -8,13 +8,21 @@
 //! `tests/interop/idl/invocation_bench.idl` by this crate's `build.rs`).
 //! Every reply's value is checked.
 //!
+//! The AMI forms call the runtime's hooks, `ObjectRef::send_callback` and
+//! `ObjectRef::send_future`, which the generated `sendc_echo_longlong` and
+//! `echo_longlong_async` call (the callback form here hands the reply to a
+//! closure, not to a reply-handler object). The client ORB runs with
+//! `-ORBConcurrency application`, so that callbacks are delivered by a
+//! thread of the application driving the ORB, as in the paper.
+//!
 //! **Table 1, latency**: `--calls` two-way calls (10,000 by default) one
 //! at a time, each form in turn, each call timed on its own; minimum,
 //! mean, maximum and jitter (standard deviation), in µs. Forms:
 //! - `smi`: the generated stub's synchronous call;
-//! - `ami_callback`: `sendc_echo_longlong` with a reply handler, then the
-//!   caller waits for the handler to run;
-//! - `ami_future`: `echo_longlong_async`, awaited at once;
+//! - `ami_callback`: the request sent with a callback, then the caller
+//!   drives the ORB (`Orb::perform_work`) until the callback has run;
+//! - `ami_future`: the request sent as a future, awaited at once (on a
+//!   minimal executor of this module's: the ORB needs none);
 //! - `dii_deferred`: a DII request sent with `send_deferred` and collected
 //!   with `get_response` at once (the paper's "DII" row).
 //!
@@ -61,7 +69,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use armillary::{Any, Orb, TypeCode};
@@ -147,8 +156,15 @@ impl Contender {
         );
         let ior = wait_for_file(&ior_file)?;
         let outstanding = in_flight.max(256).to_string();
-        let (orb, _) = Orb::init(["-ORBClientMaxOutstanding", outstanding.as_str()])
-            .map_err(|e| e.to_string())?;
+        // Application threads: AMI callbacks wait for a thread of ours to
+        // run them (`perform_work`), the paper's event loop.
+        let (orb, _) = Orb::init([
+            "-ORBConcurrency",
+            "application",
+            "-ORBClientMaxOutstanding",
+            outstanding.as_str(),
+        ])
+        .map_err(|e| e.to_string())?;
         let echo = Everything::from_object(orb.string_to_object(&ior).map_err(|e| e.to_string())?);
         // Connect and warm up.
         for i in 0..100 {
@@ -349,11 +365,27 @@ fn latency_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::
                 request.send_deferred().map_err(|e| e.to_string())?;
                 dii_result(&mut request)
             })?),
-            // The AMI forms need the generated sendc_/_async stubs.
-            _ => {
-                bar.inc(calls as u64);
-                None
-            }
+            "ami_callback" => Some(timed_calls(calls, &bar, |v| {
+                // One thread: send, then drive the ORB until the handler
+                // has run.
+                let reply = Arc::new(Mutex::new(None));
+                let slot = Arc::clone(&reply);
+                ami::sendc_echo(&c.echo, v, move |outcome| {
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+                })?;
+                loop {
+                    if let Some(outcome) =
+                        reply.lock().unwrap_or_else(PoisonError::into_inner).take()
+                    {
+                        return outcome;
+                    }
+                    c.orb.perform_work().map_err(|e| e.to_string())?;
+                }
+            })?),
+            "ami_future" => Some(timed_calls(calls, &bar, |v| {
+                ami::block_on(ami::echo_async(&c.echo, v)).map_err(|e| e.to_string())
+            })?),
+            _ => None,
         };
         let value = times.map_or(serde_json::Value::Null, |t| Summary::of(&t).to_json());
         result.insert(form.to_owned(), value);
@@ -397,7 +429,8 @@ fn throughput_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_jso
             "smi_7" => smi_threads(&c.echo, 7, calls)?,
             "dii_deferred" => dii_deferred(&c, calls, in_flight)?,
             "omniorb_ami" => omniorb_ami(dir, calls, in_flight)?,
-            // The AMI forms need the generated sendc_/_async stubs.
+            "ami_callback" => ami_callback(&c, calls, in_flight)?,
+            "ami_future" => ami_future(&c, calls, in_flight)?,
             _ => serde_json::Value::Null,
         };
         result.insert(form.to_owned(), value);
@@ -526,4 +559,300 @@ fn omniorb_ami(dir: &Path, calls: usize, in_flight: usize) -> Result<serde_json:
         "in_flight": in_flight,
         "calls_per_s": rate.round(),
     }))
+}
+
+/// The callback form's replies, counted: the sender waits on `changed`
+/// while `in_flight` requests await their reply.
+#[derive(Default)]
+struct Window {
+    state: Mutex<WindowState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct WindowState {
+    in_flight: usize,
+    replies: usize,
+    sum: i64,
+    failure: Option<String>,
+}
+
+impl Window {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WindowState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until fewer than `limit` requests are in flight, then counts
+    /// one more.
+    fn acquire(&self, limit: usize) {
+        let mut state = self.lock();
+        while state.in_flight >= limit {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.in_flight += 1;
+    }
+
+    /// One reply arrived.
+    fn reply(&self, outcome: Result<i64, String>) {
+        let mut state = self.lock();
+        state.in_flight -= 1;
+        state.replies += 1;
+        match outcome {
+            Ok(v) => state.sum = state.sum.wrapping_add(v),
+            Err(e) => state.failure = Some(e),
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits until `replies` replies have arrived.
+    fn wait_for(&self, replies: usize) {
+        let mut state = self.lock();
+        while state.replies < replies {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// The sum of `0..calls`, what the replies must add up to.
+fn expected_sum(calls: usize) -> i64 {
+    (0..calls as i64).fold(0i64, i64::wrapping_add)
+}
+
+/// AMI callbacks: this thread sends, `in_flight` at most awaiting their
+/// reply; another runs the ORB's event loop (`perform_work`), which
+/// delivers the replies to the handler.
+fn ami_callback(
+    c: &Contender,
+    calls: usize,
+    in_flight: usize,
+) -> Result<serde_json::Value, String> {
+    let window = Arc::new(Window::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let event_loop = {
+        let orb = c.orb.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("ami-event-loop".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    if orb.perform_work().is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the event loop thread: {e}"))?
+    };
+    let t = Instant::now();
+    let mut sent = Ok(());
+    for v in 0..calls {
+        window.acquire(in_flight);
+        let w = Arc::clone(&window);
+        sent = ami::sendc_echo(&c.echo, v as i64, move |outcome| w.reply(outcome));
+        if sent.is_err() {
+            break;
+        }
+    }
+    if sent.is_ok() {
+        window.wait_for(calls);
+    }
+    let elapsed = t.elapsed();
+    stop.store(true, Ordering::Release);
+    let _ = event_loop.join();
+    sent?;
+    let state = window.lock();
+    if let Some(e) = &state.failure {
+        return Err(e.clone());
+    }
+    if state.sum != expected_sum(calls) {
+        return Err("the AMI replies do not add up to the values sent".into());
+    }
+    Ok(json!({
+        "calls": calls,
+        "in_flight": in_flight,
+        "calls_per_s": per_second(calls, elapsed),
+    }))
+}
+
+/// AMI futures on one thread, `in_flight` at most awaiting their reply.
+fn ami_future(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
+    let t = Instant::now();
+    let sum = ami::run_window(calls, in_flight, |v| ami::echo_async(&c.echo, v))?;
+    let elapsed = t.elapsed();
+    if sum != expected_sum(calls) {
+        return Err("the AMI replies do not add up to the values sent".into());
+    }
+    Ok(json!({
+        "calls": calls,
+        "in_flight": in_flight,
+        "calls_per_s": per_second(calls, elapsed),
+    }))
+}
+
+/// The asynchronous forms of `echo_longlong`, and the little executor the
+/// future forms run on (the ORB needs none of its own).
+mod ami {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::task::{Context, Poll, Wake, Waker};
+    use std::thread::Thread;
+
+    use armillary::ami::{ExceptionHolder, ReplyFuture};
+    use armillary::giop::cdr::CdrError;
+    use armillary::giop::system_exception::CompletionStatus;
+    use armillary::runtime::ReplyBody;
+    use armillary::SystemException;
+
+    use super::{check, Everything};
+
+    fn write_arg(v: i64) -> impl Fn(&mut armillary::giop::cdr::CdrWriter) -> Result<(), CdrError> {
+        move |w| {
+            w.write_longlong(v);
+            Ok(())
+        }
+    }
+
+    fn decode(reply: ReplyBody<'_, '_>) -> Result<Result<i64, SystemException>, CdrError> {
+        match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_longlong()?)),
+            // echo_longlong declares no user exception.
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        }
+    }
+
+    /// `echo_longlong(v)` as a future (what a generated
+    /// `echo_longlong_async` returns).
+    pub(super) fn echo_async(echo: &Everything, v: i64) -> ReplyFuture<i64, SystemException> {
+        echo.as_object()
+            .send_future("echo_longlong", write_arg(v), decode)
+    }
+
+    /// `echo_longlong(v)` with a callback (what a generated
+    /// `sendc_echo_longlong` sends): `deliver` gets the checked value or
+    /// what went wrong, exactly once.
+    pub(super) fn sendc_echo(
+        echo: &Everything,
+        v: i64,
+        deliver: impl FnOnce(Result<i64, String>) + Send + 'static,
+    ) -> Result<(), String> {
+        echo.as_object()
+            .send_callback(
+                "echo_longlong",
+                write_arg(v),
+                |r| r.read_longlong(),
+                move |outcome: Result<i64, ExceptionHolder<SystemException>>| {
+                    deliver(match outcome {
+                        Ok(got) => check(v, got).map(|()| got),
+                        Err(holder) => Err(holder.raise().to_string()),
+                    })
+                },
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    /// Wakes a thread blocked in [`block_on`] or [`run_window`], noting
+    /// which future asked.
+    struct Unpark {
+        thread: Thread,
+        index: usize,
+        woken: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.woken
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.index);
+            self.thread.unpark();
+        }
+    }
+
+    fn waker(index: usize, woken: &Arc<Mutex<Vec<usize>>>) -> Waker {
+        Waker::from(Arc::new(Unpark {
+            thread: std::thread::current(),
+            index,
+            woken: Arc::clone(woken),
+        }))
+    }
+
+    /// Runs `future` to completion on this thread.
+    pub(super) fn block_on<F: Future + Unpin>(mut future: F) -> F::Output {
+        let woken = Arc::new(Mutex::new(Vec::new()));
+        let waker = waker(0, &woken);
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(out) = Pin::new(&mut future).poll(&mut cx) {
+                return out;
+            }
+            // A wake before the park makes the park return at once.
+            std::thread::park();
+        }
+    }
+
+    /// Calls `start(0)`, `start(1)`, … `start(calls - 1)`, keeping up to
+    /// `in_flight` of their futures pending at once, on this thread; each
+    /// value is checked against its argument. Returns the sum of the
+    /// values.
+    pub(super) fn run_window<F>(
+        calls: usize,
+        in_flight: usize,
+        mut start: impl FnMut(i64) -> F,
+    ) -> Result<i64, String>
+    where
+        F: Future<Output = Result<i64, SystemException>> + Unpin,
+    {
+        let woken = Arc::new(Mutex::new(Vec::new()));
+        let slots = in_flight.min(calls).max(1);
+        let mut pending: Vec<Option<(i64, F, Waker)>> = (0..slots).map(|_| None).collect();
+        let (mut next, mut done, mut sum) = (0usize, 0usize, 0i64);
+        // Every slot starts with one call, polled once to register.
+        let mut to_poll: Vec<usize> = (0..slots).collect();
+        while done < calls {
+            for index in to_poll.drain(..) {
+                loop {
+                    let slot = &mut pending[index];
+                    if slot.is_none() {
+                        if next == calls {
+                            break;
+                        }
+                        let v = next as i64;
+                        next += 1;
+                        *slot = Some((v, start(v), waker(index, &woken)));
+                    }
+                    let Some((v, future, waker)) = slot.as_mut() else {
+                        break;
+                    };
+                    match Pin::new(future).poll(&mut Context::from_waker(waker)) {
+                        Poll::Pending => break,
+                        Poll::Ready(outcome) => {
+                            let got = outcome.map_err(|e| e.to_string())?;
+                            check(*v, got)?;
+                            sum = sum.wrapping_add(got);
+                            done += 1;
+                            *slot = None;
+                        }
+                    }
+                }
+            }
+            if done == calls {
+                break;
+            }
+            let ready = std::mem::take(&mut *woken.lock().unwrap_or_else(PoisonError::into_inner));
+            if ready.is_empty() {
+                std::thread::park();
+            } else {
+                to_poll = ready;
+            }
+        }
+        Ok(sum)
+    }
 }

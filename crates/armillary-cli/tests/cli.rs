@@ -249,13 +249,10 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["benchmark"], "invocation");
-    // Every form's key is there; the measured ones carry their figures
-    // (their size is checked, never their speed).
+    // Every form carries its figures (their presence is checked, never
+    // their size); only omniORB's is null when omniORB is not installed.
     let latency = report["latency"].as_object().unwrap();
     for form in ["smi", "ami_callback", "ami_future", "dii_deferred"] {
-        assert!(latency.contains_key(form), "{report}");
-    }
-    for form in ["smi", "dii_deferred"] {
         assert_eq!(latency[form]["calls"], 20, "{report}");
         for key in ["min_us", "avg_us", "max_us", "jitter_us"] {
             assert!(
@@ -278,9 +275,15 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     assert_eq!(throughput["smi_220"]["threads"], 220, "{report}");
     assert_eq!(throughput["smi_7"]["threads"], 7, "{report}");
     let omniorb = std::path::Path::new("/usr/include/omniORB4/CORBA.h").exists();
-    for form in ["smi_220", "smi_7", "dii_deferred"]
-        .into_iter()
-        .chain(omniorb.then_some("omniorb_ami"))
+    for form in [
+        "smi_220",
+        "smi_7",
+        "ami_callback",
+        "ami_future",
+        "dii_deferred",
+    ]
+    .into_iter()
+    .chain(omniorb.then_some("omniorb_ami"))
     {
         assert_eq!(throughput[form]["calls"], 300, "{report}");
         assert!(
