@@ -24,6 +24,7 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 
 use crate::object::{OutgoingRequest, ReplyMessage};
 use crate::orb::{Attempt, OrbCore, Progress, Sent};
+use crate::transport::reply::callback::Notify;
 use crate::transport::reply::deferred::DeferredSlot;
 
 /// The reply to a two-way request sent with
@@ -117,6 +118,68 @@ impl PendingReply {
             remote.wait(request, WaitFor::Activity(until));
         }
     }
+
+    /// Takes in what the reply's dispatcher received, if anything, without
+    /// reading the connection: moves on (sending again when a forward or an
+    /// orderly close says so) and returns the outcome once it is known.
+    /// What AMI futures and callbacks call when they are told.
+    pub(crate) fn settle(
+        &mut self,
+        request: &OutgoingRequest<'_>,
+    ) -> Option<Result<ReplyMessage, SystemException>> {
+        match &mut self.inner {
+            Inner::Ready(outcome) => outcome.take(),
+            Inner::Remote(remote) => {
+                remote.advance(request);
+                remote.take()
+            }
+        }
+    }
+
+    /// The error of a request that failed before it was ever sent (no
+    /// connection, the ORB shut down, its deadline passed under
+    /// back-pressure); `None` otherwise (its outcome stays to be taken).
+    pub(crate) fn failed_before_sending(&mut self) -> Option<SystemException> {
+        let Inner::Remote(remote) = &mut self.inner else {
+            return None;
+        };
+        if remote.sent_once || !remote.is_done() {
+            return None;
+        }
+        match remote.take() {
+            Some(Err(e)) => Some(e),
+            other => {
+                remote.flight = match other {
+                    Some(outcome) => Flight::Done(outcome),
+                    None => Flight::Taken,
+                };
+                None
+            }
+        }
+    }
+
+    /// Delivers an AMI callback's outcome where the ORB's concurrency model
+    /// says (see `OrbCore::deliver`); at once when no ORB carries the
+    /// request.
+    pub(crate) fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
+        match &self.inner {
+            Inner::Remote(remote) => remote.core.deliver(work),
+            Inner::Ready(_) => work(),
+        }
+    }
+
+    /// Registers who to tell once the request in flight has its outcome
+    /// (see [`settle`](Self::settle)); gives `notify` back when the outcome
+    /// is there already (or was taken), for the caller to act on at once.
+    pub(crate) fn on_ready(&mut self, notify: Notify) -> Option<Notify> {
+        match &mut self.inner {
+            Inner::Remote(remote) => match &remote.flight {
+                Flight::Sent { slot, .. } => slot.on_ready(notify),
+                Flight::Done(_) | Flight::Taken => Some(notify),
+            },
+            Inner::Ready(_) => Some(notify),
+        }
+    }
 }
 
 /// How long [`RemoteDeferred::wait`] waits.
@@ -135,6 +198,11 @@ pub(crate) struct RemoteDeferred {
     progress: Progress,
     deadline: Option<Instant>,
     flight: Flight,
+    /// Whether nobody reads the connection for this request (an AMI
+    /// future or callback): an ORB thread must.
+    asynchronous: bool,
+    /// Whether it was ever sent whole.
+    sent_once: bool,
 }
 
 enum Flight {
@@ -157,11 +225,14 @@ impl Drop for RemoteDeferred {
 }
 
 impl RemoteDeferred {
-    /// Sends `request` to `target` through `core`.
+    /// Sends `request` to `target` through `core`. With `asynchronous`,
+    /// its owner does not read the connection (an AMI future or callback):
+    /// an ORB thread reads it while the request is outstanding.
     pub(crate) fn send(
         core: Arc<OrbCore>,
         target: &Ior,
         request: &OutgoingRequest<'_>,
+        asynchronous: bool,
     ) -> PendingReply {
         let deadline = core.deadline_for(request);
         let mut remote = RemoteDeferred {
@@ -169,6 +240,8 @@ impl RemoteDeferred {
             progress: Progress::new(target),
             deadline,
             flight: Flight::Taken,
+            asynchronous,
+            sent_once: false,
         };
         remote.launch(request);
         PendingReply {
@@ -196,7 +269,7 @@ impl RemoteDeferred {
                     CompletionStatus::No,
                 )));
             }
-            let slot = Arc::new(DeferredSlot::default());
+            let slot = Arc::new(DeferredSlot::new(self.asynchronous));
             let attempt = match self.core.send_once(
                 &self.progress.target,
                 request,
@@ -205,7 +278,13 @@ impl RemoteDeferred {
                 slot.dispatcher(),
             ) {
                 Err(e) => break Flight::Done(Err(e)),
-                Ok(Ok(sent)) => break Flight::Sent { sent, slot },
+                Ok(Ok(sent)) => {
+                    self.sent_once = true;
+                    if self.asynchronous {
+                        self.core.read_for_asynchronous(&sent.conn);
+                    }
+                    break Flight::Sent { sent, slot };
+                }
                 Ok(Err(attempt)) => attempt,
             };
             if let Some(flight) = self.conclude(Ok(attempt)) {

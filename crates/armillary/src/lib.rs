@@ -123,6 +123,7 @@
 // The build.rs example of the crate docs shows its `fn main`, as the file has.
 #![allow(clippy::needless_doctest_main)]
 
+pub mod ami;
 mod collocated;
 mod completion;
 pub mod config;

@@ -129,6 +129,50 @@ impl fmt::Debug for ReplyBody<'_, '_> {
     }
 }
 
+/// The invoker of an asynchronous call that could not be sent: nothing
+/// is ever decoded through it.
+struct NoInvoker;
+
+impl Invoker for NoInvoker {
+    fn invoke(
+        &self,
+        _target: &Ior,
+        _request: &OutgoingRequest<'_>,
+    ) -> Result<Option<ReplyMessage>, SystemException> {
+        Err(SystemException::inv_objref(0, CompletionStatus::No))
+    }
+}
+
+/// Decodes `reply` with a stub's `result` closure, references in it binding
+/// to `invoker`'s ORB: what every form of a two-way call (synchronous, DII,
+/// AMI) does with its reply. A body that does not decode is MARSHAL,
+/// COMPLETED_YES.
+pub(crate) fn decode_reply<T, E>(
+    invoker: &Arc<dyn Invoker>,
+    reply: &ReplyMessage,
+    result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
+) -> Result<T, E>
+where
+    E: From<SystemException>,
+{
+    let _scope = DecodingScope::enter(invoker.clone());
+    let mut body = reply.body();
+    let decoded = match reply.outcome {
+        ReplyOutcome::Normal => result(ReplyBody::Result(&mut body)),
+        ReplyOutcome::UserException => match body.read_string() {
+            Ok(id) => result(ReplyBody::UserException {
+                id,
+                members: &mut body,
+            }),
+            Err(e) => Err(e),
+        },
+    };
+    match decoded {
+        Ok(outcome) => outcome,
+        Err(e) => Err(SystemException::from_cdr_error(&e, CompletionStatus::Yes).into()),
+    }
+}
+
 /// Where a LocateRequest found an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -166,6 +210,20 @@ pub trait Invoker: Send + Sync + 'static {
             reply.ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))
         });
         Ok(PendingReply::ready(outcome))
+    }
+
+    /// Sends the two-way `request` to `target` now for an AMI future or
+    /// callback: like [`send_deferred`](Self::send_deferred), except that
+    /// nobody will read the connection for the reply, so the invoker must
+    /// (the ORB reads it with a thread per connection that has such
+    /// requests). An invoker that cannot defer runs the request at once,
+    /// which is what this default does.
+    fn send_asynchronous(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        self.send_deferred(target, request)
     }
 
     /// Asks where `target` is without invoking it (a LocateRequest). An
@@ -501,22 +559,99 @@ impl ObjectRef {
         let reply = invoker
             .invoke(self.ior(), &request)?
             .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?;
-        let _scope = DecodingScope::enter(invoker.clone());
-        let mut body = reply.body();
-        let decoded = match reply.outcome {
-            ReplyOutcome::Normal => result(ReplyBody::Result(&mut body)),
-            ReplyOutcome::UserException => match body.read_string() {
-                Ok(id) => result(ReplyBody::UserException {
-                    id,
-                    members: &mut body,
-                }),
-                Err(e) => Err(e),
-            },
-        };
-        match decoded {
-            Ok(outcome) => outcome,
-            Err(e) => Err(SystemException::from_cdr_error(&e, CompletionStatus::Yes).into()),
+        decode_reply(invoker, &reply, result)
+    }
+
+    /// Sends a two-way call now and returns a [`Poller`](crate::ami::Poller)
+    /// to collect its reply (the hook behind a generated `sendp_<op>`; see
+    /// [`ami`](crate::ami) for the semantics). `args` writes the in and
+    /// inout arguments and may run again (a forward, a re-send after an
+    /// orderly close); `result` decodes the reply as for
+    /// [`invoke`](Self::invoke). A failure to send is the poller's outcome.
+    pub fn send_poller<R, E>(
+        &self,
+        operation: &'static str,
+        args: impl Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync + 'static,
+        result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send + 'static,
+    ) -> crate::ami::Poller<R, E>
+    where
+        E: From<SystemException>,
+    {
+        let request = crate::ami::OwnedRequest::new(operation, Arc::new(args), self.call_timeout());
+        let (invoker, pending) = self.send_with(&request, false);
+        crate::ami::Poller::new(request, pending, invoker, Box::new(result))
+    }
+
+    /// Sends a two-way call now and returns a
+    /// [`ReplyFuture`](crate::ami::ReplyFuture) of its outcome, usable from
+    /// any executor (the hook behind a generated `<op>_async`; see
+    /// [`ami`](crate::ami)). `args` and `result` as for
+    /// [`send_poller`](Self::send_poller). A failure to send is the
+    /// future's outcome.
+    pub fn send_future<R, E>(
+        &self,
+        operation: &'static str,
+        args: impl Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync + 'static,
+        result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send + 'static,
+    ) -> crate::ami::ReplyFuture<R, E>
+    where
+        E: From<SystemException>,
+    {
+        let request = crate::ami::OwnedRequest::new(operation, Arc::new(args), self.call_timeout());
+        let (invoker, pending) = self.send_with(&request, true);
+        crate::ami::ReplyFuture::new(request, pending, invoker, Box::new(result))
+    }
+
+    /// Sends a two-way call now; its outcome goes to `deliver` later (the
+    /// hook behind a generated `sendc_<op>`, whose `deliver` calls the reply
+    /// handler's `<op>` or `<op>_excep`; see [`ami`](crate::ami) for where
+    /// and when it runs). `result` decodes a normal reply (return value,
+    /// then out and inout parameters); a user or system exception reaches
+    /// `deliver` as an [`ExceptionHolder`](crate::ami::ExceptionHolder).
+    ///
+    /// Fails only for what fails before the request is on its way (the ORB
+    /// is shut down, no connection could be opened, the call timeout passed
+    /// while waiting under back-pressure); everything later, including the
+    /// call timeout, goes to `deliver`, exactly once.
+    pub fn send_callback<R, E>(
+        &self,
+        operation: &'static str,
+        args: impl Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync + 'static,
+        result: impl FnOnce(&mut CdrReader<'_>) -> Result<R, CdrError> + Send + 'static,
+        deliver: impl FnOnce(Result<R, crate::ami::ExceptionHolder<E>>) + Send + 'static,
+    ) -> Result<(), SystemException>
+    where
+        R: Send + 'static,
+        E: crate::ami::UserExceptionSet,
+    {
+        let request = crate::ami::OwnedRequest::new(operation, Arc::new(args), self.call_timeout());
+        let invoker = self.invoker()?.clone();
+        let mut pending = invoker.send_asynchronous(self.ior(), &request.get())?;
+        if let Some(e) = pending.failed_before_sending() {
+            return Err(e);
         }
+        crate::ami::CallbackCall::new(request, pending, invoker, Box::new(result), Box::new(deliver))
+            .step();
+        Ok(())
+    }
+
+    /// Sends `request` for a poller (`asynchronous` false: its owner reads)
+    /// or a future (true: the ORB reads); a failure to send becomes the
+    /// outcome.
+    fn send_with(
+        &self,
+        request: &crate::ami::OwnedRequest,
+        asynchronous: bool,
+    ) -> (Arc<dyn Invoker>, PendingReply) {
+        let invoker = match self.invoker() {
+            Ok(invoker) => invoker.clone(),
+            Err(e) => return (Arc::new(NoInvoker), PendingReply::ready(Err(e))),
+        };
+        let sent = match asynchronous {
+            true => invoker.send_asynchronous(self.ior(), &request.get()),
+            false => invoker.send_deferred(self.ior(), &request.get()),
+        };
+        (invoker, sent.unwrap_or_else(|e| PendingReply::ready(Err(e))))
     }
 
     /// Makes a two-way call to an operation that raises no user

@@ -21,7 +21,7 @@ use armillary_giop::giop::{
 use armillary_giop::ior::{Ior, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
 use crate::collocated::CollocatedInvoker;
 use crate::completion::WaitForCompletion;
@@ -214,6 +214,12 @@ pub(crate) struct OrbCore {
     initial: RwLock<HashMap<String, ObjectRef>>,
     /// Requests sent with `send_multiple_requests`, until collected.
     deferred: crate::dii::DeferredRequests,
+    /// Connections an ORB thread reads for AMI futures and callbacks
+    /// (closed at shutdown, which ends those threads).
+    readers: Mutex<Vec<Weak<ClientConnection>>>,
+    /// AMI callbacks waiting for an application thread
+    /// ([`ConcurrencyModel::ApplicationThreads`]).
+    callbacks: crate::ami::CallbackQueue,
     pub(crate) shut_down: AtomicBool,
     shutdown_lock: Mutex<()>,
     shutdown_signal: Condvar,
@@ -326,6 +332,20 @@ impl Invoker for LocalInvoker {
             .send_deferred(target, request)
     }
 
+    fn send_asynchronous(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        if *target == self.ior {
+            return self.local.send_asynchronous(target, request);
+        }
+        self.orb
+            .upgrade()
+            .ok_or_else(shut_down_error)?
+            .send_asynchronous(target, request)
+    }
+
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
         if *target == self.ior {
             return Ok(Location::Here);
@@ -388,6 +408,8 @@ impl Orb {
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
                 deferred: crate::dii::DeferredRequests::default(),
+                readers: Mutex::new(Vec::new()),
+                callbacks: crate::ami::CallbackQueue::default(),
                 shut_down: AtomicBool::new(false),
                 shutdown_lock: Mutex::new(()),
                 shutdown_signal: Condvar::new(),
@@ -607,6 +629,12 @@ impl Orb {
                     if core.shut_down.load(Ordering::SeqCst) {
                         return Ok(());
                     }
+                    // AMI replies for this thread to deliver (a pure
+                    // client has nothing else to drive).
+                    if drives && !core.callbacks.is_empty() {
+                        MutexGuard::unlocked(&mut guard, || core.callbacks.run_ready());
+                        continue;
+                    }
                     // Not in the `match`: its guard would live to the end
                     // of it, and block every reference made while we wait.
                     let current = core.server.lock().clone();
@@ -618,15 +646,22 @@ impl Orb {
                         Some(_) => {
                             core.shutdown_signal.wait_for(&mut guard, RUN_WAIT);
                         }
-                        // Nothing to drive yet: `shutdown` and the server's
-                        // start both signal.
+                        // Nothing to drive yet: `shutdown`, the server's
+                        // start and a queued AMI callback all signal.
                         None => core.shutdown_signal.wait(&mut guard),
                     }
                 }
             };
-            if server.drive(RUN_WAIT).is_err() && !core.shut_down.load(Ordering::SeqCst) {
+            // Queued AMI callbacks wait at most one round of the reactor.
+            let wait = if core.callbacks.is_empty() {
+                RUN_WAIT
+            } else {
+                Duration::ZERO
+            };
+            if server.drive(wait).is_err() && !core.shut_down.load(Ordering::SeqCst) {
                 return Err(reactor_failed());
             }
+            core.callbacks.run_ready();
         }
     }
 
@@ -644,6 +679,9 @@ impl Orb {
         }
         if self.core().config.concurrency != ConcurrencyModel::ApplicationThreads {
             return Ok(false);
+        }
+        if !self.core().callbacks.is_empty() {
+            return Ok(true);
         }
         let server = self.core().server.lock().clone();
         match server {
@@ -684,14 +722,24 @@ impl Orb {
         if self.core().shut_down.load(Ordering::SeqCst) {
             return Err(shut_down_error());
         }
-        let server = match self.core().config.concurrency {
-            ConcurrencyModel::ApplicationThreads => self.core().server.lock().clone(),
-            _ => None,
+        let drives = self.core().config.concurrency == ConcurrencyModel::ApplicationThreads;
+        // An AMI reply to deliver is one unit of work.
+        if drives && self.core().callbacks.run_one(Duration::ZERO) {
+            return Ok(());
+        }
+        let server = match drives {
+            true => self.core().server.lock().clone(),
+            false => None,
         };
         match server {
             Some(server) => server
                 .perform_work(Self::PERFORM_WORK_WAIT)
                 .map_err(|_| reactor_failed()),
+            // A pure client: wait for an AMI reply to deliver.
+            None if drives => {
+                self.core().callbacks.run_one(Self::PERFORM_WORK_WAIT);
+                Ok(())
+            }
             None => {
                 std::thread::yield_now();
                 Ok(())
@@ -789,7 +837,52 @@ impl OrbCore {
             server.stop(wait);
         }
         self.connections.close_all(self.config.giop_version());
+        // Connections read for AMI requests that left the cache (a silent
+        // timeout evicted them) close too: their readers end, and their
+        // requests with them.
+        let readers = std::mem::take(&mut *self.readers.lock());
+        for conn in readers.iter().filter_map(Weak::upgrade) {
+            conn.close(self.config.giop_version());
+        }
+        // AMI callbacks queued for application threads that will not run
+        // the ORB any more are delivered here, so that each still happens
+        // exactly once.
+        self.callbacks.run_ready();
         self.deferred.clear();
+        let _guard = self.shutdown_lock.lock();
+        self.shutdown_signal.notify_all();
+    }
+
+    /// Makes sure an ORB thread reads `conn` while AMI futures or
+    /// callbacks await replies on it (see
+    /// [`ClientConnection::ensure_reader`]), and remembers the connection
+    /// so that shutdown ends that thread.
+    pub(crate) fn read_for_asynchronous(&self, conn: &Arc<ClientConnection>) {
+        if conn.ensure_reader() {
+            let mut readers = self.readers.lock();
+            readers.retain(|r| r.strong_count() > 0);
+            readers.push(Arc::downgrade(conn));
+        }
+    }
+
+    /// Delivers an AMI callback's outcome (`work` calls the application):
+    /// at once on this thread (the one that read the reply, after it let
+    /// go of the connection), or, with
+    /// [`ConcurrencyModel::ApplicationThreads`], queued for [`Orb::run`] /
+    /// [`Orb::perform_work`].
+    pub(crate) fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
+        if self.config.concurrency != ConcurrencyModel::ApplicationThreads
+            || self.shut_down.load(Ordering::SeqCst)
+        {
+            work();
+            return;
+        }
+        self.callbacks.push(work);
+        // A shutdown since the check above runs what is queued itself, but
+        // may have done so before this was queued.
+        if self.shut_down.load(Ordering::SeqCst) {
+            self.callbacks.run_ready();
+        }
         let _guard = self.shutdown_lock.lock();
         self.shutdown_signal.notify_all();
     }
@@ -1329,7 +1422,19 @@ impl Invoker for OrbCore {
             return Err(shut_down_error());
         }
         let me = self.me.upgrade().ok_or_else(shut_down_error)?;
-        Ok(RemoteDeferred::send(me, target, request))
+        Ok(RemoteDeferred::send(me, target, request, false))
+    }
+
+    fn send_asynchronous(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(shut_down_error());
+        }
+        let me = self.me.upgrade().ok_or_else(shut_down_error)?;
+        Ok(RemoteDeferred::send(me, target, request, true))
     }
 
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {

@@ -22,6 +22,7 @@
 //! Generated code names runtime items only through `::armillary::runtime::…`
 //! and everything else through the crate root (or `::armillary::poa`).
 
+pub use crate::ami::UserExceptionSet;
 pub use crate::deferred::PendingReply;
 pub use crate::object::{Invoker, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome};
 pub use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets};

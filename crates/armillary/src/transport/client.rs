@@ -39,7 +39,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::reply::sync::SyncSlot;
 pub(crate) use super::reply::Awaited;
-use super::reply::{DispatcherTable, ReplyDispatcher};
+use super::reply::{DispatcherTable, Handoff, ReplyDispatcher};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
 use crate::net;
 
@@ -81,6 +81,9 @@ pub(crate) struct ReadState {
     /// The read timeout currently set on the socket.
     read_timeout: Option<Duration>,
     leader: bool,
+    /// Whether an ORB thread reads the connection for the asynchronous
+    /// requests outstanding on it ([`ClientConnection::ensure_reader`]).
+    reader: bool,
     closed: Option<Closed>,
 }
 
@@ -177,6 +180,7 @@ impl ClientConnection {
                 last_received: Instant::now(),
                 read_timeout: None,
                 leader: false,
+                reader: false,
                 closed: None,
             }),
             wake: Condvar::new(),
@@ -211,6 +215,7 @@ impl ClientConnection {
         if readiness(self.stream.socket()) == Readiness::Closed {
             state.close(Closed::Broken);
             let _ = self.stream.socket().shutdown(Shutdown::Both);
+            release(state);
             return true;
         }
         false
@@ -228,10 +233,16 @@ impl ClientConnection {
     ) {
         let mut state = self.state.lock();
         match state.closed {
-            Some(closed) => dispatcher.dispatch(Awaited::Closed(closed)),
+            Some(closed) => {
+                drop(state);
+                if let Some(handoff) = dispatcher.dispatch(Awaited::Closed(closed)) {
+                    handoff();
+                }
+            }
             None => {
                 let frames = state.frames;
                 state.dispatchers.bind(id, dispatcher, frames, deadline);
+                release(state);
             }
         }
     }
@@ -288,8 +299,8 @@ impl ClientConnection {
         let mut state = self.state.lock();
         let frames = state.frames;
         state.dispatchers.time_out(id, frames);
-        drop(state);
         self.wake.notify_all();
+        release(state);
     }
 
     /// Writes a whole message. An error means the request did not reach
@@ -330,8 +341,10 @@ impl ClientConnection {
             return Ok(());
         };
         let _ = self.stream.socket().shutdown(Shutdown::Both);
-        self.state.lock().close(Closed::Broken);
+        let mut state = self.state.lock();
+        state.close(Closed::Broken);
         self.wake.notify_all();
+        release(state);
         Err(match e.kind() {
             ErrorKind::WouldBlock | ErrorKind::TimedOut => SendError::TimedOut,
             _ => SendError::Failed,
@@ -364,13 +377,13 @@ impl ClientConnection {
         mut done: impl FnMut(&mut ReadState) -> bool,
     ) -> bool {
         let mut state = self.state.lock();
-        loop {
+        let ended = loop {
             if done(&mut state) || state.closed.is_some() {
-                return true;
+                break true;
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| d <= now) {
-                return false;
+                break false;
             }
             if state.leader {
                 match deadline {
@@ -385,6 +398,79 @@ impl ClientConnection {
             // least: a zero timeout means none).
             let timeout = deadline.map(|d| (d - now).max(Duration::from_millis(1)));
             self.lead_once(&mut state, timeout);
+            // Callbacks the read made ready run now, with the connection
+            // free for another leader meanwhile.
+            let handoffs = state.dispatchers.take_handoffs();
+            if !handoffs.is_empty() {
+                MutexGuard::unlocked(&mut state, || run(handoffs));
+            }
+        };
+        release(state);
+        ended
+    }
+
+    /// Starts an ORB thread that reads this connection while asynchronous
+    /// requests (AMI futures and callbacks, whose owners do not read) are
+    /// outstanding on it, unless one reads it already; true when it started
+    /// one. The thread ends when none remain or the connection closes: one
+    /// thread per connection with such work, never one per request.
+    ///
+    /// This is the one place that decides who reads for asynchronous
+    /// requests; a reactor that watches client connections can take it over.
+    pub(crate) fn ensure_reader(self: &Arc<Self>) -> bool {
+        {
+            let mut state = self.state.lock();
+            if state.reader || state.closed.is_some() || state.dispatchers.readerless() == 0 {
+                return false;
+            }
+            state.reader = true;
+        }
+        let conn = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("armillary-ami-reader".into())
+            .spawn(move || conn.read_while_asynchronous());
+        if spawned.is_err() {
+            // Nobody can read for them: end them rather than leave them
+            // hanging.
+            let _ = self.stream.socket().shutdown(Shutdown::Both);
+            let mut state = self.state.lock();
+            state.reader = false;
+            state.close(Closed::Broken);
+            self.wake.notify_all();
+            release(state);
+            return false;
+        }
+        true
+    }
+
+    /// The body of the thread [`ensure_reader`](Self::ensure_reader)
+    /// starts: leads (or follows) on the connection until no asynchronous
+    /// request is outstanding, waking at least every [`READER_TICK`] to end
+    /// those whose deadline passed.
+    fn read_while_asynchronous(&self) {
+        loop {
+            let now = Instant::now();
+            let next = self.state.lock().dispatchers.next_expiry();
+            let until = next.map_or(now + READER_TICK, |e| e.min(now + READER_TICK));
+            let ended = self.wait_until(Some(until), |state| {
+                if state.dispatchers.readerless() == 0 || state.closed.is_some() {
+                    state.reader = false;
+                    return true;
+                }
+                false
+            });
+            if ended {
+                let mut state = self.state.lock();
+                if state.closed.is_some() {
+                    state.reader = false;
+                }
+                return;
+            }
+            let mut state = self.state.lock();
+            let frames = state.frames;
+            state.dispatchers.expire(Instant::now(), frames);
+            self.wake.notify_all();
+            release(state);
         }
     }
 
@@ -401,6 +487,7 @@ impl ClientConnection {
         if readiness(self.stream.socket()) != Readiness::Nothing {
             self.lead_once(&mut state, Some(POLL_READ));
         }
+        release(state);
     }
 
     /// One read as the leader (with the read state unlocked meanwhile),
@@ -468,8 +555,31 @@ impl ClientConnection {
             let _ = self.send(&b.finish(false));
         }
         self.stream.shutdown();
-        self.state.lock().close(Closed::Orderly);
+        let mut state = self.state.lock();
+        state.close(Closed::Orderly);
         self.wake.notify_all();
+        release(state);
+    }
+}
+
+/// How long the thread reading for asynchronous requests reads at most
+/// before it looks at their deadlines again: a request bound while it is
+/// blocked in a read, with a deadline earlier than that read's end, ends
+/// this much late at worst.
+const READER_TICK: Duration = Duration::from_millis(50);
+
+/// Unlocks the read state, then runs what dispatchers handed back meanwhile
+/// (AMI callbacks), on this thread.
+fn release(mut state: MutexGuard<'_, ReadState>) {
+    let handoffs = state.dispatchers.take_handoffs();
+    drop(state);
+    run(handoffs);
+}
+
+/// Runs dispatchers' handoffs, in the order they were dispatched.
+fn run(handoffs: Vec<Handoff>) {
+    for handoff in handoffs {
+        handoff();
     }
 }
 

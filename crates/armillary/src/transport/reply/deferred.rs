@@ -1,24 +1,44 @@
 //! The deferred reply dispatcher: a request sent now whose reply is
 //! collected later by whoever holds its [`DeferredSlot`] (a DII request
-//! after `send_deferred`; AMI pollers build on it). The slot is filled by
-//! whichever thread reads the connection; its owner can ask whether it is
-//! ready without touching the connection.
+//! after `send_deferred`, an AMI poller, future or callback). The slot is
+//! filled by whichever thread reads the connection; its owner can ask
+//! whether it is ready without touching the connection. An asynchronous
+//! slot (see [`callback`](super::callback)) also tells someone when it is
+//! filled, and asks for an ORB thread to read the connection meanwhile.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{Awaited, ReplyDispatcher};
+use super::callback::Notify;
+use super::{Awaited, Handoff, ReplyDispatcher};
 
 /// The outcome of a deferred request, once some thread dispatched it.
 #[derive(Default)]
 pub(crate) struct DeferredSlot {
     outcome: Mutex<Option<Awaited>>,
     ready: AtomicBool,
+    /// Whose turn it is once the outcome is there (asynchronous slots).
+    /// `ready` is set and read under this lock, so a notification is never
+    /// lost between a check and a registration.
+    notify: Mutex<Option<Notify>>,
+    /// Whether nobody reads the connection on this slot's behalf (AMI
+    /// futures and callbacks), so that the ORB must.
+    asynchronous: bool,
 }
 
 impl DeferredSlot {
+    /// A slot whose owner reads the connection itself (`asynchronous`
+    /// false: DII, pollers) or relies on an ORB thread to (true: futures
+    /// and callbacks).
+    pub(crate) fn new(asynchronous: bool) -> Self {
+        DeferredSlot {
+            asynchronous,
+            ..DeferredSlot::default()
+        }
+    }
+
     /// The dispatcher to bind for this slot.
     pub(crate) fn dispatcher(self: &Arc<Self>) -> Box<dyn ReplyDispatcher> {
         Box::new(DeferredDispatcher(self.clone()))
@@ -37,13 +57,35 @@ impl DeferredSlot {
         }
         outcome
     }
+
+    /// Registers who to tell once the outcome is there, replacing any
+    /// earlier registration; gives `notify` back when it is there already
+    /// (the caller acts on it at once).
+    pub(crate) fn on_ready(&self, notify: Notify) -> Option<Notify> {
+        let mut slot = self.notify.lock();
+        if self.is_ready() {
+            *slot = None;
+            return Some(notify);
+        }
+        *slot = Some(notify);
+        None
+    }
 }
 
 struct DeferredDispatcher(Arc<DeferredSlot>);
 
 impl ReplyDispatcher for DeferredDispatcher {
-    fn dispatch(self: Box<Self>, outcome: Awaited) {
+    fn dispatch(self: Box<Self>, outcome: Awaited) -> Option<Handoff> {
         *self.0.outcome.lock() = Some(outcome);
-        self.0.ready.store(true, Ordering::Release);
+        let notify = {
+            let mut notify = self.0.notify.lock();
+            self.0.ready.store(true, Ordering::Release);
+            notify.take()
+        };
+        notify.and_then(Notify::fire)
+    }
+
+    fn needs_reader(&self) -> bool {
+        self.0.asynchronous
     }
 }

@@ -13,6 +13,13 @@
 //! - [`deferred`]: holds the slot of a request sent now and collected later
 //!   (DII `send_deferred`, and the foundation of AMI pollers); whoever owns
 //!   the handle polls or waits for it, and dropping the handle unbinds it.
+//! - [`callback`]: a deferred slot that also tells someone when it is
+//!   filled (AMI futures and callbacks): it wakes a future's
+//!   [`Waker`](std::task::Waker) at once, or hands a continuation (the
+//!   callback's reply decoder and delivery closure) back to the reading
+//!   thread, which runs it after it has let go of the connection. Such
+//!   dispatchers [need a reader](ReplyDispatcher::needs_reader): the
+//!   connection gets an ORB thread that reads it while they are bound.
 //!
 //! No thread exists per outstanding request: a dispatcher is a small heap
 //! object in a hash map. Every bound dispatcher ends in exactly one
@@ -20,6 +27,7 @@
 //! deadline) or is unbound by its owner; a reply whose id is not bound (a
 //! oneway, a request whose owner gave up, a timed-out one) is dropped.
 
+pub(crate) mod callback;
 pub(crate) mod deferred;
 pub(crate) mod sync;
 
@@ -46,17 +54,31 @@ pub(crate) enum Awaited {
     },
 }
 
+/// Work a dispatcher hands back to the thread that dispatched it, to run
+/// once that thread has let go of the connection's read state (an AMI
+/// callback: it may decode, call the application, and send again).
+pub(crate) type Handoff = Box<dyn FnOnce() + Send>;
+
 /// Receives the outcome of one request. Called exactly once, by the thread
 /// that read the reply, saw the connection close or found the deadline
-/// passed, while it holds the connection's read state: it must not block.
+/// passed, while it holds the connection's read state: it must not block,
+/// and returns what must run after the state is released, if anything.
 pub(crate) trait ReplyDispatcher: Send {
     /// Hands the outcome over.
-    fn dispatch(self: Box<Self>, outcome: Awaited);
+    fn dispatch(self: Box<Self>, outcome: Awaited) -> Option<Handoff>;
+
+    /// Whether nobody waits on the connection for this reply (an AMI future
+    /// or callback), so that an ORB thread must read it.
+    fn needs_reader(&self) -> bool {
+        false
+    }
 }
 
 /// A bound dispatcher and what the table needs to end it.
 struct Entry {
     dispatcher: Box<dyn ReplyDispatcher>,
+    /// Whether it [needs a reader](ReplyDispatcher::needs_reader).
+    needs_reader: bool,
     /// The connection's message count when the request was bound: if it
     /// has not moved when the deadline passes, the server said nothing.
     frames_before: u64,
@@ -71,6 +93,11 @@ pub(crate) struct DispatcherTable {
     /// No entry's deadline is earlier than this (`None`: no entry has
     /// one), so [`expire`](Self::expire) costs nothing until it passes.
     next_expiry: Option<Instant>,
+    /// How many bound dispatchers need a reader.
+    readerless: usize,
+    /// What dispatchers handed back, to run once the read state is
+    /// released ([`take_handoffs`](Self::take_handoffs)).
+    handoffs: Vec<Handoff>,
 }
 
 impl DispatcherTable {
@@ -86,10 +113,13 @@ impl DispatcherTable {
         if let Some(d) = deadline {
             self.next_expiry = Some(self.next_expiry.map_or(d, |e| e.min(d)));
         }
+        let needs_reader = dispatcher.needs_reader();
+        self.readerless += usize::from(needs_reader);
         let old = self.entries.insert(
             id,
             Entry {
                 dispatcher,
+                needs_reader,
                 frames_before: frames,
                 deadline,
             },
@@ -97,22 +127,37 @@ impl DispatcherTable {
         // Ids are not reused while bound; should one be, the older request
         // learns it will get no reply instead of waiting for ever.
         if let Some(old) = old {
-            old.dispatcher.dispatch(Awaited::Closed(Closed::Broken));
+            self.readerless -= usize::from(old.needs_reader);
+            self.end(old, Awaited::Closed(Closed::Broken));
+        }
+    }
+
+    /// Removes the entry of `id`, keeping the count of readerless ones.
+    fn remove(&mut self, id: u32) -> Option<Entry> {
+        let entry = self.entries.remove(&id)?;
+        self.readerless -= usize::from(entry.needs_reader);
+        Some(entry)
+    }
+
+    /// Dispatches `outcome` to a removed entry, keeping its handoff.
+    fn end(&mut self, entry: Entry, outcome: Awaited) {
+        if let Some(handoff) = entry.dispatcher.dispatch(outcome) {
+            self.handoffs.push(handoff);
         }
     }
 
     /// Forgets the dispatcher of `id` without dispatching anything (its
     /// owner no longer wants the reply). True if one was bound.
     pub(crate) fn unbind(&mut self, id: u32) -> bool {
-        self.entries.remove(&id).is_some()
+        self.remove(id).is_some()
     }
 
     /// Hands `frame` to the dispatcher of `id`; false (and the frame is
     /// dropped) when none is bound.
     pub(crate) fn dispatch(&mut self, id: u32, frame: Frame) -> bool {
-        match self.entries.remove(&id) {
+        match self.remove(id) {
             Some(entry) => {
-                entry.dispatcher.dispatch(Awaited::Reply(frame));
+                self.end(entry, Awaited::Reply(frame));
                 true
             }
             None => false,
@@ -123,9 +168,9 @@ impl DispatcherTable {
     /// owner's own deadline passed). `frames` is the connection's message
     /// count now.
     pub(crate) fn time_out(&mut self, id: u32, frames: u64) {
-        if let Some(entry) = self.entries.remove(&id) {
+        if let Some(entry) = self.remove(id) {
             let silent = entry.frames_before == frames;
-            entry.dispatcher.dispatch(Awaited::TimedOut { silent });
+            self.end(entry, Awaited::TimedOut { silent });
         }
     }
 
@@ -149,9 +194,28 @@ impl DispatcherTable {
     /// Ends every request: the connection closed.
     pub(crate) fn close_all(&mut self, closed: Closed) {
         self.next_expiry = None;
-        for (_, entry) in self.entries.drain() {
-            entry.dispatcher.dispatch(Awaited::Closed(closed));
+        self.readerless = 0;
+        let entries: Vec<Entry> = self.entries.drain().map(|(_, e)| e).collect();
+        for entry in entries {
+            self.end(entry, Awaited::Closed(closed));
         }
+    }
+
+    /// How many bound dispatchers need a reader (AMI futures and
+    /// callbacks): an ORB thread reads the connection while there are any.
+    pub(crate) fn readerless(&self) -> usize {
+        self.readerless
+    }
+
+    /// The earliest deadline of a bound dispatcher (or a moment before it).
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
+        self.next_expiry
+    }
+
+    /// What dispatchers handed back since the last call: the caller runs
+    /// it once it has released the connection's read state.
+    pub(crate) fn take_handoffs(&mut self) -> Vec<Handoff> {
+        std::mem::take(&mut self.handoffs)
     }
 
     /// Whether no request is outstanding.

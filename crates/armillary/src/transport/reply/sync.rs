@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{Awaited, ReplyDispatcher};
+use super::{Awaited, Handoff, ReplyDispatcher};
 
 /// Where a waiting caller finds its outcome. Only touched while the
 /// connection's read state is locked, so its own lock is never contended.
@@ -34,7 +34,8 @@ impl SyncSlot {
 struct SyncDispatcher(Arc<SyncSlot>);
 
 impl ReplyDispatcher for SyncDispatcher {
-    fn dispatch(self: Box<Self>, outcome: Awaited) {
+    fn dispatch(self: Box<Self>, outcome: Awaited) -> Option<Handoff> {
         *self.0 .0.lock() = Some(outcome);
+        None
     }
 }

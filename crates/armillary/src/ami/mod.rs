@@ -1,0 +1,111 @@
+//! Asynchronous method invocation (AMI): a two-way request sent now whose
+//! reply is collected later, in the three forms CORBA Messaging and Rust
+//! users expect. Generated stubs (`sendp_<op>`, `<op>_async`,
+//! `sendc_<op>`) call the hooks [`ObjectRef::send_poller`],
+//! [`ObjectRef::send_future`] and [`ObjectRef::send_callback`].
+//!
+//! - [`Poller`] (the polling model): the owner asks [`is_ready`](Poller::is_ready),
+//!   [`wait`](Poller::wait)s or [`take`](Poller::take)s; it reads the
+//!   connection itself when nobody else does.
+//! - [`ReplyFuture`] (a Rust `Future`): usable from any executor; the ORB
+//!   spawns nothing per call and wakes the task when the reply is in.
+//! - callbacks ([`ObjectRef::send_callback`]): the reply (decoded) or an
+//!   [`ExceptionHolder`] is handed to a delivery closure, which generated
+//!   code points at a reply handler's operation.
+//!
+//! What all three share (the runtime facts):
+//! - They send exactly the GIOP Request the synchronous call sends, through
+//!   the same path: profile choice, code sets, LOCATION_FORWARD,
+//!   NEEDS_ADDRESSING_MODE, the transparent re-send after an orderly close,
+//!   back-pressure (`-ORBClientMaxOutstanding`: sending blocks while the
+//!   connection has that many requests outstanding), and the call timeout
+//!   (the reference's, else the sending thread's, else the ORB's; see
+//!   [`CallTimeout`](crate::CallTimeout)), counted from the send. Past it
+//!   the request ends in TIMEOUT ([`minor::CALL_TIMEOUT`](crate::minor::CALL_TIMEOUT),
+//!   COMPLETED_MAYBE once sent) and its reply dispatcher is unbound, so a
+//!   late reply is dropped.
+//! - No thread exists per outstanding request: each is a reply dispatcher
+//!   in its connection's table, found by request id in O(1). Futures and
+//!   callbacks have no owner reading the connection, so the ORB gives such
+//!   a connection one reader thread while they are outstanding on it (it
+//!   ends when none remain, and at shutdown); a thread that is waiting on
+//!   the same connection for a synchronous reply reads for them meanwhile.
+//!   That reader looks at deadlines at least every 50 ms, so a future or
+//!   callback times out up to that much after its deadline.
+//! - A callback runs on the thread that read its reply, after that thread
+//!   let go of the connection (so it may call the ORB, and a forward or
+//!   re-send it causes goes out from there), except under
+//!   [`ConcurrencyModel::ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads):
+//!   then it waits in a queue, [`Orb::work_pending`](crate::Orb::work_pending)
+//!   says true, and [`Orb::run`](crate::Orb::run) /
+//!   [`Orb::perform_work`](crate::Orb::perform_work) run it, in a pure client
+//!   as in a server.
+//! - A future or poller that is dropped unbinds its dispatcher (its reply,
+//!   should it come, is dropped). A callback cannot be withdrawn.
+//! - [`Orb::shutdown`](crate::Orb::shutdown) ends every outstanding
+//!   asynchronous request with BAD_INV_ORDER
+//!   ([`minor::ORB_SHUT_DOWN`](crate::minor::ORB_SHUT_DOWN)): the
+//!   connection closes, and the re-send a close would cause is refused.
+//!   Callbacks still queued for application threads are run by the
+//!   shutting-down thread, so each handler hears exactly once.
+//! - An invoker that cannot defer (a collocated object) runs the request
+//!   at once: the poller or future is ready at once, and the callback runs
+//!   before `send_callback` returns.
+
+mod callback;
+mod future;
+mod holder;
+mod poller;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use armillary_giop::cdr::{CdrError, CdrWriter};
+use armillary_giop::giop::SyncScope;
+
+pub(crate) use callback::{CallbackCall, CallbackQueue};
+pub use future::ReplyFuture;
+pub use holder::{ExceptionHolder, UserExceptionSet};
+pub use poller::Poller;
+
+use crate::object::OutgoingRequest;
+
+/// A request's argument encoder, owned: it may run again (a forward, a
+/// re-send after an orderly close) long after the call that made it.
+pub(crate) type OwnedArgs = Arc<dyn Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync>;
+
+/// A two-way request an asynchronous form keeps to send it again.
+pub(crate) struct OwnedRequest {
+    operation: &'static str,
+    args: OwnedArgs,
+    /// The reference's call timeout, else the sending thread's, fixed at
+    /// the send (a re-send from another thread keeps it).
+    call_timeout: Option<Duration>,
+}
+
+impl OwnedRequest {
+    /// The request for `operation` through a reference whose own call
+    /// timeout is `reference_timeout`, sent now from this thread.
+    pub(crate) fn new(
+        operation: &'static str,
+        args: OwnedArgs,
+        reference_timeout: Option<Duration>,
+    ) -> Self {
+        OwnedRequest {
+            operation,
+            args,
+            call_timeout: crate::timeout::effective(reference_timeout, None),
+        }
+    }
+
+    /// The request as invokers take it.
+    pub(crate) fn get(&self) -> OutgoingRequest<'_> {
+        OutgoingRequest {
+            operation: self.operation,
+            response_expected: true,
+            sync_scope: SyncScope::WithTarget,
+            args: &*self.args,
+            call_timeout: self.call_timeout,
+        }
+    }
+}
