@@ -83,8 +83,14 @@ use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars
 
 /// The Rust generated from `invocation_bench.idl`.
 // The server side (servant trait, skeleton) is generated but unused here:
-// the server is `armillary bench serve-echo`.
-#[allow(missing_docs, missing_debug_implementations, dead_code)]
+// the server is `armillary bench serve-echo`. The generated `_async`
+// methods carry a `#[must_use]` their return type already has.
+#[allow(
+    missing_docs,
+    missing_debug_implementations,
+    dead_code,
+    clippy::double_must_use
+)]
 mod generated {
     armillary::include_idl!("invocation_bench");
 }
