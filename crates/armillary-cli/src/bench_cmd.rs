@@ -3,10 +3,12 @@
 //! two Armillary processes, a raw TCP ping-pong of the same message sizes,
 //! and omniORB client → omniORB server when omniORB is installed; the
 //! contenders take turns, round after round, all pinned to the same CPUs.
-//! `idl` times the IDL compiler (see `bench_idl`); `soak` runs mixed
-//! traffic for minutes and checks nothing is lost (see `bench_soak`);
-//! `threading` compares the server concurrency models (see
-//! `bench_threading`). What they share to report lives in `bench_report`.
+//! `invocation` reproduces the AMI paper's latency and throughput tables
+//! (see `bench_invocation`); `idl` times the IDL compiler (see
+//! `bench_idl`); `soak` runs mixed traffic for minutes and checks nothing
+//! is lost (see `bench_soak`); `threading` compares the server concurrency
+//! models (see `bench_threading`). What they share to report lives in
+//! `bench_report`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -57,6 +59,11 @@ enum BenchCommand {
     /// The server concurrency models in the Visibroker and MICO threading
     /// experiments (see `bench_threading`).
     Threading(crate::bench_threading::ThreadingArgs),
+    /// The AMI paper's experiments: latency (Table 1) and throughput
+    /// (Table 2) of synchronous, AMI (callback, future) and DII deferred
+    /// two-way calls against one Armillary server, with omniORB's AMI
+    /// client against omniORB's server as the throughput baseline.
+    Invocation(crate::bench_invocation::InvocationOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -132,6 +139,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             concurrency,
         } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
         BenchCommand::Threading(args) => crate::bench_threading::run(args),
+        BenchCommand::Invocation(options) => crate::bench_invocation::run(options),
         BenchCommand::Idl {
             dir,
             rounds,
@@ -333,7 +341,7 @@ fn workspace_root() -> Option<PathBuf> {
 }
 
 /// The omniORB peers, built if omniORB is installed.
-fn omniorb_peers() -> Option<PathBuf> {
+pub(crate) fn omniorb_peers() -> Option<PathBuf> {
     if !Path::new("/usr/include/omniORB4/CORBA.h").exists() {
         return None;
     }
@@ -348,6 +356,24 @@ fn omniorb_peers() -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     ok.then_some(out)
+}
+
+/// omniORB's `interop_server` from `peers` on loopback, its IOR written to
+/// `dir/omni.ior`; returns it (killed when dropped) once the IOR is there.
+pub(crate) fn start_omniorb_server(peers: &Path, dir: &Path) -> Result<(Peer, PathBuf), String> {
+    let file = dir.join("omni.ior");
+    let _ = std::fs::remove_file(&file);
+    let server = Peer(
+        Command::new(peers.join("interop_server"))
+            .arg("--ior-file")
+            .arg(&file)
+            .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start omniORB's interop_server: {e}"))?,
+    );
+    wait_for_file(&file)?;
+    Ok((server, file))
 }
 
 fn latency(
@@ -431,17 +457,8 @@ fn latency(
     let mut _omni_server = None;
     let omni_ior = match &omni {
         Some(peers) => {
-            let file = dir.join("omni.ior");
-            _omni_server = Some(Peer(
-                Command::new(peers.join("interop_server"))
-                    .arg("--ior-file")
-                    .arg(&file)
-                    .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .map_err(|e| e.to_string())?,
-            ));
-            wait_for_file(&file)?;
+            let (server, file) = start_omniorb_server(peers, &dir)?;
+            _omni_server = Some(server);
             Some(file)
         }
         None => {

@@ -1,6 +1,7 @@
 //! What the `armillary bench` subcommands share to report what they
-//! measured: the progress bar, latency histograms (hdrhistogram), an
-//! aligned text table, JSON files and SVG line plots (plotters).
+//! measured: the progress bar, summary statistics of call times and
+//! latency histograms (hdrhistogram), an aligned text table, JSON files,
+//! SVG line plots and bar charts (plotters).
 //!
 //! It measures nothing itself; each subcommand's module owns its
 //! experiment and calls these to show the result.
@@ -12,6 +13,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
+use serde_json::json;
 
 /// A progress bar of `len` steps, `{bar} pos/len unit message`, drawn on
 /// stderr (hidden when stderr is not a terminal).
@@ -99,6 +101,56 @@ impl Latencies {
             return f64::NAN;
         }
         self.0.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// Minimum, mean, maximum and standard deviation ("jitter", as in the AMI
+/// paper's Table 1) of a set of call times, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Summary {
+    pub(crate) calls: usize,
+    pub(crate) min_us: f64,
+    pub(crate) avg_us: f64,
+    pub(crate) max_us: f64,
+    pub(crate) jitter_us: f64,
+}
+
+impl Summary {
+    /// The summary of `times`; every figure is NaN when there are none.
+    pub(crate) fn of(times: &[Duration]) -> Summary {
+        let us: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e6).collect();
+        if us.is_empty() {
+            return Summary {
+                calls: 0,
+                min_us: f64::NAN,
+                avg_us: f64::NAN,
+                max_us: f64::NAN,
+                jitter_us: f64::NAN,
+            };
+        }
+        let n = us.len() as f64;
+        let avg = us.iter().sum::<f64>() / n;
+        let variance = us.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n;
+        Summary {
+            calls: us.len(),
+            min_us: us.iter().copied().fold(f64::INFINITY, f64::min),
+            avg_us: avg,
+            max_us: us.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            jitter_us: variance.sqrt(),
+        }
+    }
+
+    /// `{"calls", "min_us", "avg_us", "max_us", "jitter_us"}`, to two
+    /// decimals.
+    pub(crate) fn to_json(self) -> serde_json::Value {
+        let r = |x: f64| (x * 100.0).round() / 100.0;
+        json!({
+            "calls": self.calls,
+            "min_us": r(self.min_us),
+            "avg_us": r(self.avg_us),
+            "max_us": r(self.max_us),
+            "jitter_us": r(self.jitter_us),
+        })
     }
 }
 
@@ -222,6 +274,78 @@ pub(crate) fn plot_svg(path: &Path, panels: &[Panel]) -> Result<(), String> {
     root.present().map_err(|e| fail(&e))
 }
 
+/// One bar chart: a caption, the value axis' label and a (name, value)
+/// per bar. A bar whose value is not finite (not measured) is left out
+/// but keeps its place and name.
+#[derive(Debug, Clone)]
+pub(crate) struct Bars {
+    pub(crate) caption: String,
+    pub(crate) y_label: String,
+    pub(crate) bars: Vec<(String, f64)>,
+}
+
+/// Draws `charts` side by side, as bar charts, into the SVG file `path`.
+pub(crate) fn plot_bars_svg(path: &Path, charts: &[Bars]) -> Result<(), String> {
+    let cols = charts.len().max(1);
+    let size = (560 * cols as u32, 400);
+    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let areas = root.split_evenly((1, cols));
+    for (chart, area) in charts.iter().zip(areas.iter()) {
+        let n = chart.bars.len().max(1);
+        let top = chart
+            .bars
+            .iter()
+            .map(|&(_, v)| v)
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max);
+        let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+        let names: Vec<String> = chart.bars.iter().map(|(name, _)| name.clone()).collect();
+        let label = move |x: &SegmentValue<usize>| match x {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                names.get(*i).cloned().unwrap_or_default()
+            }
+            SegmentValue::Last => String::new(),
+        };
+        let mut ctx = ChartBuilder::on(area)
+            .caption(&chart.caption, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(64)
+            .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+            .map_err(|e| fail(&e))?;
+        ctx.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&label)
+            .y_desc(chart.y_label.as_str())
+            .draw()
+            .map_err(|e| fail(&e))?;
+        let style = Palette99::pick(0).filled();
+        ctx.draw_series(
+            chart
+                .bars
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, v))| v.is_finite())
+                .map(|(i, &(_, v))| {
+                    let mut bar = Rectangle::new(
+                        [
+                            (SegmentValue::Exact(i), 0.0),
+                            (SegmentValue::Exact(i + 1), v),
+                        ],
+                        style,
+                    );
+                    bar.set_margin(0, 0, 12, 12);
+                    bar
+                }),
+        )
+        .map_err(|e| fail(&e))?;
+    }
+    root.present().map_err(|e| fail(&e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +378,20 @@ mod tests {
         a.merge(&b);
         assert!((a.quantile_ms(0.5) - 0.51).abs() < 0.01);
         assert!((a.quantile_ms(1.0) - 100_000.0).abs() < 100.0);
+    }
+
+    #[test]
+    fn summary_gives_min_mean_max_and_standard_deviation() {
+        let times: Vec<Duration> = [2, 4, 4, 4, 5, 5, 7, 9]
+            .iter()
+            .map(|&us| Duration::from_micros(us))
+            .collect();
+        let s = Summary::of(&times);
+        assert_eq!(s.calls, 8);
+        assert!((s.min_us - 2.0).abs() < 1e-9);
+        assert!((s.avg_us - 5.0).abs() < 1e-9);
+        assert!((s.max_us - 9.0).abs() < 1e-9);
+        assert!((s.jitter_us - 2.0).abs() < 1e-9);
+        assert!(Summary::of(&[]).avg_us.is_nan());
     }
 }

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod bench_cmd;
 mod bench_idl;
+mod bench_invocation;
 mod bench_report;
 mod bench_soak;
 mod bench_threading;

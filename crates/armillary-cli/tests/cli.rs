@@ -299,3 +299,98 @@ fn bench_threading_rejects_an_unknown_model() {
     assert_eq!(code, 1);
     assert!(err.contains("bad model \"bogus\""), "{err}");
 }
+
+#[test]
+fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
+    let dir = std::env::temp_dir().join(format!("armillary-inv-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("invocation.json");
+    let svg = dir.join("invocation.svg");
+    let (code, out, err) = run(&[
+        "bench",
+        "invocation",
+        "--calls",
+        "20",
+        "--throughput-calls",
+        "300",
+        "--in-flight",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("Table 1: latency of 20 two-way calls"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Table 2: throughput, 300 calls per form"),
+        "{out}"
+    );
+    for form in [
+        "smi",
+        "ami_callback",
+        "ami_future",
+        "dii_deferred",
+        "smi_220",
+        "smi_7",
+        "omniorb_ami",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().next() == Some(form)),
+            "no row for {form}:\n{out}"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["benchmark"], "invocation");
+    // Every form carries its figures (their presence is checked, never
+    // their size); only omniORB's is null when omniORB is not installed.
+    let latency = report["latency"].as_object().unwrap();
+    for form in ["smi", "ami_callback", "ami_future", "dii_deferred"] {
+        assert_eq!(latency[form]["calls"], 20, "{report}");
+        for key in ["min_us", "avg_us", "max_us", "jitter_us"] {
+            assert!(
+                latency[form][key].as_f64().is_some(),
+                "{form}.{key}: {report}"
+            );
+        }
+    }
+    let throughput = report["throughput"].as_object().unwrap();
+    for form in [
+        "smi_220",
+        "smi_7",
+        "ami_callback",
+        "ami_future",
+        "dii_deferred",
+        "omniorb_ami",
+    ] {
+        assert!(throughput.contains_key(form), "{report}");
+    }
+    assert_eq!(throughput["smi_220"]["threads"], 220, "{report}");
+    assert_eq!(throughput["smi_7"]["threads"], 7, "{report}");
+    let omniorb = std::path::Path::new("/usr/include/omniORB4/CORBA.h").exists();
+    for form in [
+        "smi_220",
+        "smi_7",
+        "ami_callback",
+        "ami_future",
+        "dii_deferred",
+    ]
+    .into_iter()
+    .chain(omniorb.then_some("omniorb_ami"))
+    {
+        assert_eq!(throughput[form]["calls"], 300, "{report}");
+        assert!(
+            throughput[form]["calls_per_s"].as_f64().unwrap() > 0.0,
+            "{form}: {report}"
+        );
+    }
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("<svg"), "{plot}");
+    assert!(plot.contains("dii_deferred"), "{plot}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -130,6 +130,15 @@ impl Builder {
         self
     }
 
+    /// Whether to generate asynchronous method invocation (default:
+    /// `true`): the reply-handler interface `AMI_<I>Handler` of every
+    /// non-local interface and the `sendc_*`, `sendp_*` and `*_async`
+    /// methods of its stub (see [`Options::ami`]).
+    pub fn ami(mut self, ami: bool) -> Self {
+        self.options = std::mem::take(&mut self.options).ami(ami);
+        self
+    }
+
     /// Whether [`Builder::compile`] keeps its warnings to itself (default:
     /// `false`, it prints them). [`Builder::generate`] returns them either
     /// way.

@@ -9,6 +9,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::ami::AmiCall;
 use super::names::{camel, ident, Namer};
 use super::types::{cdr_decode, cdr_encode, cdr_error, Val};
 use super::{relative_module, Generator};
@@ -16,32 +17,69 @@ use crate::ir::{DefId, DefKind, Direction, InterfaceKind, Type};
 
 /// One callable thing on the wire: an operation, or an attribute's getter
 /// or setter.
-struct Call {
+pub(super) struct Call {
     /// The operation name in GIOP (`get_quote`, `_get_name`).
-    wire: String,
+    pub(super) wire: String,
     /// The Rust method name.
-    method: String,
-    doc: TokenStream,
-    params: Vec<CallParam>,
-    ret: Option<Type>,
-    raises: Vec<DefId>,
+    pub(super) method: String,
+    pub(super) doc: TokenStream,
+    pub(super) params: Vec<CallParam>,
+    pub(super) ret: Option<Type>,
+    pub(super) raises: Vec<DefId>,
     /// The error enum's name, in the declaring interface's module, when
     /// the call raises user exceptions.
-    error: Option<String>,
+    pub(super) error: Option<String>,
     /// The interface that declares the call.
-    owner: DefId,
-    oneway: bool,
+    pub(super) owner: DefId,
+    /// True for a call of `owner`'s implied reply-handler interface.
+    pub(super) handler: bool,
+    pub(super) oneway: bool,
+    /// The AMI method names, for a two-way call of an interface's stub
+    /// when AMI is on.
+    pub(super) ami: Option<AmiCall>,
 }
 
-struct CallParam {
-    name: String,
-    direction: Direction,
-    ty: Type,
+/// What [`Generator::interface_items`] generates an interface from.
+pub(super) struct InterfaceModel {
+    /// The interface (for a reply handler, the interface it serves).
+    pub(super) id: DefId,
+    /// The stub's name; the trait and skeleton add `Servant`, `Skeleton`.
+    pub(super) base: String,
+    /// The IDL scoped name, for docs.
+    pub(super) idl_name: String,
+    pub(super) doc: TokenStream,
+    pub(super) repo: String,
+    pub(super) abstract_: bool,
+    /// Every call, inherited ones first.
+    pub(super) all_calls: Vec<Call>,
+    /// The calls the interface declares (its skeleton serves them).
+    pub(super) own_calls: Vec<Call>,
+    /// The stub's methods.
+    pub(super) methods: Vec<TokenStream>,
+    /// Paths to the stubs of the bases the stub converts into.
+    pub(super) upcast_to: Vec<TokenStream>,
+    pub(super) supertraits: Vec<TokenStream>,
+    pub(super) trait_methods: Vec<TokenStream>,
+    /// The repository ids `_is_a` answers true for.
+    pub(super) ids: Vec<String>,
+    /// Items after the stub's (its `IdlType` and TypeCode).
+    pub(super) after_stub: TokenStream,
+    /// Items after the skeleton's (the nested module).
+    pub(super) after_skeleton: TokenStream,
+}
+
+pub(super) struct CallParam {
+    pub(super) name: String,
+    pub(super) direction: Direction,
+    pub(super) ty: Type,
+    /// For a reply handler's `excep_holder`: the interface and error enum
+    /// of the call whose exception it holds (`ty` is then unused).
+    pub(super) holder: Option<(DefId, Option<String>)>,
 }
 
 impl Call {
     /// The parameters the caller sends: in and inout.
-    fn inputs(&self) -> impl Iterator<Item = &CallParam> {
+    pub(super) fn inputs(&self) -> impl Iterator<Item = &CallParam> {
         self.params.iter().filter(|p| p.direction != Direction::Out)
     }
 
@@ -50,7 +88,7 @@ impl Call {
     /// parameters as they like, may raise large exceptions (`large` says
     /// whether one may be over clippy's limit) and may be named `from_*` or
     /// `into_*`.
-    fn allowed_lints(&self, large: bool) -> TokenStream {
+    pub(super) fn allowed_lints(&self, large: bool) -> TokenStream {
         let mut lints = Vec::new();
         if large {
             lints.push(quote!(clippy::result_large_err));
@@ -74,7 +112,7 @@ impl Call {
 
 impl Generator<'_> {
     /// The calls of an operation or attribute declared by `owner`.
-    fn calls_of(&mut self, owner: DefId, member: DefId) -> Vec<Call> {
+    pub(super) fn calls_of(&mut self, owner: DefId, member: DefId) -> Vec<Call> {
         let names = self.op_names(member);
         let doc = self.doc(member);
         let def = &self.spec[member];
@@ -91,13 +129,16 @@ impl Generator<'_> {
                         name,
                         direction: p.direction,
                         ty: p.ty.clone(),
+                        holder: None,
                     })
                     .collect(),
                 ret: op.return_type.clone(),
                 raises: op.raises.clone(),
                 error: names.error,
                 owner,
+                handler: false,
                 oneway: op.oneway,
+                ami: self.ami_call(member, 0),
             }],
             DefKind::Attribute(attribute) => {
                 let mut calls = vec![Call {
@@ -109,7 +150,9 @@ impl Generator<'_> {
                     raises: attribute.get_raises.clone(),
                     error: names.error,
                     owner,
+                    handler: false,
                     oneway: false,
+                    ami: self.ami_call(member, 0),
                 }];
                 if let Some(setter) = names.setter {
                     calls.push(Call {
@@ -120,12 +163,15 @@ impl Generator<'_> {
                             name: "value".into(),
                             direction: Direction::In,
                             ty: attribute.ty.clone(),
+                            holder: None,
                         }],
                         ret: None,
                         raises: attribute.set_raises.clone(),
                         error: names.set_error,
                         owner,
+                        handler: false,
                         oneway: false,
+                        ami: self.ami_call(member, 1),
                     });
                 }
                 calls
@@ -148,7 +194,7 @@ impl Generator<'_> {
     }
 
     /// The calls `interface` itself declares.
-    fn own_calls(&mut self, interface: DefId) -> Vec<Call> {
+    pub(super) fn own_calls(&mut self, interface: DefId) -> Vec<Call> {
         let mut calls = Vec::new();
         let members: Vec<DefId> = self.spec.contents(interface).to_vec();
         for member in members {
@@ -170,7 +216,7 @@ impl Generator<'_> {
     }
 
     /// The error type of a call, from module `from`.
-    fn error_type(&self, from: &[String], call: &Call) -> TokenStream {
+    pub(super) fn error_type(&self, from: &[String], call: &Call) -> TokenStream {
         match &call.error {
             Some(name) => self.inner_path(from, call.owner, name),
             None => quote!(::armillary::SystemException),
@@ -198,7 +244,7 @@ impl Generator<'_> {
 
     /// Names for the values a reply carries: `result`, the out parameters,
     /// and fresh names for the new values of inout parameters.
-    fn reply_values(call: &Call) -> Vec<(String, Option<usize>)> {
+    pub(super) fn reply_values(call: &Call) -> Vec<(String, Option<usize>)> {
         let mut namer = Namer::with_reserved(&["result", "w", "r", "reply", "id", "members"]);
         for p in &call.params {
             namer.insert(p.name.clone());
@@ -251,7 +297,7 @@ impl Generator<'_> {
     }
 
     /// The client stub's method for one call.
-    fn stub_method(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
+    pub(super) fn stub_method(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
         let method = ident(&call.method);
         let errors = self.errors_doc(call, false);
         let call_doc = &call.doc;
@@ -266,7 +312,7 @@ impl Generator<'_> {
                         let ty = self.rust_type(from, &p.ty);
                         quote!(&mut #ty)
                     }
-                    _ => self.in_param_type(from, &p.ty),
+                    _ => self.param_in_type(from, p),
                 };
                 quote!(#name: #ty)
             })
@@ -275,7 +321,7 @@ impl Generator<'_> {
         if call.owner != interface {
             // Inherited: the declaring interface's stub has the code; one
             // copy of it keeps deep hierarchies small.
-            let owner = self.suffixed_path(from, call.owner, "");
+            let owner = self.owner_path(from, call, "");
             let args = call.inputs().map(|p| ident(&p.name));
             let result_type = if call.oneway {
                 quote!(())
@@ -304,7 +350,7 @@ impl Generator<'_> {
                     _ if self.is_copy(&p.ty) => Val::Place(quote!(#name)),
                     _ => Val::Ref(quote!(#name)),
                 };
-                self.encode(&p.ty, &val)
+                self.param_encode(p, &val)
             })
             .collect();
         let args = if writes.is_empty() {
@@ -327,68 +373,12 @@ impl Generator<'_> {
         }
         let result_type = self.result_type(from, call);
         let values = Self::reply_values(call);
-        let reads: Vec<TokenStream> = values
-            .iter()
-            .map(|(name, param)| {
-                let ty = match param {
-                    Some(i) => &call.params[*i].ty,
-                    None => call.ret.as_ref().unwrap_or(&Type::Any),
-                };
-                let name = ident(name);
-                let read = self.decode(from, ty);
-                quote!(let #name = #read;)
-            })
-            .collect();
-        let value_names: Vec<_> = values.iter().map(|(name, _)| ident(name)).collect();
-        let tuple = match value_names.len() {
-            0 => quote!(()),
-            1 => {
-                let only = &value_names[0];
-                quote!(#only)
-            }
-            _ => quote!((#(#value_names),*)),
-        };
-        let user_exception = self.user_exception_arm(from, call);
-        let plain_read = match values.as_slice() {
-            [] => quote!(|_| ::core::result::Result::Ok(())),
-            [(_, param)] => {
-                let ty = match param {
-                    Some(i) => &call.params[*i].ty,
-                    None => call.ret.as_ref().unwrap_or(&Type::Any),
-                };
-                reader_fn(self.decode_result(from, ty))
-            }
-            _ => quote! {
-                |r| {
-                    #(#reads)*
-                    ::core::result::Result::Ok(#tuple)
-                }
-            },
-        };
-        let reply_result = if reads.is_empty() {
-            quote!(::armillary::runtime::ReplyBody::Result(_) => ::core::result::Result::Ok(::core::result::Result::Ok(())),)
-        } else {
-            quote! {
-                ::armillary::runtime::ReplyBody::Result(r) => {
-                    #(#reads)*
-                    ::core::result::Result::Ok(::core::result::Result::Ok(#tuple))
-                }
-            }
-        };
+        let (tuple, plain_read, decoder) = self.reply_readers(from, call, &values);
         let invoke = if call.error.is_none() {
             // No user exceptions: the runtime answers an unexpected one.
             quote!(self.object.invoke_plain(#wire, #args, #plain_read))
         } else {
-            quote! {
-                self.object.invoke(
-                    #wire,
-                    #args,
-                    |reply| match reply {
-                        #reply_result
-                        #user_exception
-                    },
-                )
-            }
+            quote!(self.object.invoke(#wire, #args, #decoder))
         };
         let inouts: Vec<(TokenStream, TokenStream)> = values
             .iter()
@@ -435,6 +425,74 @@ impl Generator<'_> {
         }
     }
 
+    /// How a call's reply is read, given its [`reply_values`](Self::reply_values):
+    /// the pattern (or expression) of those values, a function reading
+    /// them from a `Result` body, and a closure decoding a whole
+    /// `ReplyBody` into `Result<Result<values, Error>, CdrError>`. The
+    /// synchronous and asynchronous stub methods share them.
+    pub(super) fn reply_readers(
+        &self,
+        from: &[String],
+        call: &Call,
+        values: &[(String, Option<usize>)],
+    ) -> (TokenStream, TokenStream, TokenStream) {
+        let reads: Vec<TokenStream> = values
+            .iter()
+            .map(|(name, param)| {
+                let ty = match param {
+                    Some(i) => &call.params[*i].ty,
+                    None => call.ret.as_ref().unwrap_or(&Type::Any),
+                };
+                let name = ident(name);
+                let read = self.decode(from, ty);
+                quote!(let #name = #read;)
+            })
+            .collect();
+        let value_names: Vec<_> = values.iter().map(|(name, _)| ident(name)).collect();
+        let tuple = match value_names.len() {
+            0 => quote!(()),
+            1 => {
+                let only = &value_names[0];
+                quote!(#only)
+            }
+            _ => quote!((#(#value_names),*)),
+        };
+        let user_exception = self.user_exception_arm(from, call);
+        let plain_read = match values {
+            [] => quote!(|_| ::core::result::Result::Ok(())),
+            [(_, param)] => {
+                let ty = match param {
+                    Some(i) => &call.params[*i].ty,
+                    None => call.ret.as_ref().unwrap_or(&Type::Any),
+                };
+                reader_fn(self.decode_result(from, ty))
+            }
+            _ => quote! {
+                |r| {
+                    #(#reads)*
+                    ::core::result::Result::Ok(#tuple)
+                }
+            },
+        };
+        let reply_result = if reads.is_empty() {
+            quote!(::armillary::runtime::ReplyBody::Result(_) => ::core::result::Result::Ok(::core::result::Result::Ok(())),)
+        } else {
+            quote! {
+                ::armillary::runtime::ReplyBody::Result(r) => {
+                    #(#reads)*
+                    ::core::result::Result::Ok(::core::result::Result::Ok(#tuple))
+                }
+            }
+        };
+        let decoder = quote! {
+            |reply| match reply {
+                #reply_result
+                #user_exception
+            }
+        };
+        (tuple, plain_read, decoder)
+    }
+
     /// The reply-decoding arm for a USER_EXCEPTION reply.
     fn user_exception_arm(&self, from: &[String], call: &Call) -> TokenStream {
         let unknown = quote! {
@@ -451,24 +509,14 @@ impl Generator<'_> {
             };
         };
         let error = self.inner_path(from, call.owner, error_name);
-        let decode = cdr_decode();
-        let variants = self.error_variants(call);
-        let arms = call
-            .raises
-            .iter()
-            .zip(&variants)
-            .map(|(&exception, variant)| {
-                let repo = self.spec[exception].repository_id.as_str();
-                let ty = self.path_to(from, exception);
-                let variant = ident(variant);
-                quote!(#repo => #error::#variant(<#ty as #decode>::decode(members)?),)
-            });
         quote! {
             ::armillary::runtime::ReplyBody::UserException { id, members } => {
-                ::core::result::Result::Ok(::core::result::Result::Err(match id.as_str() {
-                    #(#arms)*
-                    _ => #error::System(#unknown),
-                }))
+                ::core::result::Result::Ok(::core::result::Result::Err(
+                    match <#error as ::armillary::runtime::UserExceptionSet>::decode_user_exception(&id, members)? {
+                        ::core::option::Option::Some(e) => e,
+                        ::core::option::Option::None => #error::System(#unknown),
+                    },
+                ))
             }
         }
     }
@@ -505,6 +553,12 @@ impl Generator<'_> {
             self.spec[call.owner].absolute_name(),
             call.wire
         );
+        let repos: Vec<&str> = call
+            .raises
+            .iter()
+            .map(|&e| self.spec[e].repository_id.as_str())
+            .collect();
+        let (cdr_decode, cdr_error) = (cdr_decode(), cdr_error());
         let eq_hash = call
             .raises
             .iter()
@@ -522,6 +576,18 @@ impl Generator<'_> {
             impl ::core::convert::From<::armillary::SystemException> for #name {
                 fn from(e: ::armillary::SystemException) -> Self {
                     Self::System(e)
+                }
+            }
+
+            impl ::armillary::runtime::UserExceptionSet for #name {
+                fn decode_user_exception(
+                    id: &str,
+                    members: &mut ::armillary::runtime::CdrReader<'_>,
+                ) -> ::core::result::Result<::core::option::Option<Self>, #cdr_error> {
+                    ::core::result::Result::Ok(::core::option::Option::Some(match id {
+                        #(#repos => Self::#variants(<#types as #cdr_decode>::decode(members)?),)*
+                        _ => return ::core::result::Result::Ok(::core::option::Option::None),
+                    }))
                 }
             }
 
@@ -568,7 +634,7 @@ impl Generator<'_> {
     }
 
     /// The servant trait's method for one call.
-    fn trait_method(&self, from: &[String], call: &Call) -> TokenStream {
+    pub(super) fn trait_method(&self, from: &[String], call: &Call) -> TokenStream {
         let method = ident(&call.method);
         let call_doc = &call.doc;
         let errors = self.errors_doc(call, true);
@@ -577,7 +643,7 @@ impl Generator<'_> {
             .inputs()
             .map(|p| {
                 let name = ident(&p.name);
-                let ty = self.rust_type(from, &p.ty);
+                let ty = self.param_rust_type(from, p);
                 match p.direction {
                     Direction::InOut => quote!(#name: &mut #ty),
                     _ => quote!(#name: #ty),
@@ -640,7 +706,7 @@ impl Generator<'_> {
                 let p = inputs[0];
                 let name = ident(&p.name);
                 let mutability = (p.direction == Direction::InOut).then(|| quote!(mut));
-                let read = reader_fn(self.decode_result(from, &p.ty));
+                let read = reader_fn(self.param_decode_result(from, p));
                 quote! {
                     let #mutability #name = request.decode_args(#read)?;
                 }
@@ -657,7 +723,7 @@ impl Generator<'_> {
                 });
                 let reads = inputs.iter().map(|p| {
                     let name = ident(&p.name);
-                    let read = self.decode(from, &p.ty);
+                    let read = self.param_decode(from, p);
                     quote!(let #name = #read;)
                 });
                 quote! {
@@ -749,34 +815,102 @@ impl Generator<'_> {
         }
     }
 
-    /// An unconstrained or abstract interface.
+    /// An unconstrained or abstract interface: its stub, servant trait,
+    /// skeleton and error enums and, when AMI is on, its reply handler.
     pub(super) fn interface(&mut self, module: &[String], id: DefId) -> TokenStream {
         let DefKind::Interface(interface) = &self.spec[id].kind else {
             return TokenStream::new();
         };
         let abstract_ = interface.kind == InterfaceKind::Abstract;
         let bases = interface.bases.clone();
-        let names = self.names(id).clone();
-        let name = ident(&names.base);
-        let servant = ident(&format!("{}Servant", names.base));
-        let skeleton = ident(&format!("{}Skeleton", names.base));
-        let doc = self.doc(id);
-        let repo = self.spec[id].repository_id.clone();
         let all_calls = self.all_calls(id);
         let own_calls = self.own_calls(id);
-        let (encode, decode, error) = (cdr_encode(), cdr_decode(), cdr_error());
-
-        let methods: Vec<_> = all_calls
+        let ami = self.options.ami;
+        let mut methods: Vec<TokenStream> = all_calls
             .iter()
             .map(|call| self.stub_method(module, id, call))
             .collect();
-        let upcasts: Vec<TokenStream> = self
+        if ami {
+            methods.extend(
+                all_calls
+                    .iter()
+                    .filter(|call| !call.oneway)
+                    .map(|call| self.ami_methods(module, id, call)),
+            );
+        }
+        let remote_ancestors: Vec<DefId> = self
             .spec
             .ancestors(id)
             .into_iter()
             .filter(|&base| !self.is_local_interface(base))
-            .map(|base| {
-                let base_path = self.path_to(module, base);
+            .collect();
+        let mut ids = vec![self.spec[id].repository_id.clone()];
+        ids.extend(
+            self.spec
+                .ancestors(id)
+                .into_iter()
+                .map(|base| self.spec[base].repository_id.clone()),
+        );
+        let (supertraits, trait_methods) = self.trait_parts(module, &bases, &own_calls);
+        let error_enums: TokenStream = own_calls.iter().map(|call| self.error_enum(call)).collect();
+        let idl_type = self.idl_type_impl(id);
+        let tc = self.tc_static(module, id);
+        let nested = self.nested_module(id, error_enums);
+        let model = InterfaceModel {
+            id,
+            base: self.names(id).base.clone(),
+            idl_name: self.spec[id].absolute_name(),
+            doc: self.doc(id),
+            repo: self.spec[id].repository_id.clone(),
+            abstract_,
+            all_calls,
+            own_calls,
+            methods,
+            upcast_to: remote_ancestors
+                .iter()
+                .map(|&base| self.path_to(module, base))
+                .collect(),
+            supertraits,
+            trait_methods,
+            ids,
+            after_stub: quote!(#idl_type #tc),
+            after_skeleton: nested,
+        };
+        let mut out = self.interface_items(module, model);
+        if ami {
+            out.extend(self.handler_interface(module, id));
+        }
+        out
+    }
+
+    /// The stub, servant trait and skeleton of an interface (an IDL one
+    /// or an implied reply handler) described by `m`.
+    pub(super) fn interface_items(&mut self, module: &[String], m: InterfaceModel) -> TokenStream {
+        let InterfaceModel {
+            id,
+            base,
+            idl_name,
+            doc,
+            repo,
+            abstract_,
+            all_calls,
+            own_calls,
+            methods,
+            upcast_to,
+            supertraits,
+            trait_methods,
+            ids,
+            after_stub,
+            after_skeleton,
+        } = m;
+        let name = ident(&base);
+        let servant = ident(&format!("{base}Servant"));
+        let skeleton = ident(&format!("{base}Skeleton"));
+        let (encode, decode, error) = (cdr_encode(), cdr_decode(), cdr_error());
+
+        let upcasts: Vec<TokenStream> = upcast_to
+            .iter()
+            .map(|base_path| {
                 quote! {
                     impl ::core::convert::From<#name> for #base_path {
                         fn from(derived: #name) -> Self {
@@ -816,8 +950,6 @@ impl Generator<'_> {
             )
         };
 
-        let (supertraits, trait_methods) = self.trait_parts(module, &bases, &own_calls);
-
         // The dispatch table, sorted by wire name for binary search.
         let mut order: Vec<usize> = (0..all_calls.len()).collect();
         order.sort_by(|&a, &b| {
@@ -840,7 +972,7 @@ impl Generator<'_> {
                 if call.owner == id {
                     quote!(Self::#upcall(&self.servant, request))
                 } else {
-                    let owner = self.suffixed_path(module, call.owner, "Skeleton");
+                    let owner = self.owner_path(module, call, "Skeleton");
                     quote!(#owner::<T>::#upcall(&self.servant, request))
                 }
             })
@@ -866,26 +998,11 @@ impl Generator<'_> {
                 }
             })
             .collect();
-        let mut ids = vec![repo.clone()];
-        ids.extend(
-            self.spec
-                .ancestors(id)
-                .into_iter()
-                .map(|base| self.spec[base].repository_id.clone()),
-        );
-        let error_enums: TokenStream = own_calls.iter().map(|call| self.error_enum(call)).collect();
-        let idl_type = self.idl_type_impl(id);
-        let tc = self.tc_static(module, id);
-        let nested = self.nested_module(id, error_enums);
         let skeleton_doc = format!(
-            " Serves `{}` by dispatching its requests to a [`{}`].",
-            self.spec[id].absolute_name(),
-            servant
+            " Serves `{idl_name}` by dispatching its requests to a [`{servant}`]."
         );
         let servant_doc = format!(
-            " What a server implements to serve `{}`; wrap it in [`{}`] to activate it.",
-            self.spec[id].absolute_name(),
-            skeleton
+            " What a server implements to serve `{idl_name}`; wrap it in [`{skeleton}`] to activate it."
         );
         let dispatch = if wire_names.is_empty() {
             quote! {
@@ -998,8 +1115,7 @@ impl Generator<'_> {
                 }
             }
 
-            #idl_type
-            #tc
+            #after_stub
 
             #[doc = #servant_doc]
             pub trait #servant: ::core::marker::Send + ::core::marker::Sync + 'static #(+ #supertraits)* {
@@ -1088,7 +1204,7 @@ impl Generator<'_> {
                 }
             }
 
-            #nested
+            #after_skeleton
         }
     }
 

@@ -27,6 +27,7 @@
 //! Generation never fails on a spec the front end accepted: what cannot be
 //! mapped is left out and reported.
 
+mod ami;
 mod interface;
 mod items;
 mod names;
@@ -54,13 +55,39 @@ use names::{camel, ident, shouty, snake, Namer};
 ///     .field_attribute("Stock::Quote::price", "#[doc = \"In cents.\"]");
 /// assert!(options.invalid_attribute().is_none());
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Options {
     /// (path, attribute) pairs for types.
     type_attributes: Vec<(String, String)>,
     /// (path, attribute) pairs for members.
     field_attributes: Vec<(String, String)>,
+    /// Whether to generate the AMI forms and reply handlers (on by default).
+    ami: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            type_attributes: Vec::new(),
+            field_attributes: Vec::new(),
+            ami: true,
+        }
+    }
+}
+
+impl Options {
+    /// Whether to generate asynchronous method invocation (on by default):
+    /// for every non-local interface `I`, the implied reply-handler
+    /// interface `AMI_IHandler` (stub `AmiIHandler`, servant trait and
+    /// skeleton) and, on `I`'s stub, the callback (`sendc_*`), polling
+    /// (`sendp_*`) and future (`*_async`) forms of every two-way operation
+    /// and attribute.
+    #[must_use]
+    pub fn ami(mut self, ami: bool) -> Self {
+        self.ami = ami;
+        self
+    }
 }
 
 /// The generated Rust source and what the back end had to say.
@@ -303,6 +330,20 @@ struct OpNames {
     set_error: Option<String>,
     /// Parameter names, in order.
     params: Vec<String>,
+    /// The stub's AMI methods of each two-way call (the operation, or the
+    /// attribute's getter then setter), when AMI is on.
+    ami: Vec<AmiNames>,
+}
+
+/// The names of one call's AMI methods on the stub.
+#[derive(Debug, Clone, Default)]
+struct AmiNames {
+    /// The callback form (`sendc_get_quote`).
+    sendc: String,
+    /// The polling form (`sendp_get_quote`).
+    sendp: String,
+    /// The future form (`get_quote_async`).
+    future: String,
 }
 
 /// Method names a stub or servant trait already uses.
@@ -330,7 +371,16 @@ const RESERVED_METHODS: &[&str] = &[
 
 /// Local names the generated stub and skeleton bodies use, which
 /// parameters must not shadow.
-const RESERVED_PARAMS: &[&str] = &["self", "w", "r", "reply", "request", "result", "servant"];
+const RESERVED_PARAMS: &[&str] = &[
+    "self",
+    "w",
+    "r",
+    "reply",
+    "request",
+    "result",
+    "servant",
+    "ami_handler",
+];
 
 #[derive(Clone)]
 pub(crate) struct Generator<'s> {
@@ -345,6 +395,16 @@ pub(crate) struct Generator<'s> {
     recursive: HashSet<DefId>,
     /// What the main files declare and use (see `reach`).
     needed: HashSet<DefId>,
+    /// The reply handler's stub name of each non-local interface, when
+    /// AMI is on.
+    handlers: HashMap<DefId, String>,
+    /// The poller aliases of each two-way operation or attribute (getter,
+    /// then setter), when AMI is on.
+    pollers: HashMap<DefId, Vec<String>>,
+    /// The reply handler's method names for each operation or attribute
+    /// (in the order of its handler calls), computed in the context of the
+    /// declaring interface's handler.
+    handler_methods: HashMap<DefId, Vec<String>>,
     warnings: Vec<Diagnostic>,
 }
 
@@ -358,6 +418,9 @@ impl<'s> Generator<'s> {
             left_out: HashMap::new(),
             recursive: HashSet::new(),
             needed: reach::needed(spec),
+            handlers: HashMap::new(),
+            pollers: HashMap::new(),
+            handler_methods: HashMap::new(),
             warnings: Vec::new(),
         };
         generator.assign_names(None, Vec::new(), &spec.roots);
@@ -408,6 +471,9 @@ impl<'s> Generator<'s> {
                     types.insert(inner.clone());
                     let tc = format!("TC_{}", shouty(&base));
                     values.insert(tc.clone());
+                    if self.options.ami && self.is_remote_interface(id) {
+                        self.assign_ami_names(id, &base, &mut types);
+                    }
                     (base, Some(tc), Some(inner))
                 }
                 DefKind::Const(_) => (values.claim(&shouty(&def.name)), None, None),
@@ -432,6 +498,48 @@ impl<'s> Generator<'s> {
             let contents: Vec<DefId> = self.spec.contents(id).to_vec();
             self.assign_names(Some(id), path, &contents);
         }
+    }
+
+    /// Names the AMI items of interface `id` (whose stub is `base`) in the
+    /// module whose types `types` names: its reply handler's stub, servant
+    /// trait and skeleton (`Ami<I>Handler…`), and a poller alias per
+    /// two-way call it declares (`<I><Op>Poller`, `<I>Get<Attr>Poller`,
+    /// `<I>Set<Attr>Poller`).
+    fn assign_ami_names(&mut self, id: DefId, base: &str, types: &mut Namer) {
+        let spec = self.spec;
+        let handler = types.first_free(&format!("Ami{base}Handler"), |candidate| {
+            types.is_free(&format!("{candidate}Servant"))
+                && types.is_free(&format!("{candidate}Skeleton"))
+                && types.is_free(&snake(candidate))
+        });
+        types.insert(format!("{handler}Servant"));
+        types.insert(format!("{handler}Skeleton"));
+        types.insert(snake(&handler));
+        types.insert(handler.clone());
+        self.handlers.insert(id, handler);
+        for &member in spec.contents(id) {
+            let def = &spec[member];
+            let pollers = match &def.kind {
+                DefKind::Operation(op) if !op.oneway => {
+                    vec![types.claim(&format!("{base}{}Poller", camel(&def.name)))]
+                }
+                DefKind::Attribute(attribute) => {
+                    let mut pollers =
+                        vec![types.claim(&format!("{base}Get{}Poller", camel(&def.name)))];
+                    if !attribute.readonly {
+                        pollers.push(types.claim(&format!("{base}Set{}Poller", camel(&def.name))));
+                    }
+                    pollers
+                }
+                _ => continue,
+            };
+            self.pollers.insert(member, pollers);
+        }
+    }
+
+    /// True for an interface that is not local (it has a stub).
+    fn is_remote_interface(&self, id: DefId) -> bool {
+        matches!(&self.spec[id].kind, DefKind::Interface(i) if i.kind != InterfaceKind::Local)
     }
 
     fn names(&self, id: DefId) -> &DefNames {
@@ -499,6 +607,11 @@ impl<'s> Generator<'s> {
                     if let Some(setter) = names.setter {
                         methods.insert(setter);
                     }
+                    for ami in names.ami {
+                        methods.insert(ami.sendc);
+                        methods.insert(ami.sendp);
+                        methods.insert(ami.future);
+                    }
                 }
             }
         }
@@ -530,6 +643,7 @@ impl<'s> Generator<'s> {
                             .iter()
                             .map(|p| params.claim(&snake(&p.name)))
                             .collect(),
+                        ami: Vec::new(),
                     }
                 }
                 DefKind::Attribute(attribute) => {
@@ -546,11 +660,51 @@ impl<'s> Generator<'s> {
                         error,
                         set_error,
                         params: vec!["value".into()],
+                        ami: Vec::new(),
                     }
                 }
                 _ => continue,
             };
             self.op_names.insert(member, names);
+        }
+        if self.options.ami && self.is_remote_interface(interface) {
+            self.assign_ami_method_names(interface, &mut methods);
+        }
+    }
+
+    /// Names the stub's AMI methods for the calls `interface` declares,
+    /// after every synchronous method has its name (so that turning AMI on
+    /// or off never renames a synchronous method).
+    fn assign_ami_method_names(&mut self, interface: DefId, methods: &mut Namer) {
+        let spec = self.spec;
+        for &member in spec.contents(interface) {
+            let def = &spec[member];
+            let wire_names: Vec<String> = match &def.kind {
+                DefKind::Operation(op) if !op.oneway => vec![snake(&def.name)],
+                DefKind::Attribute(attribute) => {
+                    let mut calls = vec![format!("get_{}", snake(&def.name))];
+                    if !attribute.readonly {
+                        calls.push(format!("set_{}", snake(&def.name)));
+                    }
+                    calls
+                }
+                _ => continue,
+            };
+            let Some(names) = self.op_names.get_mut(&member) else {
+                continue;
+            };
+            let sync: Vec<String> = std::iter::once(names.method.clone())
+                .chain(names.setter.clone())
+                .collect();
+            names.ami = wire_names
+                .iter()
+                .zip(sync)
+                .map(|(wire, sync)| AmiNames {
+                    sendc: methods.claim(&format!("sendc_{wire}")),
+                    sendp: methods.claim(&format!("sendp_{wire}")),
+                    future: methods.claim(&format!("{}_async", sync.trim_start_matches("r#"))),
+                })
+                .collect();
         }
     }
 

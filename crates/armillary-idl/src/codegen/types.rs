@@ -29,7 +29,7 @@ pub(super) enum Val {
 
 impl Val {
     /// An expression of type `&T`.
-    fn by_ref(&self) -> TokenStream {
+    pub(super) fn by_ref(&self) -> TokenStream {
         match self {
             Val::Place(p) => quote!(&#p),
             Val::Ref(r) => r.clone(),
