@@ -630,8 +630,14 @@ impl ObjectRef {
         if let Some(e) = pending.failed_before_sending() {
             return Err(e);
         }
-        crate::ami::CallbackCall::new(request, pending, invoker, Box::new(result), Box::new(deliver))
-            .step();
+        crate::ami::CallbackCall::new(
+            request,
+            pending,
+            invoker,
+            Box::new(result),
+            Box::new(deliver),
+        )
+        .step();
         Ok(())
     }
 
@@ -651,7 +657,10 @@ impl ObjectRef {
             true => invoker.send_asynchronous(self.ior(), &request.get()),
             false => invoker.send_deferred(self.ior(), &request.get()),
         };
-        (invoker, sent.unwrap_or_else(|e| PendingReply::ready(Err(e))))
+        (
+            invoker,
+            sent.unwrap_or_else(|e| PendingReply::ready(Err(e))),
+        )
     }
 
     /// Makes a two-way call to an operation that raises no user

@@ -94,7 +94,10 @@ impl Generator<'_> {
     fn handler_path(&self, from: &[String], id: DefId, suffix: &str) -> TokenStream {
         let names = self.names(id);
         let prefix = relative_module(from, &names.module);
-        let base = self.handlers.get(&id).map_or("AmiMissingHandler", String::as_str);
+        let base = self
+            .handlers
+            .get(&id)
+            .map_or("AmiMissingHandler", String::as_str);
         let item = ident(&format!("{base}{suffix}"));
         quote!(#prefix #item)
     }
@@ -198,7 +201,10 @@ impl Generator<'_> {
                 .collect();
             self.handler_methods.insert(own, names);
         }
-        self.handler_methods.get(&member).cloned().unwrap_or_default()
+        self.handler_methods
+            .get(&member)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The AMI names of `member`'s `index`th call (getter 0, setter 1),
@@ -334,7 +340,11 @@ impl Generator<'_> {
             .filter(|&a| self.is_remote_interface(a))
             .collect();
         let handler_id = |i: DefId| {
-            handler_repository_id(&spec[i].repository_id, &spec[i].name, &spec[i].absolute_name())
+            handler_repository_id(
+                &spec[i].repository_id,
+                &spec[i].name,
+                &spec[i].absolute_name(),
+            )
         };
         let mut ids = vec![handler_id(id)];
         ids.extend(remote_ancestors.iter().map(|&a| handler_id(a)));
@@ -428,7 +438,12 @@ impl Generator<'_> {
 
     /// The callback, polling and future methods of a two-way call on the
     /// stub of `interface`.
-    pub(super) fn ami_methods(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
+    pub(super) fn ami_methods(
+        &self,
+        from: &[String],
+        interface: DefId,
+        call: &Call,
+    ) -> TokenStream {
         let Some(ami) = &call.ami else {
             return TokenStream::new();
         };
@@ -453,7 +468,11 @@ impl Generator<'_> {
             quote!(#prefix #alias)
         };
         let lints = call.allowed_lints(self.raises_large(&call.raises));
-        let what = format!("`{}` ({})", self.spec[call.owner].absolute_name(), call.wire);
+        let what = format!(
+            "`{}` ({})",
+            self.spec[call.owner].absolute_name(),
+            call.wire
+        );
         let sendc_doc = format!(
             " Sends {what} and returns at once; `ami_handler` receives the reply (or \
              the exception) when it comes. The request is the one the synchronous \
@@ -631,6 +650,9 @@ mod tests {
             raises: Vec::new(),
             context: Vec::new(),
         });
-        assert_eq!(handler_wire_names(&op, "get_quote"), ["get_quote", "get_quote_excep"]);
+        assert_eq!(
+            handler_wire_names(&op, "get_quote"),
+            ["get_quote", "get_quote_excep"]
+        );
     }
 }

@@ -297,7 +297,12 @@ impl Generator<'_> {
     }
 
     /// The client stub's method for one call.
-    pub(super) fn stub_method(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
+    pub(super) fn stub_method(
+        &self,
+        from: &[String],
+        interface: DefId,
+        call: &Call,
+    ) -> TokenStream {
         let method = ident(&call.method);
         let errors = self.errors_doc(call, false);
         let call_doc = &call.doc;
@@ -998,9 +1003,8 @@ impl Generator<'_> {
                 }
             })
             .collect();
-        let skeleton_doc = format!(
-            " Serves `{idl_name}` by dispatching its requests to a [`{servant}`]."
-        );
+        let skeleton_doc =
+            format!(" Serves `{idl_name}` by dispatching its requests to a [`{servant}`].");
         let servant_doc = format!(
             " What a server implements to serve `{idl_name}`; wrap it in [`{skeleton}`] to activate it."
         );

@@ -62,8 +62,10 @@ const VALUE_TAG_CHUNKED: i32 = 0x08;
 pub trait UserExceptionSet: From<SystemException> + Send + 'static {
     /// Decodes the user exception `id` (members at `members`); `Ok(None)` if
     /// it is not one of the operation's.
-    fn decode_user_exception(id: &str, members: &mut CdrReader<'_>)
-        -> Result<Option<Self>, CdrError>;
+    fn decode_user_exception(
+        id: &str,
+        members: &mut CdrReader<'_>,
+    ) -> Result<Option<Self>, CdrError>;
 }
 
 impl UserExceptionSet for SystemException {
@@ -251,7 +253,9 @@ impl<E> CdrDecode for ExceptionHolder<E> {
             return Err(invalid("null ExceptionHolder"));
         }
         if tag & !0xff != VALUE_TAG_BASE {
-            return Err(invalid("ExceptionHolder: not a value tag (indirections are not supported)"));
+            return Err(invalid(
+                "ExceptionHolder: not a value tag (indirections are not supported)",
+            ));
         }
         if tag & VALUE_TAG_CODEBASE != 0 {
             r.read_string()?;
@@ -381,7 +385,9 @@ mod tests {
         );
         let mut cut = user_holder(ByteOrder::Big, "IDL:Test/NotFound:1.0");
         cut.marshaled.truncate(cut.marshaled.len() - 3);
-        assert!(matches!(cut.raise(), OpError::System(e) if e.kind() == armillary_giop::system_exception::SystemExceptionKind::Marshal));
+        assert!(
+            matches!(cut.raise(), OpError::System(e) if e.kind() == armillary_giop::system_exception::SystemExceptionKind::Marshal)
+        );
     }
 
     #[test]

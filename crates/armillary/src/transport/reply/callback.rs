@@ -47,5 +47,4 @@ impl Notify {
             Notify::Continue(handoff) => Some(handoff),
         }
     }
-
 }
