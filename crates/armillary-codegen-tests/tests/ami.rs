@@ -58,7 +58,7 @@ fn pollers_give_the_typed_results() {
     assert!(matches!(e.sendp_fail(0).take(), Err(FailError::Empty(_))));
     let system = e.sendp_fail_system(7).take().unwrap_err();
     assert_eq!(
-        (system.kind, system.minor),
+        (system.kind(), system.minor()),
         (SystemExceptionKind::NoPermission, 7)
     );
     // Attributes.
@@ -140,7 +140,7 @@ impl AmiQuoterHandlerServant for Handler {
     ) -> Result<(), SystemException> {
         let event = match excep_holder.raise() {
             GetQuoteError::InvalidStockSymbol(_) => "invalid symbol".to_owned(),
-            GetQuoteError::System(e) => format!("system {:?}", e.kind),
+            GetQuoteError::System(e) => format!("system {:?}", e.kind()),
             other => format!("other {other:?}"),
         };
         self.0.push(event);
