@@ -71,6 +71,10 @@ struct CompileArgs {
     /// either way).
     #[arg(long)]
     no_rustfmt: bool,
+    /// Leave out asynchronous method invocation: the AMI_<I>Handler
+    /// reply handlers and the sendc_/sendp_/_async stub methods.
+    #[arg(long)]
+    no_ami: bool,
 }
 
 fn define_arg(text: &str) -> Result<(String, Option<String>), DefineError> {
@@ -125,6 +129,7 @@ fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -
     let mut builder = Builder::new()
         .files(args.frontend.files.iter().cloned())
         .lenient(args.frontend.lenient)
+        .ami(!args.no_ami)
         .out_dir(&args.out);
     for dir in &args.frontend.include {
         builder = builder.include_dir(dir);
@@ -289,6 +294,55 @@ mod tests {
         let code = std::fs::read_to_string(&path).unwrap();
         assert!(code.contains("pub mod m {"), "{code}");
         assert!(code.contains("pub struct P {"), "{code}");
+    }
+
+    #[test]
+    fn no_ami_leaves_out_handlers_and_async_methods() {
+        let dir = scratch_dir("no_ami");
+        let main = dir.join("q.idl");
+        std::fs::write(
+            &main,
+            "module S { exception Bad {}; interface Q { long get(in string s, inout long n) raises (Bad); attribute long a; }; };\n",
+        )
+        .unwrap();
+        let compile = |extra: &[&str]| {
+            let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            args.push(main.to_str().unwrap());
+            let (outcome, _, err) = execute_args(&args);
+            assert_eq!(outcome, Outcome::Success, "{err}");
+            std::fs::read_to_string(dir.join("q.rs")).unwrap()
+        };
+        let with = compile(&[]);
+        for item in [
+            "pub struct AmiQHandler",
+            "pub trait AmiQHandlerServant",
+            "pub fn sendc_get(",
+            "pub fn sendp_get(",
+            "pub fn get_async(",
+            "pub fn sendc_set_a(",
+            "pub type QGetPoller",
+            "IDL:S/AMI_QHandler:1.0",
+            "IDL:omg.org/Messaging/ReplyHandler:1.0",
+        ] {
+            assert!(with.contains(item), "{item} missing:\n{with}");
+        }
+        let without = compile(&["--no-ami"]);
+        for item in [
+            "Ami",
+            "AMI",
+            "sendc_",
+            "sendp_",
+            "_async",
+            "Poller",
+            "ReplyHandler",
+        ] {
+            assert!(
+                !without.contains(item),
+                "{item} in --no-ami output:\n{without}"
+            );
+        }
+        assert!(without.contains("pub fn get("), "{without}");
     }
 
     #[test]

@@ -838,9 +838,7 @@ impl OrbCore {
     /// [`ConcurrencyModel::ApplicationThreads`], queued for [`Orb::run`] /
     /// [`Orb::perform_work`].
     pub(crate) fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
-        if !self.driven_by_application()
-            || self.shut_down.load(Ordering::SeqCst)
-        {
+        if !self.driven_by_application() || self.shut_down.load(Ordering::SeqCst) {
             work();
             return;
         }

@@ -94,7 +94,10 @@ impl Generator<'_> {
     fn handler_path(&self, from: &[String], id: DefId, suffix: &str) -> TokenStream {
         let names = self.names(id);
         let prefix = relative_module(from, &names.module);
-        let base = self.handlers.get(&id).map_or("AmiMissingHandler", String::as_str);
+        let base = self
+            .handlers
+            .get(&id)
+            .map_or("AmiMissingHandler", String::as_str);
         let item = ident(&format!("{base}{suffix}"));
         quote!(#prefix #item)
     }
@@ -198,7 +201,10 @@ impl Generator<'_> {
                 .collect();
             self.handler_methods.insert(own, names);
         }
-        self.handler_methods.get(&member).cloned().unwrap_or_default()
+        self.handler_methods
+            .get(&member)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The AMI names of `member`'s `index`th call (getter 0, setter 1),
@@ -334,7 +340,11 @@ impl Generator<'_> {
             .filter(|&a| self.is_remote_interface(a))
             .collect();
         let handler_id = |i: DefId| {
-            handler_repository_id(&spec[i].repository_id, &spec[i].name, &spec[i].absolute_name())
+            handler_repository_id(
+                &spec[i].repository_id,
+                &spec[i].name,
+                &spec[i].absolute_name(),
+            )
         };
         let mut ids = vec![handler_id(id)];
         ids.extend(remote_ancestors.iter().map(|&a| handler_id(a)));
@@ -428,7 +438,12 @@ impl Generator<'_> {
 
     /// The callback, polling and future methods of a two-way call on the
     /// stub of `interface`.
-    pub(super) fn ami_methods(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
+    pub(super) fn ami_methods(
+        &self,
+        from: &[String],
+        interface: DefId,
+        call: &Call,
+    ) -> TokenStream {
         let Some(ami) = &call.ami else {
             return TokenStream::new();
         };
@@ -453,7 +468,12 @@ impl Generator<'_> {
             quote!(#prefix #alias)
         };
         let lints = call.allowed_lints(self.raises_large(&call.raises));
-        let what = format!("`{}` ({})", self.spec[call.owner].absolute_name(), call.wire);
+        let sendc_lints = call.allowed_lints_with(self.raises_large(&call.raises), 1);
+        let what = format!(
+            "`{}` ({})",
+            self.spec[call.owner].absolute_name(),
+            call.wire
+        );
         let sendc_doc = format!(
             " Sends {what} and returns at once; `ami_handler` receives the reply (or \
              the exception) when it comes. The request is the one the synchronous \
@@ -477,7 +497,7 @@ impl Generator<'_> {
             let owner = self.owner_path(from, call, "");
             let owner_handler = self.handler_path(from, call.owner, "");
             return quote! {
-                #[doc = #sendc_doc] #errors #lints
+                #[doc = #sendc_doc] #errors #sendc_lints
                 pub fn #sendc(&self, ami_handler: &#handler, #(#params),*) -> ::core::result::Result<(), ::armillary::SystemException> {
                     #owner::from_object(self.object.clone()).#sendc(
                         &#owner_handler::from_object(ami_handler.as_object().clone()),
@@ -492,7 +512,6 @@ impl Generator<'_> {
                 }
 
                 #[doc = #future_doc] #lints
-                #[must_use]
                 pub fn #future(&self, #(#params),*) -> ::armillary::ami::ReplyFuture<#values, #error> {
                     #owner::from_object(self.object.clone()).#future(#(#arg_names),*)
                 }
@@ -519,7 +538,7 @@ impl Generator<'_> {
             .collect();
         let (reply, excep) = (ident(&ami.reply), ident(&ami.excep));
         quote! {
-            #[doc = #sendc_doc] #errors #lints
+            #[doc = #sendc_doc] #errors #sendc_lints
             pub fn #sendc(&self, ami_handler: &#handler, #(#params),*) -> ::core::result::Result<(), ::armillary::SystemException> {
                 let ami_handler = ami_handler.clone();
                 self.object.send_callback(
@@ -544,7 +563,6 @@ impl Generator<'_> {
             }
 
             #[doc = #future_doc] #lints
-            #[must_use]
             pub fn #future(&self, #(#params),*) -> ::armillary::ami::ReplyFuture<#values, #error> {
                 self.object.send_future(#wire, #args, #decoder)
             }
@@ -554,6 +572,17 @@ impl Generator<'_> {
     /// The arguments of an asynchronous call: owned copies of the in and
     /// inout parameters moved into a closure that writes them as the
     /// synchronous method does (it may run again on a forward).
+    /// Whether the Rust type of `ty` is `Copy`: what [`is_copy`] says
+    /// (passed by value), and arrays of such elements.
+    ///
+    /// [`is_copy`]: Self::is_copy
+    fn is_rust_copy(&self, ty: &Type) -> bool {
+        match self.spec.unalias(ty) {
+            Type::Array { element, .. } => self.is_rust_copy(element),
+            other => self.is_copy(other),
+        }
+    }
+
     fn owned_args(&self, call: &Call) -> TokenStream {
         let inputs: Vec<&CallParam> = call.inputs().collect();
         if inputs.is_empty() {
@@ -569,6 +598,8 @@ impl Generator<'_> {
                 continue;
             }
             let to_owned = match self.spec.unalias(&p.ty) {
+                // An inout of a `Copy` type: the value behind `&mut`.
+                _ if self.is_rust_copy(&p.ty) => quote!(*#name),
                 Type::String { .. } | Type::WString { .. } if p.holder.is_none() => {
                     quote!(::std::borrow::ToOwned::to_owned(#name))
                 }
@@ -631,6 +662,9 @@ mod tests {
             raises: Vec::new(),
             context: Vec::new(),
         });
-        assert_eq!(handler_wire_names(&op, "get_quote"), ["get_quote", "get_quote_excep"]);
+        assert_eq!(
+            handler_wire_names(&op, "get_quote"),
+            ["get_quote", "get_quote_excep"]
+        );
     }
 }

@@ -89,11 +89,17 @@ impl Call {
     /// whether one may be over clippy's limit) and may be named `from_*` or
     /// `into_*`.
     pub(super) fn allowed_lints(&self, large: bool) -> TokenStream {
+        self.allowed_lints_with(large, 0)
+    }
+
+    /// [`allowed_lints`](Self::allowed_lints) for a method that takes
+    /// `extra` parameters besides the IDL's (an AMI reply handler).
+    pub(super) fn allowed_lints_with(&self, large: bool, extra: usize) -> TokenStream {
         let mut lints = Vec::new();
         if large {
             lints.push(quote!(clippy::result_large_err));
         }
-        let inputs = self.inputs().count();
+        let inputs = self.inputs().count() + extra;
         // Clippy counts `&self` too.
         if inputs + 1 > 7 {
             lints.push(quote!(clippy::too_many_arguments));
@@ -297,7 +303,12 @@ impl Generator<'_> {
     }
 
     /// The client stub's method for one call.
-    pub(super) fn stub_method(&self, from: &[String], interface: DefId, call: &Call) -> TokenStream {
+    pub(super) fn stub_method(
+        &self,
+        from: &[String],
+        interface: DefId,
+        call: &Call,
+    ) -> TokenStream {
         let method = ident(&call.method);
         let errors = self.errors_doc(call, false);
         let call_doc = &call.doc;
@@ -998,9 +1009,8 @@ impl Generator<'_> {
                 }
             })
             .collect();
-        let skeleton_doc = format!(
-            " Serves `{idl_name}` by dispatching its requests to a [`{servant}`]."
-        );
+        let skeleton_doc =
+            format!(" Serves `{idl_name}` by dispatching its requests to a [`{servant}`].");
         let servant_doc = format!(
             " What a server implements to serve `{idl_name}`; wrap it in [`{skeleton}`] to activate it."
         );

@@ -1,0 +1,202 @@
+//! Asynchronous method invocation through generated code, against an
+//! Armillary server in another ORB: the polling, future and callback
+//! forms of `Interop::Everything` (return values, inout and out
+//! parameters, user and system exceptions, attributes), a reply handler
+//! that is a CORBA object of a third ORB, and one future driven by two
+//! executors.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use armillary::ami::ExceptionHolder;
+use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::giop::system_exception::SystemExceptionKind;
+use armillary::{Orb, SystemException};
+use armillary_codegen_tests::interop::interop::{
+    everything::FailError, Everything, EverythingSkeleton,
+};
+use armillary_codegen_tests::quoter::stock::{
+    quoter::GetQuoteError, AmiQuoterHandler, AmiQuoterHandlerServant, AmiQuoterHandlerSkeleton,
+    InvalidStockSymbol, Quoter, QuoterServant, QuoterSkeleton,
+};
+use armillary_codegen_tests::EverythingImpl;
+
+/// A server ORB serving an `Everything`, and a reference to it in a
+/// client ORB (so that calls go over IIOP).
+fn server_and_client() -> (Orb, Orb, Everything) {
+    let server =
+        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap();
+    let poa = server.root_poa();
+    poa.manager().activate().unwrap();
+    let reference = EverythingSkeleton::new(EverythingImpl::default())
+        .activate(&poa)
+        .unwrap();
+    let ior = server.object_to_string(reference.as_object());
+    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let object = client.string_to_object(&ior).unwrap();
+    (server, client, Everything::from_object(object))
+}
+
+#[test]
+fn pollers_give_the_typed_results() {
+    let (_server, _client, e) = server_and_client();
+    let mut long = e.sendp_echo_long(-42);
+    assert!(long.wait(Duration::from_secs(10)));
+    assert!(long.is_ready());
+    assert_eq!(long.take().unwrap(), -42);
+    // The reply's values: the return value, then inout and out.
+    let mut split = e.sendp_split(7, 5);
+    assert_eq!(split.take().unwrap(), (12, 10, 2));
+    let mut strings = e.sendp_echo_strings(&["a".into(), "b".into()]);
+    assert_eq!(strings.take().unwrap(), vec!["a", "b"]);
+    match e.sendp_fail(3).take() {
+        Err(FailError::Failure(f)) => {
+            assert_eq!((f.code, f.reason.as_str()), (3, "failed on purpose"))
+        }
+        other => panic!("expected Failure, got {other:?}"),
+    }
+    assert!(matches!(e.sendp_fail(0).take(), Err(FailError::Empty(_))));
+    let system = e.sendp_fail_system(7).take().unwrap_err();
+    assert_eq!(
+        (system.kind(), system.minor()),
+        (SystemExceptionKind::NoPermission, 7)
+    );
+    // Attributes.
+    e.sendp_set_counter(41).take().unwrap();
+    assert_eq!(e.sendp_get_counter().take().unwrap(), 41);
+    assert_eq!(e.sendp_get_name().take().unwrap(), e.name().unwrap());
+}
+
+#[test]
+fn futures_give_the_typed_results_on_two_executors() {
+    let (_server, _client, e) = server_and_client();
+    assert_eq!(futures_executor::block_on(e.echo_long_async(5)).unwrap(), 5);
+    assert_eq!(pollster::block_on(e.echo_long_async(6)).unwrap(), 6);
+    assert_eq!(pollster::block_on(e.split_async(1, 2)).unwrap(), (3, 4, -1));
+    let (shape, name) = futures_executor::block_on(e.out_shape_async()).unwrap();
+    assert_eq!((shape.name.as_str(), name.as_str()), ("triangle", "out"));
+    assert!(matches!(
+        pollster::block_on(e.fail_async(2)),
+        Err(FailError::Failure(f)) if f.code == 2
+    ));
+    pollster::block_on(e.set_counter_async(9)).unwrap();
+    assert_eq!(futures_executor::block_on(e.counter_async()).unwrap(), 9);
+    // One future, polled first by one executor and finished by another.
+    let mut future = e.echo_string_async("moved");
+    let waker = futures_executor::block_on(futures_lite_waker());
+    let mut cx = std::task::Context::from_waker(&waker);
+    let first = std::pin::Pin::new(&mut future).poll(&mut cx);
+    let result = match first {
+        std::task::Poll::Ready(result) => result,
+        std::task::Poll::Pending => pollster::block_on(future),
+    };
+    assert_eq!(result.unwrap(), "moved");
+}
+
+/// A waker that does nothing (the first poll only registers interest).
+async fn futures_lite_waker() -> std::task::Waker {
+    std::task::Waker::noop().clone()
+}
+
+use std::future::Future as _;
+
+/// What a reply handler heard, in order.
+#[derive(Default)]
+struct Heard {
+    events: Mutex<Vec<String>>,
+    changed: Condvar,
+}
+
+impl Heard {
+    fn push(&self, event: String) {
+        self.events.lock().unwrap().push(event);
+        self.changed.notify_all();
+    }
+
+    /// Waits (up to a generous deadline) until `n` events are in.
+    fn wait_for(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut events = self.events.lock().unwrap();
+        while events.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "only {events:?} arrived");
+            events = self.changed.wait_timeout(events, left).unwrap().0;
+        }
+        events.clone()
+    }
+}
+
+struct Handler(Arc<Heard>);
+
+impl AmiQuoterHandlerServant for Handler {
+    fn get_quote(&self, ami_return_val: i32) -> Result<(), SystemException> {
+        self.0.push(format!("quote {ami_return_val}"));
+        Ok(())
+    }
+
+    fn get_quote_excep(
+        &self,
+        excep_holder: ExceptionHolder<GetQuoteError>,
+    ) -> Result<(), SystemException> {
+        let event = match excep_holder.raise() {
+            GetQuoteError::InvalidStockSymbol(_) => "invalid symbol".to_owned(),
+            GetQuoteError::System(e) => format!("system {:?}", e.kind()),
+        };
+        self.0.push(event);
+        Ok(())
+    }
+}
+
+struct Stocks;
+
+impl QuoterServant for Stocks {
+    fn get_quote(&self, stock_name: String) -> Result<i32, GetQuoteError> {
+        match stock_name.as_str() {
+            "ACME" => Ok(42),
+            "DOWN" => Err(SystemException::transient(3, armillary::CompletionStatus::No).into()),
+            _ => Err(InvalidStockSymbol {}.into()),
+        }
+    }
+}
+
+/// A quoter served by one ORB, called by a second, whose replies go to a
+/// reply handler served by a third (its reference passed across as a
+/// string, as it would be to another process).
+#[test]
+fn callbacks_reach_a_reply_handler_in_another_orb() {
+    let server = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = server.root_poa();
+    poa.manager().activate().unwrap();
+    let quoter = QuoterSkeleton::new(Stocks).activate(&poa).unwrap();
+    let quoter_ior = server.object_to_string(quoter.as_object());
+
+    let handler_orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let handler_poa = handler_orb.root_poa();
+    handler_poa.manager().activate().unwrap();
+    let heard = Arc::new(Heard::default());
+    let handler = AmiQuoterHandlerSkeleton::new(Handler(heard.clone()))
+        .activate(&handler_poa)
+        .unwrap();
+    let handler_ior = handler_orb.object_to_string(handler.as_object());
+
+    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let quoter = Quoter::from_object(client.string_to_object(&quoter_ior).unwrap());
+    let handler = AmiQuoterHandler::narrow(&client.string_to_object(&handler_ior).unwrap())
+        .unwrap()
+        .expect("a reply handler");
+    assert!(handler
+        .as_object()
+        .is_a("IDL:omg.org/Messaging/ReplyHandler:1.0")
+        .unwrap());
+    assert_eq!(
+        AmiQuoterHandler::REPOSITORY_ID,
+        "IDL:Stock/AMI_QuoterHandler:1.0"
+    );
+
+    quoter.sendc_get_quote(&handler, "ACME").unwrap();
+    assert_eq!(heard.wait_for(1), ["quote 42"]);
+    quoter.sendc_get_quote(&handler, "NOPE").unwrap();
+    assert_eq!(heard.wait_for(2)[1], "invalid symbol");
+    quoter.sendc_get_quote(&handler, "DOWN").unwrap();
+    assert_eq!(heard.wait_for(3)[2], "system Transient");
+}
