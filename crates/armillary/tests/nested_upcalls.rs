@@ -35,12 +35,20 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const DEPTH: i32 = 5;
 
 /// The pool has more threads than the deepest chain holds in one ORB at
-/// once (six, calling itself), which wait on read needs.
-const MODELS: [ConcurrencyModel; 4] = [
+/// once (six, calling itself), which wait on read needs. The worker pool
+/// has one worker and every ORB one object (a thread per object): each
+/// nested request waits for the very thread that waits for its reply.
+const MODELS: [ConcurrencyModel; 7] = [
     ConcurrencyModel::SingleThreadedReactive,
     ConcurrencyModel::ThreadPool(8),
     ConcurrencyModel::ThreadPerConnection,
     ConcurrencyModel::ApplicationThreads,
+    ConcurrencyModel::ThreadPerRequest(None),
+    ConcurrencyModel::WorkerPool {
+        workers: 1,
+        queue: 64,
+    },
+    ConcurrencyModel::ThreadPerObject,
 ];
 
 const STRATEGIES: [WaitStrategy; 3] = [

@@ -21,7 +21,7 @@ type ObjectKey = (usize, ObjectId);
 #[derive(Debug)]
 pub(crate) struct ThreadPerObject {
     /// The objects with a thread, and the requests waiting for it.
-    queues: Arc<Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>>,
+    queues: Arc<Queues>,
     threads: ModelThreads,
 }
 
@@ -35,8 +35,18 @@ impl ThreadPerObject {
     }
 }
 
+/// The objects with a thread, and the requests waiting for it.
+type Queues = Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>;
+
 /// An object's thread: runs its requests in order until none is left.
-fn serve(queues: &Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>, key: &ObjectKey) {
+/// While an upcall waits for a reply, the thread runs the object's next
+/// requests inside that wait (a nested call back into the same object
+/// would otherwise wait behind the upcall that waits for it).
+fn serve(queues: &Arc<Queues>, key: &ObjectKey) {
+    let _serving = {
+        let (queues, key) = (queues.clone(), key.clone());
+        crate::transport::wait::serving_connection(move || run_next(&queues, &key))
+    };
     loop {
         let request = {
             let mut queues = queues.lock();
@@ -53,6 +63,19 @@ fn serve(queues: &Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>, key: &ObjectKey
             }
         };
         run_contained(request);
+    }
+}
+
+/// Runs the object's next queued request, if any, on this thread (its
+/// own, waiting for a reply). True if it ran one.
+fn run_next(queues: &Queues, key: &ObjectKey) -> bool {
+    let request = queues.lock().get_mut(key).and_then(VecDeque::pop_front);
+    match request {
+        Some(request) => {
+            run_contained(request);
+            true
+        }
+        None => false,
     }
 }
 

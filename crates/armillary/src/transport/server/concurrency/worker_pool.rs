@@ -2,10 +2,10 @@
 //! connection and puts the requests into a bounded queue; N worker threads
 //! take them in arrival order and run them. A request that finds the queue
 //! full is answered at once with TRANSIENT (`minor::SERVER_BUSY`,
-//! COMPLETED_NO): the reading thread never waits for a worker. With every
-//! worker busy in an upcall that waits on a call back into this server,
-//! that nested request waits in the queue: size the pool for the depth of
-//! nesting the application uses.
+//! COMPLETED_NO): the reading thread never waits for a worker. A worker
+//! whose upcall waits for a reply runs queued requests meanwhile
+//! (`transport::wait::serving_connection`), so a call back into this
+//! server is served even when every worker waits.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -54,7 +54,17 @@ impl WorkerPool {
         };
         for _ in 0..workers.max(1) {
             let queue = pool.queue.clone();
-            if let Err(e) = pool.threads.spawn("armillary-worker", move || queue.work()) {
+            let worker = move || {
+                // A worker waiting for a reply inside an upcall runs the
+                // queued requests meanwhile (a nested call back into this
+                // server may be among them), so the pool cannot deadlock
+                // on its own callbacks however small it is.
+                let nested = queue.clone();
+                let _serving =
+                    crate::transport::wait::serving_connection(move || nested.run_one_queued());
+                queue.work();
+            };
+            if let Err(e) = pool.threads.spawn("armillary-worker", worker) {
                 pool.stop(WaitForCompletion::Yes);
                 return Err(e);
             }
@@ -64,6 +74,25 @@ impl WorkerPool {
 }
 
 impl Queue {
+    /// Runs the first queued request, if any, on this thread: what a
+    /// worker does while it waits for a reply. True if it ran one.
+    fn run_one_queued(&self) -> bool {
+        let request = {
+            let mut state = self.state.lock();
+            if state.stopped {
+                return false;
+            }
+            state.requests.pop_front()
+        };
+        match request {
+            Some(request) => {
+                run_contained(request);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// A worker's loop: takes requests in arrival order until the pool
     /// stops.
     fn work(&self) {
