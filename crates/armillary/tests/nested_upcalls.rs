@@ -36,9 +36,10 @@ const DEPTH: i32 = 5;
 
 /// The pool has more threads than the deepest chain holds in one ORB at
 /// once (six, calling itself), which wait on read needs. The worker pool
-/// has one worker and every ORB one object (a thread per object): each
-/// nested request waits for the very thread that waits for its reply.
-const MODELS: [ConcurrencyModel; 7] = [
+/// and the locality scheduler have one worker and every ORB one object
+/// (a thread per object): each nested request waits for the very thread
+/// that waits for its reply.
+const MODELS: [ConcurrencyModel; 8] = [
     ConcurrencyModel::SingleThreadedReactive,
     ConcurrencyModel::ThreadPool(8),
     ConcurrencyModel::ThreadPerConnection,
@@ -49,6 +50,7 @@ const MODELS: [ConcurrencyModel; 7] = [
         queue: 64,
     },
     ConcurrencyModel::ThreadPerObject,
+    ConcurrencyModel::Locality(1),
 ];
 
 const STRATEGIES: [WaitStrategy; 3] = [

@@ -326,7 +326,15 @@ impl LocalityPool {
             let shared = shared.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("{name}-{worker}"))
-                .spawn(move || work(&shared, worker));
+                .spawn(move || {
+                    // A worker whose job waits for a reply runs waiting
+                    // jobs meanwhile (a nested call back into this server).
+                    let nested = shared.clone();
+                    let _serving = crate::transport::wait::serving_connection(move || {
+                        run_nested(&nested, worker)
+                    });
+                    work(&shared, worker);
+                });
             match handle {
                 Ok(h) => pool.workers.lock().push(h),
                 Err(e) => {
@@ -404,6 +412,41 @@ impl Drop for LocalityPool {
     fn drop(&mut self) {
         self.join();
     }
+}
+
+/// What a worker whose job waits for a reply runs meanwhile: the next job
+/// of a stream it owns, else the first job of a waiting stream, which it
+/// owns while the job runs (so a stream's jobs still run one at a time,
+/// in order). True if it ran one.
+fn run_nested(shared: &Shared, worker: usize) -> bool {
+    let mut state = shared.state.lock();
+    let own = state
+        .streams
+        .iter_mut()
+        .find(|(_, s)| s.owner == Some(worker) && !s.pending.is_empty())
+        .and_then(|(_, s)| s.pending.pop_front());
+    if let Some(job) = own {
+        drop(state);
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
+        return true;
+    }
+    let Some((id, _)) = state.choose(&shared.config, None) else {
+        return false;
+    };
+    let job = state.streams.get_mut(&id).and_then(|s| {
+        s.owner = Some(worker);
+        s.pending.pop_front()
+    });
+    drop(state);
+    if let Some(job) = job {
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
+    }
+    let mut state = shared.state.lock();
+    state.release(id);
+    if state.waiting().next().is_some() {
+        shared.wake_idle(&mut state);
+    }
+    true
 }
 
 /// One worker's loop.
