@@ -258,19 +258,29 @@ struct LocalInvoker {
     orb: Weak<OrbCore>,
 }
 
+impl LocalInvoker {
+    /// Runs `call` with the invoker a request to `target` goes through:
+    /// the local object's own, or the ORB's (BAD_INV_ORDER once it is
+    /// gone).
+    fn route<T>(
+        &self,
+        target: &Ior,
+        call: impl FnOnce(&dyn Invoker) -> Result<T, SystemException>,
+    ) -> Result<T, SystemException> {
+        if *target == self.ior {
+            return call(&self.local);
+        }
+        call(&*self.orb.upgrade().ok_or_else(shut_down_error)?)
+    }
+}
+
 impl Invoker for LocalInvoker {
     fn invoke(
         &self,
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException> {
-        if *target == self.ior {
-            return self.local.invoke(target, request);
-        }
-        self.orb
-            .upgrade()
-            .ok_or_else(shut_down_error)?
-            .invoke(target, request)
+        self.route(target, |invoker| invoker.invoke(target, request))
     }
 
     fn send_deferred(
@@ -278,13 +288,7 @@ impl Invoker for LocalInvoker {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<PendingReply, SystemException> {
-        if *target == self.ior {
-            return self.local.send_deferred(target, request);
-        }
-        self.orb
-            .upgrade()
-            .ok_or_else(shut_down_error)?
-            .send_deferred(target, request)
+        self.route(target, |invoker| invoker.send_deferred(target, request))
     }
 
     fn send_asynchronous(
@@ -292,23 +296,12 @@ impl Invoker for LocalInvoker {
         target: &Ior,
         request: &OutgoingRequest<'_>,
     ) -> Result<PendingReply, SystemException> {
-        if *target == self.ior {
-            return self.local.send_asynchronous(target, request);
-        }
-        self.orb
-            .upgrade()
-            .ok_or_else(shut_down_error)?
-            .send_asynchronous(target, request)
+        self.route(target, |invoker| invoker.send_asynchronous(target, request))
     }
 
+    /// The local object is here (a collocated invoker's answer).
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
-        if *target == self.ior {
-            return Ok(Location::Here);
-        }
-        self.orb
-            .upgrade()
-            .ok_or_else(shut_down_error)?
-            .locate(target)
+        self.route(target, |invoker| invoker.locate(target))
     }
 }
 
