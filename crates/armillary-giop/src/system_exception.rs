@@ -109,6 +109,9 @@ pub mod minor {
     /// TRANSIENT: the server could not start a thread for a request (the
     /// system refused one); the request did not run (Armillary's own).
     pub const NO_THREAD: u32 = armillary_minor(33);
+    /// UNKNOWN: the servant panicked while it carried out the request; the
+    /// server caught the panic and goes on serving (Armillary's own).
+    pub const SERVANT_PANICKED: u32 = armillary_minor(34);
 }
 
 /// Whether the operation ran before the exception was raised.

@@ -83,9 +83,7 @@ impl Invoker for CollocatedInvoker {
             request.response_expected,
             self.writer(),
         );
-        if !self.servant.dispatch_builtin(&mut server_request)? {
-            self.servant.dispatch(&mut server_request)?;
-        }
+        crate::servant::dispatch_contained(&*self.servant, &mut server_request)?;
         if !request.response_expected {
             return Ok(None);
         }

@@ -108,6 +108,36 @@ pub trait Servant: Send + Sync + 'static {
     }
 }
 
+/// Carries out `request` on `servant` (the operations every object has
+/// first), the one place a server runs servant code: a panic in the
+/// servant ends the request with UNKNOWN ([`minor::SERVANT_PANICKED`],
+/// COMPLETED_MAYBE) instead of the thread that runs it, so the reactor,
+/// pool worker or collocated caller goes on, and every other client is
+/// served as before. The reply the servant may have begun is discarded
+/// (the caller builds the exception reply afresh).
+///
+/// [`minor::SERVANT_PANICKED`]: armillary_giop::system_exception::minor::SERVANT_PANICKED
+pub(crate) fn dispatch_contained(
+    servant: &dyn Servant,
+    request: &mut ServerRequest<'_>,
+) -> Result<(), SystemException> {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        match servant.dispatch_builtin(request) {
+            Ok(true) => Ok(()),
+            Ok(false) => servant.dispatch(request),
+            Err(e) => Err(e),
+        }
+    }));
+    // The panic hook has reported the panic (on standard error by
+    // default); the client learns of it through the exception.
+    outcome.unwrap_or_else(|_| {
+        Err(SystemException::unknown(
+            armillary_giop::system_exception::minor::SERVANT_PANICKED,
+            CompletionStatus::Maybe,
+        ))
+    })
+}
+
 impl std::fmt::Debug for dyn Servant {
     /// The servant's most derived repository id, all that every servant
     /// can show; so that a struct holding an `Arc<dyn Servant>` can derive

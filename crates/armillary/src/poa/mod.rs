@@ -441,11 +441,7 @@ impl Upcall {
             self.object_id.clone(),
             self.servant.clone(),
         );
-        let outcome = match self.servant.dispatch_builtin(request) {
-            Ok(true) => Ok(()),
-            Ok(false) => self.servant.dispatch(request),
-            Err(e) => Err(e),
-        };
+        let outcome = crate::servant::dispatch_contained(&*self.servant, request);
         drop(frame);
         if let Some((locator, cookie)) = self.cookie {
             locator.postinvoke(

@@ -173,9 +173,11 @@ impl ModelThreads {
     }
 }
 
-/// Runs a request on a thread of a model that must outlive a servant that
-/// panics: the panic ends the upcall (the client gets no reply and the
-/// connection's accounting is released), not the model's thread.
+/// Runs a request on a thread of a model that must outlive a panic. A
+/// servant's panic is caught where the servant runs
+/// (`servant::dispatch_contained`: the client gets UNKNOWN); this is the
+/// last guard, for a panic elsewhere in the upcall (a servant locator,
+/// say), which ends the upcall with no reply, not the model's thread.
 fn run_contained(request: Dispatch) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.run()));
 }
