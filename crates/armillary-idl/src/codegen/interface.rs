@@ -569,7 +569,7 @@ impl Generator<'_> {
             .iter()
             .map(|&e| self.spec[e].repository_id.as_str())
             .collect();
-        let (cdr_decode, cdr_error) = (cdr_decode(), cdr_error());
+        let (cdr_decode, cdr_encode, cdr_error) = (cdr_decode(), cdr_encode(), cdr_error());
         let eq_hash = call
             .raises
             .iter()
@@ -599,6 +599,19 @@ impl Generator<'_> {
                         #(#repos => Self::#variants(<#types as #cdr_decode>::decode(members)?),)*
                         _ => return ::core::result::Result::Ok(::core::option::Option::None),
                     }))
+                }
+
+                fn encode_user_exception(
+                    &self,
+                    w: &mut ::armillary::runtime::CdrWriter,
+                ) -> ::core::option::Option<::core::result::Result<(), #cdr_error>> {
+                    match self {
+                        #(Self::#variants(e) => ::core::option::Option::Some(
+                            w.write_string(#repos)
+                                .and_then(|()| <#types as #cdr_encode>::encode(e, w)),
+                        ),)*
+                        Self::System(_) => ::core::option::Option::None,
+                    }
                 }
             }
 

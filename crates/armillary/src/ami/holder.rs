@@ -29,11 +29,15 @@
 //! another process cannot receive a holder's exception from any ORB; TAO
 //! sends and reads the members as here.
 //!
-//! Limits (documented rather than hidden): the octets are sent as they
-//! came, so an exception from a GIOP 1.0/1.1 reply whose body did not
-//! start 8-aligned, or from a fragmented GIOP 1.1 reply, decodes wrongly in
-//! another process if its members need 8-byte alignment or cross a
-//! fragment; in this process it always decodes right.
+//! Put on the wire, the exception is marshaled afresh from alignment 0, in
+//! the GIOP version and code sets of the message the holder travels in
+//! (the octets as they came may have been aligned from another offset in a
+//! GIOP 1.0/1.1 reply, cut by GIOP 1.1 fragment headers, or written in
+//! another connection's code sets, and would be misread by another
+//! process): system exceptions always, user exceptions through
+//! [`UserExceptionSet::encode_user_exception`], which generated error enums
+//! implement. Only a user exception the operation does not declare travels
+//! as it came (its receiver cannot decode it anyway: UNKNOWN).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -66,6 +70,18 @@ pub trait UserExceptionSet: From<SystemException> + Send + 'static {
         id: &str,
         members: &mut CdrReader<'_>,
     ) -> Result<Option<Self>, CdrError>;
+
+    /// Encodes `self` as a reply body carries a user exception (repository
+    /// id, then members); `None` when it is not one of the operation's user
+    /// exceptions (a system exception). Generated error enums implement
+    /// it, so that a holder sent to a reply handler in another process is
+    /// marshaled afresh for the message it travels in (see
+    /// [`ExceptionHolder`]'s wire form); without it the octets travel as
+    /// they came.
+    fn encode_user_exception(&self, w: &mut CdrWriter) -> Option<Result<(), CdrError>> {
+        let _ = w;
+        None
+    }
 }
 
 impl UserExceptionSet for SystemException {
@@ -231,14 +247,55 @@ impl<E: UserExceptionSet> ExceptionHolder<E> {
     }
 }
 
-impl<E> CdrEncode for ExceptionHolder<E> {
-    /// The valuetype with one repository id and its three state members.
+impl<E: UserExceptionSet> ExceptionHolder<E> {
+    /// The exception's octets marshaled afresh for a receiver that reads
+    /// them from alignment 0, with no fragment headers, in the GIOP
+    /// version and code sets of `w` (the message the holder travels in):
+    /// the octets as they came may have been aligned from another offset
+    /// (a GIOP 1.0/1.1 reply body that did not start 8-aligned), cut by
+    /// fragment headers (fragmented GIOP 1.1) or written in the code sets
+    /// of another connection. A user exception that the operation does not
+    /// declare, or that does not decode, travels as it came (the receiver
+    /// decodes it to UNKNOWN or MARSHAL, as this process would).
+    fn marshaled_for(&self, w: &CdrWriter) -> Vec<u8> {
+        let mut out = CdrWriter::new(self.byte_order, w.version()).with_codesets(w.codesets());
+        let mut r = self.reader();
+        let encoded = if self.is_system_exception {
+            SystemException::decode_body(&mut r)
+                .ok()
+                .and_then(|e| e.encode_body(&mut out).ok())
+                .is_some()
+        } else {
+            match r.read_string() {
+                Ok(id) => matches!(
+                    E::decode_user_exception(&id, &mut r)
+                        .ok()
+                        .flatten()
+                        .and_then(|e| e.encode_user_exception(&mut out)),
+                    Some(Ok(()))
+                ),
+                Err(_) => false,
+            }
+        };
+        if encoded {
+            out.into_bytes()
+        } else {
+            self.marshaled.clone()
+        }
+    }
+}
+
+impl<E: UserExceptionSet> CdrEncode for ExceptionHolder<E> {
+    /// The valuetype with one repository id and its three state members,
+    /// the exception marshaled afresh for this message
+    /// ([`marshaled_for`](Self::marshaled_for)).
     fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        let marshaled = self.marshaled_for(w);
         w.write_long(VALUE_TAG_BASE | VALUE_TAG_SINGLE_ID);
         w.write_string(EXCEPTION_HOLDER_ID)?;
         w.write_bool(self.is_system_exception);
         w.write_bool(self.byte_order == ByteOrder::Little);
-        w.write_octet_seq(&self.marshaled)
+        w.write_octet_seq(&marshaled)
     }
 }
 
@@ -343,6 +400,18 @@ mod tests {
                 at: members.read_double()?,
             }))
         }
+
+        fn encode_user_exception(&self, w: &mut CdrWriter) -> Option<Result<(), CdrError>> {
+            let OpError::NotFound { key, at } = self else {
+                return None;
+            };
+            Some((|| {
+                w.write_string("IDL:Test/NotFound:1.0")?;
+                w.write_string(key)?;
+                w.write_double(*at);
+                Ok(())
+            })())
+        }
     }
 
     fn user_holder(order: ByteOrder, id: &str) -> ExceptionHolder<OpError> {
@@ -416,6 +485,41 @@ mod tests {
         assert_eq!(back.marshaled_exception(), h.marshaled_exception());
         assert_eq!(back.byte_order(), ByteOrder::Little);
         assert_eq!(back.raise(), h.raise());
+    }
+
+    #[test]
+    fn a_holder_from_an_unaligned_reply_body_is_marshaled_afresh_for_the_wire() {
+        // A GIOP 1.0 reply body that starts 4 bytes past an 8-byte
+        // boundary: the double's padding counts from the message start.
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            let mut w = CdrWriter::new(order, GiopVersion::V1_0).with_align_base(4);
+            w.write_string("IDL:Test/NotFound:1.0").unwrap();
+            w.write_string("key").unwrap();
+            w.write_double(-7.25);
+            let h = ExceptionHolder::<OpError> {
+                is_system_exception: false,
+                byte_order: order,
+                marshaled: w.into_bytes(),
+                version: GiopVersion::V1_0,
+                codesets: CodeSets::default(),
+                align_base: 4,
+                fragment_starts: Vec::new(),
+                _error: PhantomData,
+            };
+            let expected = OpError::NotFound {
+                key: "key".into(),
+                at: -7.25,
+            };
+            assert_eq!(h.raise(), expected);
+            // The receiver reads the octets from alignment 0.
+            let mut wire = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
+            h.encode(&mut wire).unwrap();
+            let bytes = wire.into_bytes();
+            let mut r = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_2);
+            let back = ExceptionHolder::<OpError>::decode(&mut r).unwrap();
+            assert_eq!(back.raise(), expected, "{order:?}");
+            assert_ne!(back.marshaled_exception(), h.marshaled_exception());
+        }
     }
 
     #[test]
