@@ -89,6 +89,9 @@ pub(crate) struct ReadState {
     /// Whether an ORB thread reads the connection for the asynchronous
     /// requests outstanding on it ([`ClientConnection::ensure_reader`]).
     reader: bool,
+    /// Whether that thread is parked, not reading, until asynchronous
+    /// requests come again ([`ClientConnection::linger`]).
+    reader_parked: bool,
     closed: Option<Closed>,
 }
 
@@ -233,6 +236,7 @@ impl ClientConnection {
                 leader: false,
                 claimed: false,
                 reader: false,
+                reader_parked: false,
                 closed: None,
             }),
             wake: Condvar::new(),
@@ -504,16 +508,27 @@ impl ClientConnection {
 
     /// Starts an ORB thread that reads this connection while asynchronous
     /// requests (AMI futures and callbacks, whose owners do not read) are
-    /// outstanding on it, unless one reads it already; true when it started
-    /// one. The thread ends when none remain or the connection closes: one
-    /// thread per connection with such work, never one per request.
+    /// outstanding on it, unless one reads it already (or is parked, then
+    /// it is woken); true when it started one. When none remain the thread
+    /// parks without reading (a synchronous caller reads its own reply
+    /// meanwhile) for [`READER_LINGER`], and ends if none came by then or
+    /// the connection closed: one thread per connection with such work,
+    /// never one per request, and no thread started per call when calls
+    /// come one at a time.
     ///
     /// This is the one place that decides who reads for asynchronous
     /// requests; a reactor that watches client connections can take it over.
     pub(crate) fn ensure_reader(self: &Arc<Self>) -> bool {
         {
             let mut state = self.state.lock();
-            if state.reader || state.closed.is_some() || state.dispatchers.readerless() == 0 {
+            if state.closed.is_some() || state.dispatchers.readerless() == 0 {
+                return false;
+            }
+            if state.reader {
+                // A parked reader takes the new requests on.
+                if state.reader_parked {
+                    self.wake.notify_all();
+                }
                 return false;
             }
             state.reader = true;
@@ -537,34 +552,56 @@ impl ClientConnection {
     }
 
     /// The body of the thread [`ensure_reader`](Self::ensure_reader)
-    /// starts: leads (or follows) on the connection until no asynchronous
-    /// request is outstanding, waking at least every [`READER_TICK`] to end
-    /// those whose deadline passed.
+    /// starts: leads (or follows) on the connection while asynchronous
+    /// requests are outstanding, waking at least every [`READER_TICK`] to
+    /// end those whose deadline passed; then [lingers](Self::linger).
     fn read_while_asynchronous(&self) {
         loop {
-            let now = Instant::now();
-            let next = self.state.lock().dispatchers.next_expiry();
-            let until = next.map_or(now + READER_TICK, |e| e.min(now + READER_TICK));
-            let ended = self.wait_until(Some(until), |state| {
-                if state.dispatchers.readerless() == 0 || state.closed.is_some() {
-                    state.reader = false;
-                    return true;
+            loop {
+                let now = Instant::now();
+                let next = self.state.lock().dispatchers.next_expiry();
+                let until = next.map_or(now + READER_TICK, |e| e.min(now + READER_TICK));
+                // True once none is outstanding or the connection closed.
+                if self.wait_until(Some(until), |state| state.dispatchers.readerless() == 0) {
+                    break;
                 }
-                false
-            });
-            if ended {
                 let mut state = self.state.lock();
-                if state.closed.is_some() {
-                    state.reader = false;
-                }
+                let frames = state.frames;
+                state.dispatchers.expire(Instant::now(), frames);
+                self.wake.notify_all();
+                release(state);
+            }
+            if !self.linger() {
                 return;
             }
-            let mut state = self.state.lock();
-            let frames = state.frames;
-            state.dispatchers.expire(Instant::now(), frames);
-            self.wake.notify_all();
-            release(state);
         }
+    }
+
+    /// Parks the reader thread, not reading, until asynchronous requests
+    /// are outstanding again (true: it reads for them), or the connection
+    /// closed or [`READER_LINGER`] passed without any (false: the thread
+    /// ends, and the next asynchronous request starts another).
+    fn linger(&self) -> bool {
+        let mut state = self.state.lock();
+        let until = Instant::now() + READER_LINGER;
+        state.reader_parked = true;
+        let resumed = loop {
+            if state.closed.is_some() {
+                break false;
+            }
+            if state.dispatchers.readerless() > 0 {
+                break true;
+            }
+            if self.wake.wait_until(&mut state, until).timed_out() {
+                break state.closed.is_none() && state.dispatchers.readerless() > 0;
+            }
+        };
+        state.reader_parked = false;
+        if !resumed {
+            state.reader = false;
+        }
+        release(state);
+        resumed
     }
 
     /// Reads what has arrived, without blocking, when no other thread is
@@ -757,6 +794,11 @@ impl ClientConnection {
 /// blocked in a read, with a deadline earlier than that read's end, ends
 /// this much late at worst.
 const READER_TICK: Duration = Duration::from_millis(50);
+
+/// How long the thread reading for asynchronous requests stays parked
+/// once none is outstanding, in case more come (a client making one AMI
+/// call at a time would otherwise start a thread per call).
+const READER_LINGER: Duration = Duration::from_secs(2);
 
 /// Unlocks the read state, then runs what dispatchers handed back meanwhile
 /// (AMI callbacks), on this thread.
@@ -1326,15 +1368,48 @@ pub(crate) mod tests {
             Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 111),
             _ => panic!("no reply in the slot"),
         }
-        // With nothing asynchronous outstanding, the reader ends.
+        // With nothing asynchronous outstanding, the reader parks (not
+        // reading)...
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !conn.state.lock().reader_parked {
+            assert!(Instant::now() < deadline, "the reader never parked");
+            std::thread::yield_now();
+        }
+        // ... so a synchronous caller reads its own reply, and needs no
+        // reader.
+        let sync = expect(&conn, 2);
+        assert!(!conn.ensure_reader());
+        server.write_all(&reply(2, 222)).unwrap();
+        match conn.wait_reply(2, &sync, None) {
+            Awaited::Reply(frame) => assert_eq!(value(&frame), 222),
+            _ => panic!("no reply to 2"),
+        }
+        // The next asynchronous request wakes the same thread: none is
+        // started for it.
+        let again = Arc::new(DeferredSlot::new(true));
+        conn.bind(3, again.dispatcher(), None);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen = again.clone();
+        assert!(again
+            .on_ready(Notify::Continue(Box::new(move || {
+                let _ = tx.send((seen.take(), std::thread::current().id()));
+            })))
+            .is_none());
+        assert!(!conn.ensure_reader());
+        server.write_all(&reply(3, 333)).unwrap();
+        let (outcome, same) = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_eq!(same, thread);
+        match outcome {
+            Some(Awaited::Reply(frame)) => assert_eq!(value(&frame), 333),
+            _ => panic!("no reply to 3"),
+        }
+        // Closing the connection ends the reader.
+        conn.close(GiopVersion::V1_2);
         let deadline = Instant::now() + Duration::from_secs(60);
         while conn.state.lock().reader {
             assert!(Instant::now() < deadline, "the reader never ended");
             std::thread::yield_now();
         }
-        // A synchronous slot needs no reader.
-        let _sync = expect(&conn, 2);
-        assert!(!conn.ensure_reader());
     }
 
     #[test]
