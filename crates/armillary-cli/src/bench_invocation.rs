@@ -8,12 +8,12 @@
 //! `tests/interop/idl/invocation_bench.idl` by this crate's `build.rs`).
 //! Every reply's value is checked.
 //!
-//! The AMI forms call the runtime's hooks, `ObjectRef::send_callback` and
-//! `ObjectRef::send_future`, which the generated `sendc_echo_longlong` and
-//! `echo_longlong_async` call (the callback form here hands the reply to a
-//! closure, not to a reply-handler object). The client ORB runs with
-//! `-ORBConcurrency application`, so that callbacks are delivered by a
-//! thread of the application driving the ORB, as in the paper.
+//! The AMI forms are the generated stub's: `sendc_echo_longlong` with a
+//! reply handler (a generated `AMI_EverythingHandler` servant activated in
+//! the client's own ORB, as in the paper and in omniORB's client), and
+//! `echo_longlong_async`. The client ORB runs with `-ORBConcurrency
+//! application`, so that the handler is run by a thread of the
+//! application driving the ORB, as in the paper.
 //!
 //! **Table 1, latency**: `--calls` two-way calls (10,000 by default) one
 //! at a time, each form in turn, each call timed on its own; minimum,
@@ -95,7 +95,9 @@ mod generated {
     armillary::include_idl!("invocation_bench");
 }
 
-use generated::interop::Everything;
+use generated::interop::{
+    AmiEverythingHandler, AmiEverythingHandlerServant, AmiEverythingHandlerSkeleton, Everything,
+};
 
 /// The latency forms, in table order.
 const LATENCY_FORMS: [&str; 4] = ["smi", "ami_callback", "ami_future", "dii_deferred"];
@@ -145,6 +147,47 @@ struct Contender {
     _server: Peer,
     orb: Orb,
     echo: Everything,
+    /// The reply handler, a servant of `orb`, and where it sends what it
+    /// hears.
+    handler: AmiEverythingHandler,
+    sink: Arc<ReplySink>,
+}
+
+/// Where the reply handler sends each outcome: set by each form that
+/// uses the handler.
+type Deliver = Box<dyn Fn(Result<i64, String>) + Send + Sync>;
+
+#[derive(Default)]
+struct ReplySink(Mutex<Option<Deliver>>);
+
+impl ReplySink {
+    fn set(&self, deliver: impl Fn(Result<i64, String>) + Send + Sync + 'static) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(deliver));
+    }
+
+    fn deliver(&self, outcome: Result<i64, String>) {
+        if let Some(deliver) = &*self.0.lock().unwrap_or_else(PoisonError::into_inner) {
+            deliver(outcome);
+        }
+    }
+}
+
+/// The generated reply handler's servant: hands each reply to the sink.
+struct EchoHandler(Arc<ReplySink>);
+
+impl AmiEverythingHandlerServant for EchoHandler {
+    fn echo_longlong(&self, ami_return_val: i64) -> Result<(), armillary::SystemException> {
+        self.0.deliver(Ok(ami_return_val));
+        Ok(())
+    }
+
+    fn echo_longlong_excep(
+        &self,
+        excep_holder: armillary::ami::ExceptionHolder<armillary::SystemException>,
+    ) -> Result<(), armillary::SystemException> {
+        self.0.deliver(Err(excep_holder.raise().to_string()));
+        Ok(())
+    }
 }
 
 impl Contender {
@@ -172,6 +215,12 @@ impl Contender {
         ])
         .map_err(|e| e.to_string())?;
         let echo = Everything::from_object(orb.string_to_object(&ior).map_err(|e| e.to_string())?);
+        let poa = orb.root_poa();
+        poa.manager().activate().map_err(|e| e.to_string())?;
+        let sink = Arc::new(ReplySink::default());
+        let handler = AmiEverythingHandlerSkeleton::new(EchoHandler(Arc::clone(&sink)))
+            .activate(&poa)
+            .map_err(|e| e.to_string())?;
         // Connect and warm up.
         for i in 0..100 {
             check(i, echo.echo_longlong(i).map_err(|e| e.to_string())?)?;
@@ -180,6 +229,8 @@ impl Contender {
             _server: server,
             orb,
             echo,
+            handler,
+            sink,
         })
     }
 }
@@ -371,23 +422,28 @@ fn latency_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::
                 request.send_deferred().map_err(|e| e.to_string())?;
                 dii_result(&mut request)
             })?),
-            "ami_callback" => Some(timed_calls(calls, &bar, |v| {
+            "ami_callback" => {
                 // One thread: send, then drive the ORB until the handler
                 // has run.
                 let reply = Arc::new(Mutex::new(None));
                 let slot = Arc::clone(&reply);
-                ami::sendc_echo(&c.echo, v, move |outcome| {
+                c.sink.set(move |outcome| {
                     *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
-                })?;
-                loop {
-                    if let Some(outcome) =
-                        reply.lock().unwrap_or_else(PoisonError::into_inner).take()
-                    {
-                        return outcome;
+                });
+                Some(timed_calls(calls, &bar, |v| {
+                    c.echo
+                        .sendc_echo_longlong(&c.handler, v)
+                        .map_err(|e| e.to_string())?;
+                    loop {
+                        if let Some(outcome) =
+                            reply.lock().unwrap_or_else(PoisonError::into_inner).take()
+                        {
+                            return outcome;
+                        }
+                        c.orb.perform_work().map_err(|e| e.to_string())?;
                     }
-                    c.orb.perform_work().map_err(|e| e.to_string())?;
-                }
-            })?),
+                })?)
+            }
             "ami_future" => Some(timed_calls(calls, &bar, |v| {
                 ami::block_on(ami::echo_async(&c.echo, v)).map_err(|e| e.to_string())
             })?),
@@ -639,6 +695,8 @@ fn ami_callback(
     in_flight: usize,
 ) -> Result<serde_json::Value, String> {
     let window = Arc::new(Window::default());
+    let w = Arc::clone(&window);
+    c.sink.set(move |outcome| w.reply(outcome));
     let stop = Arc::new(AtomicBool::new(false));
     let event_loop = {
         let orb = c.orb.clone();
@@ -658,8 +716,10 @@ fn ami_callback(
     let mut sent = Ok(());
     for v in 0..calls {
         window.acquire(in_flight);
-        let w = Arc::clone(&window);
-        sent = ami::sendc_echo(&c.echo, v as i64, move |outcome| w.reply(outcome));
+        sent = c
+            .echo
+            .sendc_echo_longlong(&c.handler, v as i64)
+            .map_err(|e| e.to_string());
         if sent.is_err() {
             break;
         }
@@ -700,7 +760,7 @@ fn ami_future(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_jso
     }))
 }
 
-/// The asynchronous forms of `echo_longlong`, and the little executor the
+/// The future form of `echo_longlong`, and the little executor the
 /// future forms run on (the ORB needs none of its own).
 mod ami {
     use std::future::Future;
@@ -709,7 +769,7 @@ mod ami {
     use std::task::{Context, Poll, Wake, Waker};
     use std::thread::Thread;
 
-    use armillary::ami::{ExceptionHolder, ReplyFuture};
+    use armillary::ami::ReplyFuture;
     use armillary::giop::cdr::CdrError;
     use armillary::giop::system_exception::CompletionStatus;
     use armillary::runtime::ReplyBody;
@@ -739,29 +799,6 @@ mod ami {
     pub(super) fn echo_async(echo: &Everything, v: i64) -> ReplyFuture<i64, SystemException> {
         echo.as_object()
             .send_future("echo_longlong", write_arg(v), decode)
-    }
-
-    /// `echo_longlong(v)` with a callback (what a generated
-    /// `sendc_echo_longlong` sends): `deliver` gets the checked value or
-    /// what went wrong, exactly once.
-    pub(super) fn sendc_echo(
-        echo: &Everything,
-        v: i64,
-        deliver: impl FnOnce(Result<i64, String>) + Send + 'static,
-    ) -> Result<(), String> {
-        echo.as_object()
-            .send_callback(
-                "echo_longlong",
-                write_arg(v),
-                |r| r.read_longlong(),
-                move |outcome: Result<i64, ExceptionHolder<SystemException>>| {
-                    deliver(match outcome {
-                        Ok(got) => check(v, got).map(|()| got),
-                        Err(holder) => Err(holder.raise().to_string()),
-                    })
-                },
-            )
-            .map_err(|e| e.to_string())
     }
 
     /// Wakes a thread blocked in [`block_on`] or [`run_window`], noting

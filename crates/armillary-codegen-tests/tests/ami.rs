@@ -200,3 +200,115 @@ fn callbacks_reach_a_reply_handler_in_another_orb() {
     quoter.sendc_get_quote(&handler, "DOWN").unwrap();
     assert_eq!(heard.wait_for(3)[2], "system Transient");
 }
+
+/// The paper's callback client: the reply handler is a servant of the
+/// client's own ORB, which the application drives (`-ORBConcurrency
+/// application`): the thread that sends also runs `perform_work` until the
+/// handler has heard. A future of the same ORB, awaited by a thread that
+/// does not drive it, completes too (it once waited for ever: the
+/// application's reactor was left to read it). Bounded: a hang fails the
+/// test after 20 s.
+#[test]
+fn a_handler_in_the_clients_own_application_driven_orb_hears_its_replies() {
+    let server = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = server.root_poa();
+    poa.manager().activate().unwrap();
+    let quoter = QuoterSkeleton::new(Stocks).activate(&poa).unwrap();
+    let quoter_ior = server.object_to_string(quoter.as_object());
+
+    let client = Orb::with_config(
+        OrbConfig::new()
+            .concurrency(ConcurrencyModel::ApplicationThreads)
+            .call_timeout(Duration::from_secs(20)),
+    )
+    .unwrap();
+    let client_poa = client.root_poa();
+    client_poa.manager().activate().unwrap();
+    let heard = Arc::new(Heard::default());
+    let handler = AmiQuoterHandlerSkeleton::new(Handler(heard.clone()))
+        .activate(&client_poa)
+        .unwrap();
+    let quoter = Quoter::from_object(client.string_to_object(&quoter_ior).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (n, (symbol, event)) in [
+        ("ACME", "quote 42"),
+        ("NOPE", "invalid symbol"),
+        ("DOWN", "system Transient"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        quoter.sendc_get_quote(&handler, symbol).unwrap();
+        while heard.events.lock().unwrap().len() <= n {
+            assert!(
+                Instant::now() < deadline,
+                "the handler never heard {symbol}"
+            );
+            client.perform_work().unwrap();
+        }
+        assert_eq!(heard.events.lock().unwrap()[n], event);
+    }
+    // A future awaited by a thread that does not drive the ORB completes
+    // all the same: the application's reactor is not what reads it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let q = quoter.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(futures_executor::block_on(q.get_quote_async("ACME")));
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the future never completed");
+    assert_eq!(got.unwrap(), 42);
+    client.shutdown(armillary::WaitForCompletion::Yes).unwrap();
+}
+
+/// The paper's throughput client: one thread sends many requests (at most
+/// 100 awaiting their reply), another runs the event loop that delivers
+/// the replies to a handler served by the same application-driven ORB.
+#[test]
+fn one_thread_sends_and_another_delivers_to_a_handler_of_the_same_orb() {
+    let server = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = server.root_poa();
+    poa.manager().activate().unwrap();
+    let quoter = QuoterSkeleton::new(Stocks).activate(&poa).unwrap();
+    let quoter_ior = server.object_to_string(quoter.as_object());
+
+    let client = Orb::with_config(
+        OrbConfig::new()
+            .concurrency(ConcurrencyModel::ApplicationThreads)
+            .call_timeout(Duration::from_secs(20)),
+    )
+    .unwrap();
+    let client_poa = client.root_poa();
+    client_poa.manager().activate().unwrap();
+    let heard = Arc::new(Heard::default());
+    let handler = AmiQuoterHandlerSkeleton::new(Handler(heard.clone()))
+        .activate(&client_poa)
+        .unwrap();
+    let quoter = Quoter::from_object(client.string_to_object(&quoter_ior).unwrap());
+    let event_loop = {
+        let orb = client.clone();
+        std::thread::spawn(move || orb.run())
+    };
+    let calls = 2_000;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for sent in 0..calls {
+        while sent - heard.events.lock().unwrap().len() >= 100 {
+            assert!(
+                Instant::now() < deadline,
+                "replies stopped after {sent} calls"
+            );
+            let events = heard.events.lock().unwrap();
+            drop(
+                heard
+                    .changed
+                    .wait_timeout(events, Duration::from_millis(100)),
+            );
+        }
+        quoter.sendc_get_quote(&handler, "ACME").unwrap();
+    }
+    let events = heard.wait_for(calls);
+    assert!(events.iter().all(|e| e == "quote 42"));
+    client.shutdown(armillary::WaitForCompletion::Yes).unwrap();
+    event_loop.join().unwrap().unwrap();
+}

@@ -803,12 +803,18 @@ impl OrbCore {
 
     /// Makes sure `conn` is read while AMI futures or callbacks await
     /// replies on it: by the ORB's reactor when the wait strategy runs it
-    /// and the ORB has a server (see `transport::wait`), else by an ORB
-    /// thread (see [`ClientConnection::ensure_reader`]), remembering the
-    /// connection so that shutdown ends that thread.
+    /// and the ORB has a server whose own threads run that reactor (see
+    /// `transport::wait`), else by an ORB thread (see
+    /// [`ClientConnection::ensure_reader`]), remembering the connection so
+    /// that shutdown ends that thread. A reactor that only the application
+    /// runs (`Orb::run`, `Orb::perform_work`) never reads them: a future
+    /// awaited, or a poller waited on, by a thread that does not drive the
+    /// ORB would wait for ever.
     pub(crate) fn read_for_asynchronous(&self, conn: &Arc<ClientConnection>) {
         // The wait strategy may have the ORB's reactor read it instead.
-        let server = self.running_server();
+        let server = self
+            .running_server()
+            .filter(|server| !server.driven_by_application());
         let by_reactor = self
             .wait
             .read_asynchronous(server.as_ref().map(|s| s.reactor()), conn);
@@ -840,6 +846,11 @@ impl OrbCore {
         // may have done so before this was queued.
         if self.shut_down.load(Ordering::SeqCst) {
             self.callbacks.run_ready();
+        }
+        // A thread in `perform_work` may be waiting on the server's
+        // reactor: wake it to run the callback.
+        if let Some(server) = self.running_server() {
+            server.reactor().post(Box::new(|| {}));
         }
         let _guard = self.shutdown_lock.lock();
         self.shutdown_signal.notify_all();
