@@ -28,8 +28,10 @@
 //! - No thread exists per outstanding request: each is a reply dispatcher
 //!   in its connection's table, found by request id in O(1). Futures and
 //!   callbacks have no owner reading the connection, so the ORB gives such
-//!   a connection one reader thread while they are outstanding on it (it
-//!   ends when none remain, and at shutdown); a thread that is waiting on
+//!   a connection one reader thread while they are outstanding on it
+//!   (when none remain it parks, not reading, and takes the next ones on,
+//!   so one-at-a-time calls start no thread each; it ends after 2 s idle,
+//!   and at shutdown); a thread that is waiting on
 //!   the same connection for a synchronous reply reads for them meanwhile.
 //!   That reader looks at deadlines at least every 50 ms, so a future or
 //!   callback times out up to that much after its deadline.
