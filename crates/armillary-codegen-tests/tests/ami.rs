@@ -201,15 +201,11 @@ fn callbacks_reach_a_reply_handler_in_another_orb() {
     assert_eq!(heard.wait_for(3)[2], "system Transient");
 }
 
-/// The paper's callback client: the reply handler is a servant of the
-/// client's own ORB, which the application drives (`-ORBConcurrency
-/// application`): the thread that sends also runs `perform_work` until the
-/// handler has heard. A future of the same ORB, awaited by a thread that
-/// does not drive it, completes too (it once waited for ever: the
-/// application's reactor was left to read it). Bounded: a hang fails the
-/// test after 20 s.
-#[test]
-fn a_handler_in_the_clients_own_application_driven_orb_hears_its_replies() {
+/// A quoter served by one ORB, and a client ORB the application drives
+/// (`-ORBConcurrency application`, calls time out after 20 s) that serves
+/// the reply handler itself: the server, the client, the client's quoter
+/// reference, the handler's reference and what the handler hears.
+fn quoter_and_own_handler() -> (Orb, Orb, Quoter, AmiQuoterHandler, Arc<Heard>) {
     let server = Orb::with_config(OrbConfig::default()).unwrap();
     let poa = server.root_poa();
     poa.manager().activate().unwrap();
@@ -229,6 +225,19 @@ fn a_handler_in_the_clients_own_application_driven_orb_hears_its_replies() {
         .activate(&client_poa)
         .unwrap();
     let quoter = Quoter::from_object(client.string_to_object(&quoter_ior).unwrap());
+    (server, client, quoter, handler, heard)
+}
+
+/// The paper's callback client: the reply handler is a servant of the
+/// client's own ORB, which the application drives (`-ORBConcurrency
+/// application`): the thread that sends also runs `perform_work` until the
+/// handler has heard. A future of the same ORB, awaited by a thread that
+/// does not drive it, completes too (it once waited for ever: the
+/// application's reactor was left to read it). Bounded: a hang fails the
+/// test after 20 s.
+#[test]
+fn a_handler_in_the_clients_own_application_driven_orb_hears_its_replies() {
+    let (_server, client, quoter, handler, heard) = quoter_and_own_handler();
     let deadline = Instant::now() + Duration::from_secs(20);
     for (n, (symbol, event)) in [
         ("ACME", "quote 42"),
@@ -267,25 +276,7 @@ fn a_handler_in_the_clients_own_application_driven_orb_hears_its_replies() {
 /// the replies to a handler served by the same application-driven ORB.
 #[test]
 fn one_thread_sends_and_another_delivers_to_a_handler_of_the_same_orb() {
-    let server = Orb::with_config(OrbConfig::default()).unwrap();
-    let poa = server.root_poa();
-    poa.manager().activate().unwrap();
-    let quoter = QuoterSkeleton::new(Stocks).activate(&poa).unwrap();
-    let quoter_ior = server.object_to_string(quoter.as_object());
-
-    let client = Orb::with_config(
-        OrbConfig::new()
-            .concurrency(ConcurrencyModel::ApplicationThreads)
-            .call_timeout(Duration::from_secs(20)),
-    )
-    .unwrap();
-    let client_poa = client.root_poa();
-    client_poa.manager().activate().unwrap();
-    let heard = Arc::new(Heard::default());
-    let handler = AmiQuoterHandlerSkeleton::new(Handler(heard.clone()))
-        .activate(&client_poa)
-        .unwrap();
-    let quoter = Quoter::from_object(client.string_to_object(&quoter_ior).unwrap());
+    let (_server, client, quoter, handler, heard) = quoter_and_own_handler();
     let event_loop = {
         let orb = client.clone();
         std::thread::spawn(move || orb.run())
