@@ -250,6 +250,35 @@ fn serve_raw(port_file: &Path, request_size: usize, reply_size: usize) -> Result
     Ok(ExitCode::SUCCESS)
 }
 
+/// Starts `armillary bench serve-raw` answering each `request_size`-byte
+/// message with a `reply_size`-byte one; returns it and its port.
+pub(crate) fn start_raw_server(
+    dir: &Path,
+    request_size: usize,
+    reply_size: usize,
+) -> Result<(Peer, u16), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let port_file = dir.join("raw.port");
+    let _ = std::fs::remove_file(&port_file);
+    let server = Peer(
+        Command::new(&exe)
+            .args(["bench", "serve-raw", "--port-file"])
+            .arg(&port_file)
+            .args([
+                "--request-size",
+                &request_size.to_string(),
+                "--reply-size",
+                &reply_size.to_string(),
+            ])
+            .spawn()
+            .map_err(|e| format!("cannot start the raw TCP server: {e}"))?,
+    );
+    let port = wait_for_file(&port_file)?
+        .parse()
+        .map_err(|_| "bad raw port".to_string())?;
+    Ok((server, port))
+}
+
 /// A child process killed when dropped.
 pub(crate) struct Peer(pub(crate) Child);
 
@@ -301,7 +330,7 @@ impl Samples {
 }
 
 /// The Request and Reply sizes of one `echo_longlong` call to `obj`.
-fn message_sizes(obj: &ObjectRef) -> (usize, usize) {
+pub(crate) fn message_sizes(obj: &ObjectRef) -> (usize, usize) {
     let key = obj
         .ior()
         .iiop_profiles()
@@ -430,23 +459,7 @@ fn latency(
 
     // Contender 2: raw TCP with the same message sizes.
     let (request_size, reply_size) = message_sizes(&echo);
-    let port_file = dir.join("raw.port");
-    let _raw_server = Peer(
-        Command::new(&exe)
-            .args(["bench", "serve-raw", "--port-file"])
-            .arg(&port_file)
-            .args([
-                "--request-size",
-                &request_size.to_string(),
-                "--reply-size",
-                &reply_size.to_string(),
-            ])
-            .spawn()
-            .map_err(|e| e.to_string())?,
-    );
-    let port: u16 = wait_for_file(&port_file)?
-        .parse()
-        .map_err(|_| "bad raw port".to_string())?;
+    let (_raw_server, port) = start_raw_server(&dir, request_size, reply_size)?;
     let mut raw = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     raw.set_nodelay(true).map_err(|e| e.to_string())?;
     let request = vec![1u8; request_size];

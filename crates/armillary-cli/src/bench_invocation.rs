@@ -43,7 +43,14 @@
 //!   `Orb::get_next_response`, many in flight;
 //! - `omniorb_ami`: omniORB's AMI client (`tests/interop/cpp/
 //!   ami_bench_client.cc`, `sendc_` and a reply handler) against omniORB's
-//!   server (`interop_server`), in the same run, as the baseline.
+//!   server (`interop_server`), in the same run, as the baseline;
+//! - `raw_tcp`: no ORB, the same traffic over raw TCP, pipelined: messages
+//!   of the sizes of the GIOP request and reply, one thread writing each
+//!   request on its own, one reading the replies, `armillary bench
+//!   serve-raw` reading each request and writing its reply (the ceiling
+//!   the network stack sets on this machine).
+//!
+//! `--forms a,b` measures only the forms named (from either table).
 //!
 //! The asynchronous forms keep at most `--in-flight` requests (100 by
 //! default) awaiting their reply; the client ORB's
@@ -58,8 +65,9 @@
 //!   jitter_us}`;
 //! - `throughput.smi_220`, `throughput.smi_7`, `throughput.ami_callback`,
 //!   `throughput.ami_future`, `throughput.dii_deferred`,
-//!   `throughput.omniorb_ami`: each `{calls, calls_per_s}` (and `threads`
-//!   for the SMI forms, `in_flight` for the others);
+//!   `throughput.omniorb_ami`, `throughput.raw_tcp`: each `{calls,
+//!   calls_per_s}` (and `threads` for the SMI forms, `in_flight` for the
+//!   others, `request_bytes` and `reply_bytes` for `raw_tcp`);
 //! - `benchmark` (`"invocation"`), `calls`, `throughput_calls`,
 //!   `in_flight`, `latency_pinning`, `throughput_pinning`,
 //!   `server_concurrency`.
@@ -67,6 +75,8 @@
 //! **Plot** (`--plot FILE.svg`): two bar charts, mean latency per form
 //! and throughput per form.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,7 +88,9 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::bench_cmd::{omniorb_peers, start_omniorb_server, wait_for_file, Peer};
+use crate::bench_cmd::{
+    message_sizes, omniorb_peers, start_omniorb_server, start_raw_server, wait_for_file, Peer,
+};
 use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars, Summary};
 
 /// The Rust generated from `invocation_bench.idl`.
@@ -103,13 +115,14 @@ use generated::interop::{
 const LATENCY_FORMS: [&str; 4] = ["smi", "ami_callback", "ami_future", "dii_deferred"];
 
 /// The throughput forms, in table order.
-const THROUGHPUT_FORMS: [&str; 6] = [
+const THROUGHPUT_FORMS: [&str; 7] = [
     "smi_220",
     "smi_7",
     "ami_callback",
     "ami_future",
     "dii_deferred",
     "omniorb_ami",
+    "raw_tcp",
 ];
 
 /// What `armillary bench invocation` is asked to do (its options).
@@ -136,9 +149,30 @@ pub struct InvocationOptions {
     /// Draw the results as SVG bar charts into this file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Measure only these forms (comma-separated names from both tables,
+    /// e.g. `ami_future,raw_tcp`); the others are reported as not
+    /// measured (`null` in the JSON).
+    #[arg(long, value_delimiter = ',')]
+    forms: Vec<String>,
     /// (internal) Run only the latency phase, writing its JSON here.
     #[arg(long, hide = true)]
     latency_only: Option<PathBuf>,
+}
+
+impl InvocationOptions {
+    /// Whether `form` is to be measured (`--forms`).
+    fn measures(&self, form: &str) -> bool {
+        self.forms.is_empty() || self.forms.iter().any(|f| f == form)
+    }
+}
+
+/// `--forms` as given, for the latency phase's child process.
+fn forms_args(options: &InvocationOptions) -> Vec<String> {
+    if options.forms.is_empty() {
+        Vec::new()
+    } else {
+        vec!["--forms".to_owned(), options.forms.join(",")]
+    }
 }
 
 /// An Armillary echo server in another process and a client ORB with the
@@ -384,6 +418,7 @@ fn pinned_latency(
             .args(["bench", "invocation", "--calls"])
             .arg(options.calls.to_string())
             .args(["--concurrency", &options.concurrency])
+            .args(forms_args(options))
             .arg("--latency-only")
             .arg(&out)
             .stdout(Stdio::null())
@@ -414,6 +449,7 @@ fn latency_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::
     for form in LATENCY_FORMS {
         bar.set_message(format!("latency {form}"));
         let times = match form {
+            _ if !options.measures(form) => None,
             "smi" => Some(timed_calls(calls, &bar, |v| {
                 c.echo.echo_longlong(v).map_err(|e| e.to_string())
             })?),
@@ -487,12 +523,14 @@ fn throughput_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_jso
     for form in THROUGHPUT_FORMS {
         bar.set_message(format!("throughput {form}"));
         let value = match form {
+            _ if !options.measures(form) => serde_json::Value::Null,
             "smi_220" => smi_threads(&c.echo, 220, calls)?,
             "smi_7" => smi_threads(&c.echo, 7, calls)?,
             "dii_deferred" => dii_deferred(&c, calls, in_flight)?,
             "omniorb_ami" => omniorb_ami(dir, calls, in_flight)?,
             "ami_callback" => ami_callback(&c, calls, in_flight)?,
             "ami_future" => ami_future(&c, calls, in_flight)?,
+            "raw_tcp" => raw_tcp(&c, dir, calls, in_flight)?,
             _ => serde_json::Value::Null,
         };
         result.insert(form.to_owned(), value);
@@ -669,6 +707,14 @@ impl Window {
         self.changed.notify_all();
     }
 
+    /// `n` replies arrived at once (their values not looked at).
+    fn replies_arrived(&self, n: usize) {
+        let mut state = self.lock();
+        state.in_flight -= n;
+        state.replies += n;
+        self.changed.notify_all();
+    }
+
     /// Waits until `replies` replies have arrived.
     fn wait_for(&self, replies: usize) {
         let mut state = self.lock();
@@ -756,6 +802,71 @@ fn ami_future(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_jso
     Ok(json!({
         "calls": calls,
         "in_flight": in_flight,
+        "calls_per_s": per_second(calls, elapsed),
+    }))
+}
+
+/// Raw TCP, pipelined: messages of the sizes of `echo_longlong`'s GIOP
+/// 1.2 request and reply to `armillary bench serve-raw` (which reads each
+/// request and writes its reply), `in_flight` at most awaiting their
+/// reply; this thread writes each request on its own, another reads the
+/// replies. What the network stack allows the same traffic, no ORB.
+fn raw_tcp(
+    c: &Contender,
+    dir: &Path,
+    calls: usize,
+    in_flight: usize,
+) -> Result<serde_json::Value, String> {
+    let (request_size, reply_size) = message_sizes(c.echo.as_object());
+    let (_server, port) = start_raw_server(dir, request_size, reply_size)?;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let mut replies = stream.try_clone().map_err(|e| e.to_string())?;
+    let window = Arc::new(Window::default());
+    let reader = {
+        let window = Arc::clone(&window);
+        std::thread::Builder::new()
+            .name("raw-tcp-reader".into())
+            .spawn(move || -> Result<(), String> {
+                let mut buf = vec![0u8; 64 * 1024];
+                let (mut bytes, mut counted) = (0usize, 0usize);
+                while counted < calls {
+                    let n = replies.read(&mut buf).map_err(|e| e.to_string())?;
+                    if n == 0 {
+                        return Err("the raw TCP server closed the connection".into());
+                    }
+                    bytes += n;
+                    let complete = bytes / reply_size;
+                    window.replies_arrived(complete - counted);
+                    counted = complete;
+                }
+                Ok(())
+            })
+            .map_err(|e| format!("cannot start the reader thread: {e}"))?
+    };
+    let request = vec![1u8; request_size];
+    let t = Instant::now();
+    let mut sent = Ok(());
+    for _ in 0..calls {
+        window.acquire(in_flight);
+        sent = stream.write_all(&request).map_err(|e| e.to_string());
+        if sent.is_err() {
+            break;
+        }
+    }
+    if sent.is_ok() {
+        window.wait_for(calls);
+    }
+    let elapsed = t.elapsed();
+    sent?;
+    reader
+        .join()
+        .map_err(|_| "the reader thread panicked".to_owned())??;
+    Ok(json!({
+        "calls": calls,
+        "in_flight": in_flight,
+        "request_bytes": request_size,
+        "reply_bytes": reply_size,
         "calls_per_s": per_second(calls, elapsed),
     }))
 }
