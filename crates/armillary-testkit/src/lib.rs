@@ -1,13 +1,15 @@
 //! Test support shared by the workspace's test suites: where the omniORB
 //! captures are, the omniORB peer programs (built from
-//! `tests/interop/cpp`), child processes that end with the test, and test
-//! certificates for TLS (`tls`).
+//! `tests/interop/cpp`), child processes that end with the test, test
+//! certificates for TLS (`tls`), and GIOP messages read off a raw socket
+//! (`giop`).
 //!
 //! Not for production code: it panics with a message saying what to
 //! install whenever the test environment is incomplete.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod giop;
 pub mod tls;
 
 use std::path::{Path, PathBuf};

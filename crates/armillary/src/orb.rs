@@ -809,12 +809,17 @@ impl OrbCore {
     /// that shutdown ends that thread. A reactor that only the application
     /// runs (`Orb::run`, `Orb::perform_work`) never reads them: a future
     /// awaited, or a poller waited on, by a thread that does not drive the
-    /// ORB would wait for ever.
+    /// ORB would wait for ever. Nor does a reactor whose event the calling
+    /// thread is handling (an upcall sending the request): that thread may
+    /// block on the reply.
     pub(crate) fn read_for_asynchronous(&self, conn: &Arc<ClientConnection>) {
         // The wait strategy may have the ORB's reactor read it instead.
-        let server = self
-            .running_server()
-            .filter(|server| !server.driven_by_application());
+        // Nor one this thread runs: it may block on the reply (a servant
+        // awaiting a future inside its upcall), and then nobody would read.
+        let server = self.running_server().filter(|server| {
+            !server.driven_by_application()
+                && !crate::transport::wait::handles_events_of(server.reactor())
+        });
         let by_reactor = self
             .wait
             .read_asynchronous(server.as_ref().map(|s| s.reactor()), conn);

@@ -86,6 +86,9 @@ impl<R, E: From<SystemException>> Future for ReplyFuture<R, E> {
                 .is_none()
             {
                 this.decode = Some(decode);
+                // A servant awaiting this inside an upcall: the replies
+                // its thread holds go out before it may block.
+                crate::transport::server::write_held_replies();
                 return Poll::Pending;
             }
         }

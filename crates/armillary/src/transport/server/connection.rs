@@ -4,13 +4,24 @@
 //! running it where the request filter routes it), and
 //! writing the replies whole under the connection's write lock; its idle
 //! and message timeouts, back-pressure and orderly close.
+//!
+//! Replies to requests read together are written together when the model
+//! allows it ([`ServerConcurrency::coalesces_replies`]): the reading thread
+//! holds the replies it writes while it runs the requests of one read,
+//! and writes them in one go when it is done, when it has held the first
+//! for [`HOLD_LIMIT`], when they reach [`MAX_HELD_BYTES`], or before it
+//! waits for a reply of its own ([`write_held_replies`]). A pipelining
+//! client then gets many replies per segment, and the server makes one
+//! write per read instead of one per request.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
 use armillary_giop::cdr::CdrWriter;
@@ -32,6 +43,50 @@ use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
 use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
+
+/// The longest the reading thread holds a reply while it runs the other
+/// requests read with it.
+const HOLD_LIMIT: Duration = Duration::from_millis(1);
+
+/// Held replies are written as soon as they add up to this many bytes.
+const MAX_HELD_BYTES: usize = 64 * 1024;
+
+/// Replies the reading thread holds, to write them together (see the
+/// module docs).
+#[derive(Default)]
+struct HeldReplies {
+    /// The thread whose replies are held; `None` while none are.
+    thread: Option<ThreadId>,
+    /// The replies held, whole messages in the order they were written
+    /// (before TLS seals them).
+    bytes: Vec<u8>,
+    /// When the first of them was held.
+    since: Option<Instant>,
+}
+
+thread_local! {
+    /// The connections whose replies this thread holds, with their reactor.
+    static HOLDING: RefCell<Vec<(Weak<ServerConnection>, Arc<Reactor>)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+/// Writes the replies the calling thread holds, on every connection:
+/// called before a thread waits for a reply of its own (a servant's call
+/// to another object), so that no reply it holds waits on that call.
+pub(crate) fn write_held_replies() {
+    let holding = HOLDING
+        .try_with(|h| {
+            let h = h.borrow();
+            (!h.is_empty()).then(|| h.clone())
+        })
+        .ok()
+        .flatten();
+    for (conn, reactor) in holding.into_iter().flatten() {
+        if let Some(conn) = conn.upgrade() {
+            conn.write_held(&reactor);
+        }
+    }
+}
 
 struct ReadGate {
     busy: bool,
@@ -117,6 +172,8 @@ pub(crate) struct ServerConnection {
     read_buf: Mutex<Vec<u8>>,
     /// Bytes the socket would not take yet.
     outgoing: Mutex<VecDeque<u8>>,
+    /// Replies the reading thread holds to write together.
+    held_replies: Mutex<HeldReplies>,
     /// Code sets the client announced (CodeSets service context).
     codesets: Mutex<CodeSets>,
     closed: AtomicBool,
@@ -275,6 +332,7 @@ impl ServerConnection {
             decoder: Mutex::new(FrameDecoder::new(frame_limits)),
             read_buf: Mutex::new(vec![0; crate::transport::READ_BUFFER]),
             outgoing: Mutex::new(VecDeque::new()),
+            held_replies: Mutex::default(),
             codesets: Mutex::new(CodeSets::DEFAULT),
             closed: AtomicBool::new(false),
             held: AtomicUsize::new(0),
@@ -323,8 +381,17 @@ impl ServerConnection {
                 gate.busy = false;
                 break;
             }
+            let hold = frames.len() > 1
+                && self.concurrency.coalesces_replies()
+                && self.hold_replies(reactor);
             for frame in frames {
+                if hold {
+                    self.write_held_if_older(reactor, HOLD_LIMIT);
+                }
                 self.serve(reactor, frame, self.counted(reactor));
+            }
+            if hold {
+                self.release_replies(reactor);
             }
             self.close_if_finished(reactor);
             if !self.take_resumable() {
@@ -360,8 +427,55 @@ impl ServerConnection {
             && self.running.load(Ordering::SeqCst) == 0
             && self.held.load(Ordering::SeqCst) == 0
             && self.outgoing.lock().is_empty()
+            && self.held_replies.lock().bytes.is_empty()
         {
             self.close(reactor);
+        }
+    }
+
+    /// Starts holding the replies this thread writes (true), unless some
+    /// thread holds them already (false).
+    fn hold_replies(&self, reactor: &Arc<Reactor>) -> bool {
+        {
+            let mut held = self.held_replies.lock();
+            if held.thread.is_some() {
+                return false;
+            }
+            held.thread = Some(std::thread::current().id());
+        }
+        HOLDING.with(|h| h.borrow_mut().push((self.me.clone(), reactor.clone())));
+        true
+    }
+
+    /// Stops holding replies and writes those held.
+    fn release_replies(&self, reactor: &Arc<Reactor>) {
+        HOLDING.with(|h| {
+            let mut h = h.borrow_mut();
+            if let Some(i) = h.iter().rposition(|(c, _)| Weak::ptr_eq(c, &self.me)) {
+                h.remove(i);
+            }
+        });
+        self.held_replies.lock().thread = None;
+        self.write_held(reactor);
+    }
+
+    /// Writes the replies held (holding goes on).
+    fn write_held(&self, reactor: &Arc<Reactor>) {
+        let bytes = {
+            let mut held = self.held_replies.lock();
+            held.since = None;
+            std::mem::take(&mut held.bytes)
+        };
+        if !bytes.is_empty() {
+            self.write(reactor, &bytes);
+        }
+    }
+
+    /// Writes the replies held if the first has waited `limit`.
+    fn write_held_if_older(&self, reactor: &Arc<Reactor>, limit: Duration) {
+        let since = self.held_replies.lock().since;
+        if since.is_some_and(|t| t.elapsed() >= limit) {
+            self.write_held(reactor);
         }
     }
 
@@ -1047,8 +1161,32 @@ impl ServerConnection {
         }
     }
 
-    /// Writes `bytes`, queueing what the socket will not take now.
+    /// Sends one message: held with the others of its read when this
+    /// thread holds the connection's replies, else written at once.
     fn send(&self, reactor: &Arc<Reactor>, bytes: &[u8]) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        // (Nothing to send: what TLS has to say, written at once.)
+        if !bytes.is_empty() {
+            let mut held = self.held_replies.lock();
+            if held.thread.is_some() && held.thread == Some(std::thread::current().id()) {
+                held.since.get_or_insert_with(Instant::now);
+                held.bytes.extend_from_slice(bytes);
+                if held.bytes.len() < MAX_HELD_BYTES {
+                    return;
+                }
+                held.since = None;
+                let bytes = std::mem::take(&mut held.bytes);
+                drop(held);
+                return self.write(reactor, &bytes);
+            }
+        }
+        self.write(reactor, bytes)
+    }
+
+    /// Writes `bytes`, queueing what the socket will not take now.
+    fn write(&self, reactor: &Arc<Reactor>, bytes: &[u8]) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -1181,6 +1319,7 @@ impl ServerConnection {
         }
         *self.partial_since.lock() = None;
         self.outgoing.lock().clear();
+        self.held_replies.lock().bytes.clear();
     }
 }
 

@@ -132,8 +132,11 @@ thread_local! {
 }
 
 /// What the calling thread must serve while it waits for a reply to a
-/// request `core` sent.
+/// request `core` sent. Asked just before it waits: the replies the thread
+/// holds as a server (see `transport::server`) are written first, so that
+/// none waits on this call.
 pub(crate) fn serving(core: &OrbCore) -> Serving {
+    crate::transport::server::write_held_replies();
     if let Some(own) = OWN_CONNECTION.with(|c| c.borrow().clone()) {
         return Serving::OwnConnection(own);
     }
@@ -146,6 +149,16 @@ pub(crate) fn serving(core: &OrbCore) -> Serving {
         }
     }
     Serving::Nothing
+}
+
+/// Whether the calling thread is handling an event of `reactor` (an
+/// upcall it runs, or an application thread's `Orb::run`), at any depth.
+pub(crate) fn handles_events_of(reactor: &Arc<Reactor>) -> bool {
+    REACTORS.with(|r| {
+        r.borrow()
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(reactor)))
+    })
 }
 
 /// Marks the calling thread as handling an event of a reactor until

@@ -68,6 +68,17 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether the thread that read several requests at once may hold the
+    /// replies of those it runs itself and write them together once it
+    /// has run them all (one write instead of one per reply; see
+    /// `ServerConnection::read_ready`). Only a model whose one thread reads
+    /// and runs every request in turn may: there a request behind a
+    /// blocked upcall waits for it anyway, and a thread that blocks
+    /// waiting for a reply of its own writes what it holds first.
+    fn coalesces_replies(&self) -> bool {
+        false
+    }
+
     /// Runs a request that was read and resolved to a servant: here, on
     /// the thread that read it, or on another thread. The request's reply
     /// is written by [`Dispatch::run`], wherever it runs.

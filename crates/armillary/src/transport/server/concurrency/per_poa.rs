@@ -63,6 +63,12 @@ impl ServerConcurrency for PerPoa {
         self.orb.thread_per_connection()
     }
 
+    /// The ORB's model decides: it reads, and a held reply is only ever
+    /// one the reading thread wrote.
+    fn coalesces_replies(&self) -> bool {
+        self.orb.coalesces_replies()
+    }
+
     fn dispatch(&self, request: Dispatch) {
         match request.poa().policies().concurrency {
             Some(model) if model != self.orb_model => match self.chosen(model) {

@@ -1,6 +1,6 @@
 //! Single-threaded reactive: one reactor thread reads every connection
 //! and runs every upcall, so a connection's requests run in the order
-//! they arrived.
+//! they arrived. Replies to requests read together are written together.
 
 use super::ServerConcurrency;
 
@@ -11,5 +11,9 @@ pub(crate) struct Reactive;
 impl ServerConcurrency for Reactive {
     fn reactor_threads(&self) -> usize {
         1
+    }
+
+    fn coalesces_replies(&self) -> bool {
+        true
     }
 }

@@ -1,0 +1,53 @@
+//! Reading GIOP messages off a raw socket, for tests that play a client or
+//! a server by hand.
+
+use std::io::{ErrorKind, Read};
+
+/// The size of the GIOP message whose 12-byte header is `header`.
+pub fn message_size(header: &[u8; 12]) -> usize {
+    let size = [header[8], header[9], header[10], header[11]];
+    (if header[6] & 1 == 1 {
+        u32::from_le_bytes(size)
+    } else {
+        u32::from_be_bytes(size)
+    }) as usize
+}
+
+/// Reads one whole GIOP message (header and body); `None` at the end of
+/// the stream or on a reset; an error when the read fails otherwise (its
+/// timeout, for one).
+pub fn read_message(stream: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+    let mut header = [0u8; 12];
+    match stream.read_exact(&mut header) {
+        Ok(()) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    }
+    let mut message = header.to_vec();
+    message.resize(12 + message_size(&header), 0);
+    stream.read_exact(&mut message[12..])?;
+    Ok(Some(message))
+}
+
+/// Cuts `bytes` into whole GIOP messages; the bytes of an unfinished last
+/// one are left out.
+pub fn split_messages(mut bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut messages = Vec::new();
+    while bytes.len() >= 12 {
+        let header: [u8; 12] = bytes[..12].try_into().expect("12 bytes");
+        let end = 12 + message_size(&header);
+        if bytes.len() < end {
+            break;
+        }
+        messages.push(bytes[..end].to_vec());
+        bytes = &bytes[end..];
+    }
+    messages
+}

@@ -1,0 +1,380 @@
+//! Replies to requests read together are written together (the reactive
+//! model, `ServerConcurrency::coalesces_replies`), and a held reply never
+//! waits on a call its thread makes.
+//!
+//! A raw client writes several GIOP requests in one write, so that the
+//! server reads them in one read: under the single-threaded reactive model
+//! every reply then comes in one write, which the client reads whole in
+//! its first read (a loopback write this small arrives at once). In every
+//! model the replies are right, whatever their number, sizes and GIOP
+//! versions. And a servant that calls another object while its thread
+//! holds replies (a synchronous call, or a future it blocks on) first
+//! writes them: the peer here answers only once the client has the
+//! earlier reply, so holding it over the call would deadlock (bounded by
+//! the peer's 10 s wait, which the test then sees).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::giop::giop::{Message, MessageBody, MessageBuilder, RequestHeader, TargetAddress};
+use armillary::giop::system_exception::{CompletionStatus, SystemException};
+use armillary::runtime::ReplyBody;
+use armillary::{ObjectRef, Orb, Servant, ServerRequest, WaitForCompletion};
+use armillary_giop::cdr::CdrError;
+use armillary_giop::{ByteOrder, GiopVersion};
+use armillary_testkit::giop::{read_message, split_messages};
+
+/// Far beyond what a working server needs: reached only on failure.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long the gate waits for the client to have the first reply.
+const GATE_WAIT: Duration = Duration::from_secs(10);
+
+/// `echo_long(v)` → v; `blob(n)` → n octets; `call_gate` → the gate's
+/// answer, through a synchronous call; `await_gate` → the same through a
+/// future the servant blocks on.
+#[derive(Default)]
+struct Echo {
+    gate: Mutex<Option<ObjectRef>>,
+}
+
+fn bad(e: CdrError) -> SystemException {
+    SystemException::from_cdr_error(&e, CompletionStatus::No)
+}
+
+fn read_long(reply: ReplyBody<'_, '_>) -> Result<Result<i32, SystemException>, CdrError> {
+    match reply {
+        ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+        ReplyBody::UserException { .. } => {
+            Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+        }
+    }
+}
+
+impl Servant for Echo {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Echo:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Echo:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        match req.operation() {
+            "echo_long" => {
+                let v = req.args().read_long().map_err(bad)?;
+                req.results().write_long(v);
+            }
+            "blob" => {
+                let n = req.args().read_long().map_err(bad)?;
+                req.results()
+                    .write_octet_seq(&vec![n as u8; n.max(0) as usize])
+                    .map_err(bad)?;
+            }
+            "call_gate" => {
+                let gate = self.gate.lock().unwrap().clone().expect("a gate");
+                let open = gate.invoke("wait_open", &|_| Ok(()), read_long)?;
+                req.results().write_long(open);
+            }
+            "await_gate" => {
+                let gate = self.gate.lock().unwrap().clone().expect("a gate");
+                let open =
+                    pollster::block_on(gate.send_future("wait_open", |_| Ok(()), read_long))?;
+                req.results().write_long(open);
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        }
+        Ok(())
+    }
+}
+
+/// `wait_open` → 1 once the test opened it, 0 if it was not opened within
+/// [`GATE_WAIT`].
+#[derive(Default)]
+struct Gate {
+    open: AtomicBool,
+}
+
+impl Servant for Gate {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Gate:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Gate:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let start = Instant::now();
+        while !self.open.load(Ordering::SeqCst) && start.elapsed() < GATE_WAIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        req.results()
+            .write_long(i32::from(self.open.load(Ordering::SeqCst)));
+        Ok(())
+    }
+}
+
+/// An echo server in `model`, with a gate served by a second ORB.
+struct Setup {
+    server: Orb,
+    gate_orb: Orb,
+    gate: Arc<Gate>,
+    key: Vec<u8>,
+    port: u16,
+    runner: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Setup {
+    fn start(model: ConcurrencyModel) -> Setup {
+        let gate_orb = Orb::with_config(OrbConfig::default()).unwrap();
+        let gate_poa = gate_orb.root_poa();
+        gate_poa.manager().activate().unwrap();
+        let gate = Arc::new(Gate::default());
+        let servant: Arc<dyn Servant> = gate.clone();
+        let gate_ior = gate_orb.object_to_string(&gate_poa.servant_to_reference(&servant).unwrap());
+
+        let server =
+            Orb::with_config(OrbConfig::new().concurrency(model).call_timeout(DEADLINE)).unwrap();
+        let poa = server.root_poa();
+        poa.manager().activate().unwrap();
+        let echo = Arc::new(Echo::default());
+        *echo.gate.lock().unwrap() = Some(server.string_to_object(&gate_ior).unwrap());
+        let servant: Arc<dyn Servant> = echo;
+        let obj = poa.servant_to_reference(&servant).unwrap();
+        let key = obj.ior().iiop_profiles()[0].object_key.clone();
+        let port = server.endpoints()[0].port();
+        let runner = (model == ConcurrencyModel::ApplicationThreads).then(|| {
+            let orb = server.clone();
+            std::thread::spawn(move || orb.run().unwrap())
+        });
+        Setup {
+            server,
+            gate_orb,
+            gate,
+            key,
+            port,
+            runner,
+        }
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        s
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.gate.open.store(true, Ordering::SeqCst);
+        self.server.shutdown(WaitForCompletion::Yes).unwrap();
+        if let Some(r) = self.runner.take() {
+            let _ = r.join();
+        }
+        self.gate_orb.shutdown(WaitForCompletion::Yes).unwrap();
+    }
+}
+
+/// A request for `operation` with one long argument (or none), in
+/// `version` and `order`.
+fn request(
+    version: GiopVersion,
+    order: ByteOrder,
+    id: u32,
+    key: &[u8],
+    operation: &str,
+    arg: Option<i32>,
+) -> Vec<u8> {
+    let header = MessageBody::Request(RequestHeader {
+        request_id: id,
+        response_flags: 3,
+        reserved: [0; 3],
+        target: TargetAddress::Key(key.to_vec()),
+        operation: operation.into(),
+        service_contexts: Vec::new(),
+        requesting_principal: Vec::new(),
+    });
+    let mut b = MessageBuilder::new(version, order, &header).unwrap();
+    if let Some(v) = arg {
+        b.body().write_long(v);
+    }
+    b.finish(false)
+}
+
+/// The request id and body reader of a NO_EXCEPTION reply.
+fn reply_id(bytes: &[u8]) -> u32 {
+    let msg = Message::decode(bytes).unwrap();
+    let MessageBody::Reply(h) = &msg.body else {
+        panic!("not a reply: {msg:?}")
+    };
+    assert_eq!(
+        h.reply_status,
+        armillary::giop::giop::ReplyStatus::NoException
+    );
+    h.request_id
+}
+
+fn reply_long(bytes: &[u8]) -> (u32, i32) {
+    let msg = Message::decode(bytes).unwrap();
+    (reply_id(bytes), msg.body_reader(bytes).read_long().unwrap())
+}
+
+fn reply_blob(bytes: &[u8]) -> (u32, Vec<u8>) {
+    let msg = Message::decode(bytes).unwrap();
+    (
+        reply_id(bytes),
+        msg.body_reader(bytes).read_octet_seq().unwrap().to_vec(),
+    )
+}
+
+/// Twenty requests in one write, in GIOP 1.0, 1.1 and 1.2 and both byte
+/// orders by turns.
+fn pipelined(key: &[u8]) -> Vec<u8> {
+    let versions = [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2];
+    let orders = [ByteOrder::Big, ByteOrder::Little];
+    (0..20u32)
+        .flat_map(|i| {
+            let (version, order) = (versions[i as usize % 3], orders[i as usize % 2]);
+            request(version, order, i, key, "echo_long", Some(i as i32 * 7))
+        })
+        .collect()
+}
+
+#[test]
+fn the_reactive_server_answers_requests_read_together_in_one_write() {
+    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+    let mut c = setup.connect();
+    // The connection's first request, answered alone.
+    c.write_all(&request(
+        GiopVersion::V1_2,
+        ByteOrder::Little,
+        100,
+        &setup.key,
+        "echo_long",
+        Some(1),
+    ))
+    .unwrap();
+    assert_eq!(
+        reply_long(&read_message(&mut c).unwrap().unwrap()),
+        (100, 1)
+    );
+
+    c.write_all(&pipelined(&setup.key)).unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = c.read(&mut buf).unwrap();
+    let replies = split_messages(&buf[..n]);
+    assert_eq!(
+        replies.len(),
+        20,
+        "the first read brings every reply, written at once"
+    );
+    for (i, reply) in replies.iter().enumerate() {
+        assert_eq!(reply_long(reply), (i as u32, i as i32 * 7));
+    }
+}
+
+#[test]
+fn replies_read_together_are_all_right_in_every_model() {
+    for model in [
+        ConcurrencyModel::SingleThreadedReactive,
+        ConcurrencyModel::ThreadPool(2),
+        ConcurrencyModel::ThreadPerConnection,
+        ConcurrencyModel::ApplicationThreads,
+        ConcurrencyModel::WorkerPool {
+            workers: 2,
+            queue: 64,
+        },
+    ] {
+        let setup = Setup::start(model);
+        let mut c = setup.connect();
+        c.write_all(&pipelined(&setup.key)).unwrap();
+        let mut got: Vec<(u32, i32)> = (0..20)
+            .map(|_| reply_long(&read_message(&mut c).unwrap().unwrap()))
+            .collect();
+        got.sort();
+        let expected: Vec<(u32, i32)> = (0..20).map(|i| (i, i as i32 * 7)).collect();
+        assert_eq!(got, expected, "{model}");
+
+        // Replies of every size up to past the limit on held bytes (64
+        // KiB), in one write: each whole and in order of its request.
+        let sizes = [0, 1, 7, 1000, 30_000, 70_000, 3, 65_536, 12];
+        let batch: Vec<u8> = sizes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| {
+                request(
+                    GiopVersion::V1_2,
+                    ByteOrder::Little,
+                    i as u32,
+                    &setup.key,
+                    "blob",
+                    Some(*n),
+                )
+            })
+            .collect();
+        c.write_all(&batch).unwrap();
+        let mut got: Vec<(u32, Vec<u8>)> = sizes
+            .iter()
+            .map(|_| reply_blob(&read_message(&mut c).unwrap().unwrap()))
+            .collect();
+        got.sort();
+        for (i, n) in sizes.iter().enumerate() {
+            assert_eq!(got[i].0, i as u32, "{model}");
+            assert_eq!(got[i].1, vec![*n as u8; *n as usize], "{model}");
+        }
+    }
+}
+
+/// Sends `echo_long(5)` and then `operation` in one write, and checks
+/// that the echo's reply comes while `operation`'s servant waits on the
+/// gate (which the test opens only once it has that reply).
+fn held_reply_goes_out_before_the_servant_waits(operation: &str) {
+    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+    let mut c = setup.connect();
+    let key = &setup.key;
+    let batch = [
+        request(
+            GiopVersion::V1_2,
+            ByteOrder::Little,
+            1,
+            key,
+            "echo_long",
+            Some(5),
+        ),
+        request(
+            GiopVersion::V1_2,
+            ByteOrder::Little,
+            2,
+            key,
+            operation,
+            None,
+        ),
+    ]
+    .concat();
+    c.write_all(&batch).unwrap();
+    let first = read_message(&mut c).unwrap().unwrap();
+    assert_eq!(reply_long(&first), (1, 5));
+    setup.gate.open.store(true, Ordering::SeqCst);
+    let second = read_message(&mut c).unwrap().unwrap();
+    assert_eq!(
+        reply_long(&second),
+        (2, 1),
+        "the gate opened while {operation} waited on it"
+    );
+}
+
+#[test]
+fn a_servant_calling_out_first_writes_the_replies_its_thread_holds() {
+    held_reply_goes_out_before_the_servant_waits("call_gate");
+}
+
+#[test]
+fn a_servant_blocking_on_a_future_first_writes_the_replies_its_thread_holds() {
+    held_reply_goes_out_before_the_servant_waits("await_gate");
+}
