@@ -161,6 +161,8 @@ pub(crate) struct OrbCore {
     pub(crate) registry: Arc<PoaRegistry>,
     root: Poa,
     pub(crate) connections: ConnectionCache,
+    /// The IIOP profiles of the references called, decoded once.
+    profiles: crate::transport::profiles::ProfileCache,
     /// How a caller waits for its reply (from the configuration).
     wait: Box<dyn crate::transport::wait::WaitStrategy>,
     server: Mutex<Option<Arc<Server>>>,
@@ -345,6 +347,8 @@ impl Orb {
         config.check()?;
         config.tls.check_version(config.giop_version())?;
         let client_tls = config.tls.client_config()?;
+        let profiles =
+            crate::transport::profiles::ProfileCache::new(client_tls.is_some(), config.tls.require);
         let connections = ConnectionCache::new(client_tls, crate::transport::mux::mux(&config));
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
@@ -355,6 +359,7 @@ impl Orb {
                 registry,
                 root,
                 connections,
+                profiles,
                 server: Mutex::new(None),
                 key_table: RwLock::new(HashMap::new()),
                 initial: RwLock::new(HashMap::new()),
@@ -1035,15 +1040,10 @@ impl OrbCore {
         deadline: Option<Instant>,
         dispatcher: Box<dyn ReplyDispatcher>,
     ) -> Result<Result<Sent, Attempt>, SystemException> {
-        let (index, profile) = target
-            .profiles
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.tag == armillary_giop::ior::TAG_INTERNET_IOP)
-            .find_map(|(i, p)| ProfileBody::decode(&p.data).ok().map(|b| (i, b)))
-            .ok_or_else(|| {
-                SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
-            })?;
+        let (index, usable) = self.profiles.first_iiop(&target.profiles).ok_or_else(|| {
+            SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
+        })?;
+        let profile = &usable.body;
         let address = match addressing {
             1 => TargetAddress::Profile(target.profiles[index].clone()),
             2 => TargetAddress::Reference {
@@ -1054,12 +1054,7 @@ impl OrbCore {
         };
         let version = profile.iiop_version.min(self.config.giop_version());
         let mut last_error = None;
-        let routes = crate::transport::tls::routes(
-            &profile,
-            self.connections.has_tls(),
-            self.config.tls.require,
-        )?;
-        for route in routes {
+        for route in usable.routes.clone()? {
             let conn = match self.connection(&route, deadline) {
                 Ok(c) => c,
                 Err(e) => {

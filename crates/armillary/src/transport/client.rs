@@ -718,7 +718,7 @@ impl ClientConnection {
     /// `timeout` at most; what it brings is dispatched, then the followers
     /// are woken (one may have its reply, one must lead).
     fn lead_once(&self, state: &mut MutexGuard<'_, ReadState>, timeout: Option<Duration>) {
-        if timeout.is_some() || state.read_timeout.is_some() {
+        if needs_new_timeout(state.read_timeout, timeout) {
             if self.stream.socket().set_read_timeout(timeout).is_err() {
                 state.close(Closed::Broken);
                 let _ = self.stream.socket().shutdown(Shutdown::Both);
@@ -799,6 +799,19 @@ const READER_TICK: Duration = Duration::from_millis(50);
 /// once none is outstanding, in case more come (a client making one AMI
 /// call at a time would otherwise start a thread per call).
 const READER_LINGER: Duration = Duration::from_secs(2);
+
+/// Whether a read that may last `wanted` must first set the socket's read
+/// timeout, now `current`. A shorter timeout that is still at least half
+/// of the one wanted is kept: the reader then wakes a little early and
+/// looks again (every read of a reader with a moving deadline would
+/// otherwise cost a `setsockopt`).
+fn needs_new_timeout(current: Option<Duration>, wanted: Option<Duration>) -> bool {
+    match (current, wanted) {
+        (None, None) => false,
+        (Some(current), Some(wanted)) => !(current <= wanted && current >= wanted / 2),
+        _ => true,
+    }
+}
 
 /// Unlocks the read state, then runs what dispatchers handed back meanwhile
 /// (AMI callbacks), on this thread.
@@ -1435,5 +1448,22 @@ pub(crate) mod tests {
             after.take(),
             Some(Awaited::Closed(Closed::Broken))
         ));
+    }
+
+    #[test]
+    fn a_read_timeout_is_set_again_only_when_the_one_set_is_too_long_or_far_too_short() {
+        let ms = Duration::from_millis;
+        // Nothing set and nothing wanted, or the one set still fits.
+        assert!(!needs_new_timeout(None, None));
+        assert!(!needs_new_timeout(Some(ms(50)), Some(ms(50))));
+        assert!(!needs_new_timeout(Some(ms(49)), Some(ms(50))));
+        assert!(!needs_new_timeout(Some(ms(25)), Some(ms(50))));
+        // Longer than wanted: the read would outlast its deadline.
+        assert!(needs_new_timeout(Some(ms(50)), Some(ms(49))));
+        // Less than half: the reader would wake too often.
+        assert!(needs_new_timeout(Some(ms(24)), Some(ms(50))));
+        // Between a timeout and none.
+        assert!(needs_new_timeout(None, Some(ms(50))));
+        assert!(needs_new_timeout(Some(ms(50)), None));
     }
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod client;
 pub(crate) mod mux;
+pub(crate) mod profiles;
 pub(crate) mod reply;
 pub(crate) mod server;
 pub(crate) mod tls;
