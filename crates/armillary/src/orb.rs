@@ -851,15 +851,16 @@ impl OrbCore {
             work();
             return;
         }
-        self.callbacks.push(work);
+        let first = self.callbacks.push(work);
         // A shutdown since the check above runs what is queued itself, but
         // may have done so before this was queued.
         if self.shut_down.load(Ordering::SeqCst) {
             self.callbacks.run_ready();
         }
         // A thread in `perform_work` may be waiting on the server's
-        // reactor: wake it to run the callback.
-        if let Some(server) = self.running_server() {
+        // reactor: wake it to run the callback (once: it runs those queued
+        // after it before it waits again).
+        if let (true, Some(server)) = (first, self.running_server()) {
             server.reactor().post(Box::new(|| {}));
         }
         let _guard = self.shutdown_lock.lock();

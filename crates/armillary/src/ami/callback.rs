@@ -141,10 +141,15 @@ impl fmt::Debug for CallbackQueue {
 }
 
 impl CallbackQueue {
-    /// Queues a callback.
-    pub(crate) fn push(&self, work: Box<dyn FnOnce() + Send>) {
-        self.work.lock().push_back(work);
+    /// Queues a callback; true if none waited before it (a thread that
+    /// runs them may need waking: one that found some runs them all).
+    pub(crate) fn push(&self, work: Box<dyn FnOnce() + Send>) -> bool {
+        let mut queue = self.work.lock();
+        let first = queue.is_empty();
+        queue.push_back(work);
+        drop(queue);
         self.ready.notify_one();
+        first
     }
 
     /// Whether no callback waits.

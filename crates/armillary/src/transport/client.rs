@@ -54,6 +54,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// it does, the call fails as if it had died during it).
 const TRUST_RECENT: Duration = Duration::from_millis(1);
 
+/// Messages waiting for the thread that writes the connection now.
+#[derive(Debug, Default)]
+struct Outbox {
+    /// Whether a thread is writing.
+    writing: bool,
+    /// Whole messages, in the order they were sent.
+    queued: Vec<u8>,
+}
+
 /// Why a connection stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Closed {
@@ -119,6 +128,9 @@ pub(crate) struct ClientConnection {
     /// Held while a message is written; holds the write timeout currently
     /// set on the socket.
     write_lock: Mutex<Option<Duration>>,
+    /// Messages sent while another thread writes: that thread writes them
+    /// too, together, once its own write is done.
+    outbox: Mutex<Outbox>,
     state: Mutex<ReadState>,
     wake: Condvar,
     next_id: AtomicU32,
@@ -225,6 +237,7 @@ impl ClientConnection {
             endpoint: (host.to_owned(), port, tls.is_some()),
             stream,
             write_lock: Mutex::new(None),
+            outbox: Mutex::default(),
             state: Mutex::new(ReadState {
                 decoder: FrameDecoder::new(super::frame_limits()),
                 buf: vec![0; super::READ_BUFFER],
@@ -403,9 +416,40 @@ impl ClientConnection {
         self.write(bytes, Some(timeout))
     }
 
+    /// Writes `bytes`, or leaves them to the thread writing now, which
+    /// writes every message queued meanwhile in one go after its own (so
+    /// many threads calling at once make few writes). `Ok` for a queued
+    /// message: should its write fail, the connection closes, which ends
+    /// its request like any other outstanding one.
+    fn write(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
+        {
+            let mut outbox = self.outbox.lock();
+            if outbox.writing {
+                outbox.queued.extend_from_slice(bytes);
+                return Ok(());
+            }
+            outbox.writing = true;
+        }
+        let own = self.write_now(bytes, timeout);
+        let mut written = own.is_ok();
+        loop {
+            let queued = {
+                let mut outbox = self.outbox.lock();
+                if !written || outbox.queued.is_empty() {
+                    outbox.writing = false;
+                    outbox.queued.clear();
+                    break;
+                }
+                std::mem::take(&mut outbox.queued)
+            };
+            written = self.write_now(&queued, timeout).is_ok();
+        }
+        own
+    }
+
     /// Writes `bytes`, first setting the socket's write timeout to
     /// `timeout` when one is given and differs from the current one.
-    fn write(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
+    fn write_now(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
         let written = {
             let mut current = self.write_lock.lock();
             match timeout {
