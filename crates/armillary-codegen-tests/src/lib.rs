@@ -8,8 +8,10 @@
 #![allow(missing_docs)]
 
 mod interop_servant;
+pub mod line_handler;
 
 pub use interop_servant::EverythingImpl;
+pub use line_handler::LineHandler;
 
 /// `examples/quoter/quoter.idl`.
 #[warn(clippy::pedantic)]

@@ -1,8 +1,10 @@
 //! Test support shared by the workspace's test suites: where the omniORB
 //! captures are, the omniORB peer programs (built from
-//! `tests/interop/cpp`), child processes that end with the test, test
-//! certificates for TLS (`tls`), and GIOP messages read off a raw socket
-//! (`giop`).
+//! `tests/interop/cpp`), child processes that end with the test (and
+//! children whose output is read line by line, [`LinePeer`]), GIOP
+//! messages read off a raw socket (`giop`), a raw GIOP server that records
+//! requests and answers when told (`raw`), and test certificates for TLS
+//! (`tls`).
 //!
 //! Not for production code: it panics with a message saying what to
 //! install whenever the test environment is incomplete.
@@ -10,10 +12,13 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod giop;
+pub mod raw;
 pub mod tls;
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -86,7 +91,8 @@ pub fn peers_dir() -> PathBuf {
 }
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
-/// `bench_client`, `diff_peer`, the SSL peers) if needed and returns their directory. Runs `make` once
+/// `bench_client`, `diff_peer`, the SSL peers, the AMI peers
+/// `ami_bench_client` and `interop_ami_handler`) if needed and returns their directory. Runs `make` once
 /// per test process: the tests of one file run in parallel, and two
 /// `make`s writing the same programs would let a test start one that is
 /// half written.
@@ -115,6 +121,85 @@ impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// A child process whose standard output a thread reads line by line, so
+/// that a test can wait (bounded) for each line it prints; its standard
+/// input is a pipe the test holds. Killed when dropped.
+#[derive(Debug)]
+pub struct LinePeer {
+    peer: Peer,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl LinePeer {
+    /// Starts `command` with its standard input and output piped (its
+    /// standard error is the test's).
+    pub fn spawn(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut stdout = std::io::BufReader::new(stdout);
+            let mut line = Vec::new();
+            // Lossy: a line that is not UTF-8 is still a line to compare.
+            while matches!(stdout.read_until(b'\n', &mut line), Ok(1..)) {
+                if tx
+                    .send(String::from_utf8_lossy(&line).into_owned())
+                    .is_err()
+                {
+                    return;
+                }
+                line.clear();
+            }
+        });
+        LinePeer {
+            peer: Peer(child),
+            stdin,
+            lines,
+        }
+    }
+
+    /// The next line it prints, trimmed. Panics, naming `what` was
+    /// expected, when it ends first or prints nothing for [`WAIT_LIMIT`].
+    pub fn next_line(&self, what: &str) -> String {
+        match self.lines.recv_timeout(WAIT_LIMIT) {
+            Ok(line) => line.trim().to_owned(),
+            Err(RecvTimeoutError::Timeout) => panic!("gave up waiting for {what}"),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("the child process ended before printing {what}")
+            }
+        }
+    }
+
+    /// The next `n` lines it prints (see [`next_line`](Self::next_line)).
+    pub fn lines(&self, n: usize, what: &str) -> Vec<String> {
+        (0..n)
+            .map(|i| self.next_line(&format!("{what} (line {} of {n})", i + 1)))
+            .collect()
+    }
+
+    /// Closes its standard input (the peers of these tests end then).
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Waits (up to [`WAIT_LIMIT`]) for it to exit, and returns its exit
+    /// status.
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let mut status = None;
+        wait_until("the child process exits", || {
+            status = self.peer.0.try_wait().expect("the child can be waited for");
+            status.is_some()
+        });
+        status.unwrap()
     }
 }
 

@@ -9,23 +9,20 @@
 //! only turn a hang into a failure.
 
 use std::future::Future;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use armillary::ami::ExceptionHolder;
 use armillary::config::{ConcurrencyModel, OrbConfig};
-use armillary::giop::giop::{
-    FrameDecoder, FrameLimits, Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus,
-};
+use armillary::giop::giop::{Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus};
 use armillary::giop::{ByteOrder, GiopVersion};
 use armillary::runtime::{CdrError, CdrReader, ReplyBody, UserExceptionSet};
 use armillary::{
     minor, CompletionStatus, ObjectRef, Orb, SystemException, SystemExceptionKind,
     WaitForCompletion,
 };
+use armillary_testkit::raw::{HeldServer, Received};
 use armillary_testkit::{build_peers, omniorb_available, start_interop_server};
 
 mod interop_types;
@@ -274,98 +271,9 @@ fn every_form_against_an_armillary_server_in_every_giop_version() {
     server.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
-/// A request the held server received.
-#[derive(Debug)]
-struct Received {
-    id: u32,
-    version: GiopVersion,
-    /// The request with its id zeroed: the header fields, then the body.
-    without_id: (armillary::giop::giop::RequestHeader, Vec<u8>),
-}
-
-/// A server with one connection that answers only when told to.
-struct HeldServer {
-    port: u16,
-    requests: Receiver<Received>,
-    connection: Arc<Mutex<Option<TcpStream>>>,
-}
-
-impl HeldServer {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let (tx, requests) = mpsc::channel();
-        let connection = Arc::new(Mutex::new(None));
-        let accepted = connection.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                *accepted.lock().unwrap() = Some(stream.try_clone().unwrap());
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    let mut decoder = FrameDecoder::new(FrameLimits::default());
-                    let mut buf = [0u8; 65536];
-                    while let Ok(n @ 1..) = stream.read(&mut buf) {
-                        if decoder.handle_bytes(&buf[..n]).is_err() {
-                            return;
-                        }
-                        while let Some(frame) = decoder.poll_frame() {
-                            let Ok(msg) = Message::decode(&frame.bytes) else {
-                                return;
-                            };
-                            if let MessageBody::Request(h) = &msg.body {
-                                let mut header = h.clone();
-                                header.request_id = 0;
-                                let body = frame.bytes[msg.body_offset..].to_vec();
-                                let _ = tx.send(Received {
-                                    id: h.request_id,
-                                    version: msg.header.version,
-                                    without_id: (header, body),
-                                });
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        HeldServer {
-            port,
-            requests,
-            connection,
-        }
-    }
-
-    fn reference(&self, orb: &Orb) -> ObjectRef {
-        orb.string_to_object(&format!("corbaloc::1.2@127.0.0.1:{}/held", self.port))
-            .unwrap()
-    }
-
-    fn next(&self) -> Received {
-        self.requests
-            .recv_timeout(BOUND)
-            .expect("no request reached the server")
-    }
-
-    /// Answers the requests with their id as the long result, in one write.
-    fn answer(&self, requests: &[Received]) {
-        let mut bytes = Vec::new();
-        for request in requests {
-            let mut message = MessageBuilder::new(
-                request.version,
-                ByteOrder::NATIVE,
-                &MessageBody::Reply(ReplyHeader {
-                    request_id: request.id,
-                    reply_status: ReplyStatus::NoException,
-                    service_contexts: Vec::new(),
-                }),
-            )
-            .unwrap();
-            message.body().write_long(request.id as i32);
-            bytes.extend(message.finish(false));
-        }
-        let mut conn = self.connection.lock().unwrap();
-        conn.as_mut().unwrap().write_all(&bytes).unwrap();
-    }
+/// A reference to an object on `server`.
+fn held_reference(server: &HeldServer, orb: &Orb) -> ObjectRef {
+    orb.string_to_object(&server.corbaloc("held")).unwrap()
 }
 
 fn assert_timeout<T: std::fmt::Debug>(outcome: Result<T, SystemException>) {
@@ -385,7 +293,7 @@ fn assert_timeout<T: std::fmt::Debug>(outcome: Result<T, SystemException>) {
 fn pollers_futures_and_callbacks_time_out_and_late_replies_are_dropped() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new().call_timeout(Duration::from_millis(30))).unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
 
     let mut poller = obj.send_poller("echo_long", long_arg(1), long_result);
     let first = server.next();
@@ -424,7 +332,7 @@ fn pollers_futures_and_callbacks_time_out_and_late_replies_are_dropped() {
 fn ten_thousand_futures_and_callbacks_on_one_connection_answered_backwards() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(20_000)).unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     let futures: Vec<_> = (0..5_000)
         .map(|i| obj.send_future("echo_long", long_arg(i), long_result))
         .collect();
@@ -468,7 +376,7 @@ fn callbacks_run_only_in_perform_work_under_application_threads() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ApplicationThreads))
         .unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     let (tx, rx) = mpsc::channel();
     obj.send_callback(
         "echo_long",
@@ -503,7 +411,7 @@ fn callbacks_run_only_in_perform_work_under_application_threads() {
 fn shutdown_ends_outstanding_asynchronous_requests() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new()).unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     let future = obj.send_future("echo_long", long_arg(1), long_result);
     let (tx, rx) = mpsc::channel();
     obj.send_callback(
@@ -534,7 +442,7 @@ fn shutdown_ends_outstanding_asynchronous_requests() {
 fn back_pressure_holds_asynchronous_sends_too() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(2)).unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     let first = obj.send_future("echo_long", long_arg(1), long_result);
     let mut second = obj.send_poller("echo_long", long_arg(2), long_result);
     let received = [server.next(), server.next()];
@@ -587,7 +495,7 @@ fn back_pressure_holds_asynchronous_sends_too() {
 fn a_dropped_future_or_poller_unbinds_its_dispatcher() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(1)).unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     // With one slot, a second send could not go out were the dropped
     // request still bound.
     drop(obj.send_future("echo_long", long_arg(1), long_result));
@@ -606,7 +514,7 @@ fn a_dropped_future_or_poller_unbinds_its_dispatcher() {
 fn every_form_sends_the_request_the_synchronous_call_sends() {
     let server = HeldServer::start();
     let orb = Orb::with_config(OrbConfig::new()).unwrap();
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     let sync = {
         let obj = obj.clone();
         std::thread::spawn(move || obj.invoke("echo_long", &long_arg(7), long_result))
@@ -632,9 +540,9 @@ fn every_form_sends_the_request_the_synchronous_call_sends() {
         )
         .unwrap();
     });
-    assert_eq!(poller.without_id, sync.without_id);
-    assert_eq!(future.without_id, sync.without_id);
-    assert_eq!(callback.without_id, sync.without_id);
+    assert_eq!(poller.masked(), sync.masked());
+    assert_eq!(future.masked(), sync.masked());
+    assert_eq!(callback.masked(), sync.masked());
     server.answer(&[sync, poller, future, callback]);
     drop((kept_poller, kept_future));
     orb.shutdown(WaitForCompletion::Yes).unwrap();
@@ -741,7 +649,7 @@ fn orb_run_delivers_callbacks_in_a_pure_client_under_application_threads() {
             std::thread::current().id()
         })
     };
-    let obj = server.reference(&orb);
+    let obj = held_reference(&server, &orb);
     let (tx, rx) = mpsc::channel();
     obj.send_callback(
         "echo_long",
