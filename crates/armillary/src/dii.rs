@@ -47,7 +47,8 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
 
 use armillary_giop::any::Any;
 use armillary_giop::cdr::{CdrError, CdrWriter};
@@ -57,6 +58,7 @@ use armillary_giop::typecode::{TCKind, TypeCode};
 
 use crate::deferred::PendingReply;
 use crate::object::{DecodingScope, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
+use crate::transport::reply::callback::Notify;
 use crate::Orb;
 
 /// The direction of a parameter (`CORBA::ARG_IN`, `ARG_OUT`,
@@ -564,13 +566,24 @@ impl Request {
     /// left (the connection, the server, the call timeout) are reported by
     /// `get_response`; an error here means nothing was sent.
     pub fn send_deferred(&mut self) -> Result<(), SystemException> {
+        self.send_later(false)
+    }
+
+    /// Sends the request to be collected later: by the caller, which
+    /// reads the connection when it waits, or (`asynchronous`) with an ORB
+    /// thread reading it meanwhile, for [`Orb::get_next_response`].
+    fn send_later(&mut self, asynchronous: bool) -> Result<(), SystemException> {
         self.check_unsent()?;
         let invoker = self.target.invoker()?;
         let pending = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
             let request = two_way(&self.operation, &args, self.target.call_timeout());
-            invoker.send_deferred(self.target.ior(), &request)?
+            if asynchronous {
+                invoker.send_asynchronous(self.target.ior(), &request)?
+            } else {
+                invoker.send_deferred(self.target.ior(), &request)?
+            }
         };
         self.state = State::Deferred(pending);
         Ok(())
@@ -623,21 +636,24 @@ impl Request {
         }
     }
 
-    /// Whether the response is there (or the request failed).
-    fn is_complete(&self) -> bool {
-        matches!(self.state, State::Done(_))
-    }
-
-    /// For a deferred request: waits until its response arrives, another
-    /// reply arrives on its connection, or `until` passes.
-    fn wait_for_activity(&mut self, until: Option<Instant>) {
-        if let State::Deferred(pending) = &mut self.state {
-            let arguments = &self.arguments;
-            let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args, self.target.call_timeout());
-            pending.wait_for_activity(&request, until);
-            if let Some(outcome) = pending.poll(&request) {
+    /// For a request sent with [`send_later`](Self::send_later): takes
+    /// its response in if a reading thread dispatched it (true: it is
+    /// complete), else has `waker` woken when it is.
+    fn settle_or_watch(&mut self, waker: &Waker) -> bool {
+        let State::Deferred(pending) = &mut self.state else {
+            return true;
+        };
+        let arguments = &self.arguments;
+        let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
+        let request = two_way(&self.operation, &args, self.target.call_timeout());
+        loop {
+            if let Some(outcome) = pending.settle(&request) {
                 let _ = self.complete(outcome);
+                return true;
+            }
+            // Registered, or there meanwhile: then look again.
+            if pending.on_ready(Notify::Waker(waker.clone())).is_none() {
+                return false;
             }
         }
     }
@@ -724,14 +740,18 @@ fn not_sent() -> SystemException {
 }
 
 /// The deferred requests an ORB holds for
-/// [`Orb::get_next_response`], oldest first.
+/// [`Orb::get_next_response`], oldest first, and what wakes a thread
+/// waiting for one of them.
 #[derive(Default)]
-pub(crate) struct DeferredRequests(parking_lot::Mutex<VecDeque<Request>>);
+pub(crate) struct DeferredRequests {
+    queue: parking_lot::Mutex<VecDeque<Request>>,
+    activity: Arc<Activity>,
+}
 
 impl fmt::Debug for DeferredRequests {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeferredRequests")
-            .field("outstanding", &self.0.lock().len())
+            .field("outstanding", &self.queue.lock().len())
             .finish()
     }
 }
@@ -740,15 +760,45 @@ impl DeferredRequests {
     /// Forgets every request (the ORB shuts down); their replies, should
     /// they come, are dropped.
     pub(crate) fn clear(&self) {
-        let requests = std::mem::take(&mut *self.0.lock());
+        let requests = std::mem::take(&mut *self.queue.lock());
         drop(requests);
+        self.activity.wake_by_ref();
     }
 }
 
-/// How long [`Orb::get_next_response`] waits on one connection before it
-/// looks at the others, when the outstanding requests are spread over
-/// several.
-const NEXT_RESPONSE_SLICE: Duration = Duration::from_millis(10);
+/// Counts the responses of held requests as reading threads dispatch them
+/// (each request's waker), so that a waiting thread misses none.
+#[derive(Default)]
+struct Activity {
+    seen: parking_lot::Mutex<u64>,
+    changed: parking_lot::Condvar,
+}
+
+impl Activity {
+    /// How many responses have come so far.
+    fn count(&self) -> u64 {
+        *self.seen.lock()
+    }
+
+    /// Waits until more than `count` responses have come.
+    fn wait_beyond(&self, count: u64) {
+        let mut seen = self.seen.lock();
+        while *seen == count {
+            self.changed.wait(&mut seen);
+        }
+    }
+}
+
+impl Wake for Activity {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        *self.seen.lock() += 1;
+        self.changed.notify_all();
+    }
+}
 
 impl Orb {
     /// Sends every request with [`Request::send_deferred`]; the ORB holds
@@ -769,16 +819,21 @@ impl Orb {
                 CompletionStatus::No,
             ));
         }
+        let held = self.deferred_requests();
+        let waker = Waker::from(held.activity.clone());
         let sent: Vec<Request> = requests
             .into_iter()
             .map(|mut request| {
-                if let Err(e) = request.send_deferred() {
-                    request.state = State::Done(Err(e.into()));
+                match request.send_later(true) {
+                    Ok(()) => {
+                        request.settle_or_watch(&waker);
+                    }
+                    Err(e) => request.state = State::Done(Err(e.into())),
                 }
                 request
             })
             .collect();
-        self.deferred_requests().0.lock().extend(sent);
+        held.queue.lock().extend(sent);
         Ok(())
     }
 
@@ -788,7 +843,7 @@ impl Orb {
     /// returns at once. Reads what has arrived on their connections,
     /// without blocking. False when none is outstanding.
     pub fn poll_next_response(&self) -> bool {
-        let mut queue = self.deferred_requests().0.lock();
+        let mut queue = self.deferred_requests().queue.lock();
         let mut any = false;
         for request in queue.iter_mut() {
             // A request that failed to poll is complete with that failure.
@@ -804,35 +859,30 @@ impl Orb {
     /// ends within the ORB's call timeout, so with one set this never
     /// waits longer than that.
     ///
-    /// While it waits it reads the connection of the oldest outstanding
-    /// request; when requests are outstanding on several connections it
-    /// looks at the others every few milliseconds. BAD_INV_ORDER
-    /// (`minor::REQUEST_NOT_SENT`) when no request is outstanding.
+    /// ORB threads read the connections of these requests (one per
+    /// connection with such requests), and a response wakes the waiting
+    /// thread at once, whichever connection it came on: nothing is
+    /// polled. BAD_INV_ORDER (`minor::REQUEST_NOT_SENT`) when no request is
+    /// outstanding.
     pub fn get_next_response(&self) -> Result<Request, SystemException> {
-        let queue = &self.deferred_requests().0;
+        let held = self.deferred_requests();
+        let waker = Waker::from(held.activity.clone());
         loop {
-            let (mut oldest, several) = {
-                let mut requests = queue.lock();
-                let mut ready = None;
-                for (i, request) in requests.iter_mut().enumerate() {
-                    if request.poll_response().unwrap_or(true) {
-                        ready = Some(i);
-                        break;
-                    }
+            let seen = held.activity.count();
+            {
+                let mut requests = held.queue.lock();
+                if requests.is_empty() {
+                    return Err(not_sent());
                 }
+                // The oldest first: responses mostly come in order.
+                let ready = requests
+                    .iter_mut()
+                    .position(|request| request.settle_or_watch(&waker));
                 if let Some(request) = ready.and_then(|i| requests.remove(i)) {
                     return Ok(request);
                 }
-                let oldest = requests.pop_front().ok_or_else(not_sent)?;
-                let several = !requests.is_empty();
-                (oldest, several)
-            };
-            let until = several.then(|| Instant::now() + NEXT_RESPONSE_SLICE);
-            oldest.wait_for_activity(until);
-            if oldest.is_complete() {
-                return Ok(oldest);
             }
-            queue.lock().push_front(oldest);
+            held.activity.wait_beyond(seen);
         }
     }
 }

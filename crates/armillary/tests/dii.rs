@@ -427,3 +427,60 @@ fn a_deferred_request_to_an_omniorb_server_that_does_not_answer_times_out() {
     client.shutdown(WaitForCompletion::Yes).unwrap();
     peer_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
+
+/// An Armillary ORB serving a [`GatedPeer`], open or not, and a reference
+/// to it in `client`.
+fn gated_server(client: &Orb, open: bool) -> (Orb, std::sync::Arc<GatedPeer>, ObjectRef) {
+    let server = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = server.root_poa();
+    poa.manager().activate().unwrap();
+    let gated = std::sync::Arc::new(GatedPeer {
+        open: std::sync::Mutex::new(open),
+        opened: std::sync::Condvar::new(),
+    });
+    let servant: std::sync::Arc<dyn armillary::Servant> = gated.clone();
+    let reference = poa.servant_to_reference(&servant).unwrap();
+    let obj = client
+        .string_to_object(&server.object_to_string(&reference))
+        .unwrap();
+    (server, gated, obj)
+}
+
+fn hello(obj: &ObjectRef, text: &str) -> armillary::Request {
+    obj.request("hello")
+        .with_in(Any::from(text))
+        .returns(TypeCode::string(0))
+}
+
+/// Requests held by the ORB on two connections (two servers): the one
+/// answered comes back first while the other's server still holds its
+/// request, then the other, once answered. Each response wakes the
+/// waiting thread, whichever connection it came on.
+#[test]
+fn get_next_response_hands_back_whichever_connection_answered() {
+    let client = Orb::with_config(OrbConfig::new().call_timeout(Duration::from_secs(30))).unwrap();
+    let (held_server, held, held_obj) = gated_server(&client, false);
+    let (open_server, _open, open_obj) = gated_server(&client, true);
+    client
+        .send_multiple_requests([hello(&held_obj, "held"), hello(&open_obj, "open")])
+        .unwrap();
+    let text = |request: &armillary::Request| {
+        request
+            .return_value()
+            .and_then(|v| v.get::<String>())
+            .unwrap_or_default()
+    };
+    let mut first = client.get_next_response().unwrap();
+    first.get_response().unwrap();
+    assert_eq!(text(&first), "open");
+    *held.open.lock().unwrap() = true;
+    held.opened.notify_all();
+    let mut second = client.get_next_response().unwrap();
+    second.get_response().unwrap();
+    assert_eq!(text(&second), "held");
+    let e = client.get_next_response().unwrap_err();
+    assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    held_server.shutdown(WaitForCompletion::Yes).unwrap();
+    open_server.shutdown(WaitForCompletion::Yes).unwrap();
+}
