@@ -3,9 +3,11 @@
 //! so that the reply, once a reading thread dispatched it, reaches it
 //! without anyone waiting on the connection.
 //!
-//! - A future registers its [`Waker`]: the reading thread wakes it at
-//!   once (waking only schedules the task; the future's own `poll` decodes
-//!   the reply, on whatever executor runs it).
+//! - A future registers its [`Waker`]: the reading thread wakes it as
+//!   soon as it has released the connection, with the other tasks whose
+//!   replies it read in the same go (waking only schedules the task; the
+//!   future's own `poll` decodes the reply, on whatever executor runs
+//!   it).
 //! - A callback registers a continuation, which owns the reply decoder and
 //!   the delivery closure: the reading thread gets it back as a
 //!   [`Handoff`] and runs it after it has let go of the connection's read
@@ -36,14 +38,14 @@ impl fmt::Debug for Notify {
 }
 
 impl Notify {
-    /// Tells: wakes a waker now, or returns the continuation to run
-    /// once the connection is released.
+    /// Tells, once the dispatching thread has released the connection:
+    /// returns what it then runs (the continuation, or the waker's wake).
+    /// A reader dispatching a batch of replies wakes their tasks together
+    /// after it, so a task woken by the first does not run (and, with
+    /// nothing else woken yet, sleep again) once per reply.
     pub(crate) fn fire(self) -> Option<Handoff> {
         match self {
-            Notify::Waker(waker) => {
-                waker.wake();
-                None
-            }
+            Notify::Waker(waker) => Some(Box::new(move || waker.wake())),
             Notify::Continue(handoff) => Some(handoff),
         }
     }
