@@ -337,6 +337,7 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
         "smi_220",
         "smi_7",
         "omniorb_ami",
+        "raw_tcp",
     ] {
         assert!(
             out.lines()
@@ -367,6 +368,7 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
         "ami_future",
         "dii_deferred",
         "omniorb_ami",
+        "raw_tcp",
     ] {
         assert!(throughput.contains_key(form), "{report}");
     }
@@ -379,6 +381,7 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
         "ami_callback",
         "ami_future",
         "dii_deferred",
+        "raw_tcp",
     ]
     .into_iter()
     .chain(omniorb.then_some("omniorb_ami"))
@@ -392,5 +395,52 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.contains("<svg"), "{plot}");
     assert!(plot.contains("dii_deferred"), "{plot}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bench_invocation_measures_only_the_forms_asked_for() {
+    let dir = std::env::temp_dir().join(format!("armillary-inv-forms-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("invocation.json");
+    let (code, out, err) = run(&[
+        "bench",
+        "invocation",
+        "--calls",
+        "10",
+        "--throughput-calls",
+        "200",
+        "--forms",
+        "smi,ami_future,raw_tcp",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Every key is there; those not asked for are null.
+    assert!(
+        report["latency"]["smi"]["avg_us"].as_f64().is_some(),
+        "{report}"
+    );
+    for form in ["ami_callback", "ami_future", "dii_deferred"] {
+        assert!(report["latency"][form].is_null(), "{form}: {report}");
+    }
+    for form in ["ami_future", "raw_tcp"] {
+        assert!(
+            report["throughput"][form]["calls_per_s"].as_f64().unwrap() > 0.0,
+            "{form}: {report}"
+        );
+    }
+    for form in [
+        "smi_220",
+        "smi_7",
+        "ami_callback",
+        "dii_deferred",
+        "omniorb_ami",
+    ] {
+        assert!(report["throughput"][form].is_null(), "{form}: {report}");
+    }
+    assert!(out.contains("not measured"), "{out}");
     let _ = std::fs::remove_dir_all(dir);
 }

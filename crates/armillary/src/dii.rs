@@ -882,6 +882,7 @@ impl Orb {
                     return Ok(request);
                 }
             }
+            let _waiting = crate::transport::server::waiting_for_reply();
             held.activity.wait_beyond(seen);
         }
     }

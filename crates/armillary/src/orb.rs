@@ -964,6 +964,7 @@ impl OrbCore {
         slot: &SyncSlot,
         deadline: Option<Instant>,
     ) -> Awaited {
+        let _waiting = crate::transport::server::waiting_for_reply();
         let serving = crate::transport::wait::serving(self);
         conn.wait_reply_by(id, slot, deadline, &*self.wait, &serving)
     }
@@ -976,6 +977,7 @@ impl OrbCore {
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&mut crate::transport::client::ReadState) -> bool,
     ) -> bool {
+        let _waiting = crate::transport::server::waiting_for_reply();
         let serving = crate::transport::wait::serving(self);
         self.wait.wait(&serving, conn, deadline, done)
     }

@@ -208,27 +208,8 @@ fn octet_seq(bytes: &[u8]) -> Vec<u8> {
 
 /// Reads one whole GIOP message; `None` at end of stream or reset.
 fn read_message(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut header = [0u8; 12];
-    match stream.read_exact(&mut header) {
-        Ok(()) => {}
-        Err(e)
-            if matches!(
-                e.kind(),
-                ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset
-            ) =>
-        {
-            return None
-        }
-        Err(e) => panic!("no message and no close within the deadline: {e}"),
-    }
-    let size = if header[6] & 1 == 1 {
-        u32::from_le_bytes([header[8], header[9], header[10], header[11]])
-    } else {
-        u32::from_be_bytes([header[8], header[9], header[10], header[11]])
-    } as usize;
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body).unwrap();
-    Some([header.to_vec(), body].concat())
+    armillary_testkit::giop::read_message(stream)
+        .unwrap_or_else(|e| panic!("no message and no close within the deadline: {e}"))
 }
 
 /// The long result of the reply to `id`.

@@ -343,17 +343,9 @@ fn concurrent_clients(concurrency: ConcurrencyModel) {
 }
 
 fn read_message(stream: &mut TcpStream) -> Vec<u8> {
-    let mut header = [0u8; 12];
-    stream.read_exact(&mut header).unwrap();
-    let size = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
-    let size = if header[6] & 1 == 1 {
-        size
-    } else {
-        u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as usize
-    };
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body).unwrap();
-    [header.to_vec(), body].concat()
+    armillary_testkit::giop::read_message(stream)
+        .unwrap()
+        .expect("a message")
 }
 
 #[test]

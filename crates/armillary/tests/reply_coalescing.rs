@@ -40,6 +40,8 @@ const GATE_WAIT: Duration = Duration::from_secs(10);
 #[derive(Default)]
 struct Echo {
     gate: Mutex<Option<ObjectRef>>,
+    /// What `call_back` calls (`ask`).
+    asker: Mutex<Option<ObjectRef>>,
 }
 
 fn bad(e: CdrError) -> SystemException {
@@ -81,6 +83,14 @@ impl Servant for Echo {
                 let open = gate.invoke("wait_open", &|_| Ok(()), read_long)?;
                 req.results().write_long(open);
             }
+            // Keeps the server's thread busy, so that what comes meanwhile
+            // is read together.
+            "pause" => std::thread::sleep(Duration::from_millis(100)),
+            "call_back" => {
+                let asker = self.asker.lock().unwrap().clone().expect("an asker");
+                let answer = asker.invoke("ask", &|_| Ok(()), read_long)?;
+                req.results().write_long(answer);
+            }
             "await_gate" => {
                 let gate = self.gate.lock().unwrap().clone().expect("a gate");
                 let open =
@@ -120,9 +130,40 @@ impl Servant for Gate {
     }
 }
 
+/// `ask` → the echo's `echo_long(9)`, called back over the connection
+/// its caller's requests came on.
+struct Asker {
+    echo: ObjectRef,
+}
+
+impl Servant for Asker {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Asker:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Asker:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let v = self.echo.invoke(
+            "echo_long",
+            &|w| {
+                w.write_long(9);
+                Ok(())
+            },
+            read_long,
+        )?;
+        req.results().write_long(v);
+        Ok(())
+    }
+}
+
 /// An echo server in `model`, with a gate served by a second ORB.
 struct Setup {
     server: Orb,
+    echo: Arc<Echo>,
+    echo_ior: String,
     gate_orb: Orb,
     gate: Arc<Gate>,
     key: Vec<u8>,
@@ -145,7 +186,7 @@ impl Setup {
         poa.manager().activate().unwrap();
         let echo = Arc::new(Echo::default());
         *echo.gate.lock().unwrap() = Some(server.string_to_object(&gate_ior).unwrap());
-        let servant: Arc<dyn Servant> = echo;
+        let servant: Arc<dyn Servant> = echo.clone();
         let obj = poa.servant_to_reference(&servant).unwrap();
         let key = obj.ior().iiop_profiles()[0].object_key.clone();
         let port = server.endpoints()[0].port();
@@ -154,7 +195,9 @@ impl Setup {
             std::thread::spawn(move || orb.run().unwrap())
         });
         Setup {
+            echo_ior: server.object_to_string(&obj),
             server,
+            echo,
             gate_orb,
             gate,
             key,
@@ -377,4 +420,46 @@ fn a_servant_calling_out_first_writes_the_replies_its_thread_holds() {
 #[test]
 fn a_servant_blocking_on_a_future_first_writes_the_replies_its_thread_holds() {
     held_reply_goes_out_before_the_servant_waits("await_gate");
+}
+
+/// A client ORB pipelines `echo_long`, then `call_back` on one connection
+/// while the reactive server is busy, so that the server reads them
+/// together and holds the echo's reply; `call_back`'s servant calls the
+/// client's asker, whose servant calls the server back over that same
+/// connection. The reply to that nested call must not be held while the
+/// servant waits (the chain would wait for it until its call timeout).
+#[test]
+fn a_nested_request_on_the_held_connection_is_answered_while_its_caller_waits() {
+    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+    let client = Orb::with_config(
+        OrbConfig::new()
+            .concurrency(ConcurrencyModel::ThreadPool(2))
+            .call_timeout(DEADLINE),
+    )
+    .unwrap();
+    let poa = client.root_poa();
+    poa.manager().activate().unwrap();
+    let echo = client.string_to_object(&setup.echo_ior).unwrap();
+    let asker: Arc<dyn Servant> = Arc::new(Asker { echo: echo.clone() });
+    let asker = poa.servant_to_reference(&asker).unwrap();
+    *setup.echo.asker.lock().unwrap() = Some(
+        setup
+            .server
+            .string_to_object(&client.object_to_string(&asker))
+            .unwrap(),
+    );
+
+    let long = |v: i32| {
+        move |w: &mut armillary::giop::cdr::CdrWriter| {
+            w.write_long(v);
+            Ok(())
+        }
+    };
+    let pause = echo.send_future("pause", |_| Ok(()), |_| Ok(Ok::<(), SystemException>(())));
+    let first = echo.send_future("echo_long", long(5), read_long);
+    let call_back = echo.send_future("call_back", |_| Ok(()), read_long);
+    pollster::block_on(pause).unwrap();
+    assert_eq!(pollster::block_on(first).unwrap(), 5);
+    assert_eq!(pollster::block_on(call_back).unwrap(), 9);
+    client.shutdown(WaitForCompletion::Yes).unwrap();
 }

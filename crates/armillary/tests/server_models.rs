@@ -285,20 +285,7 @@ fn threaded_models_leave_no_work_to_the_application() {
 
 /// Reads one whole GIOP message; `None` at EOF.
 fn read_message(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
-    let mut header = [0u8; 12];
-    match stream.read_exact(&mut header) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let size = if header[6] & 1 == 1 {
-        u32::from_le_bytes([header[8], header[9], header[10], header[11]])
-    } else {
-        u32::from_be_bytes([header[8], header[9], header[10], header[11]])
-    } as usize;
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body)?;
-    Ok(Some([header.to_vec(), body].concat()))
+    armillary_testkit::giop::read_message(stream)
 }
 
 fn message_type(bytes: &[u8]) -> MessageType {

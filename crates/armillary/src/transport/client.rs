@@ -353,6 +353,8 @@ impl ClientConnection {
         limit: usize,
     ) -> bool {
         let mut dispatcher = Some(dispatcher);
+        // It may wait for replies to free a slot.
+        let _waiting = super::server::waiting_for_reply();
         let ended = self.wait_until(deadline, |state| {
             if state.closed.is_some() {
                 return true;

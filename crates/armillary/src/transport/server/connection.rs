@@ -10,11 +10,13 @@
 //! holds the replies it writes while it runs the requests of one read,
 //! and writes them in one go when it is done, when it has held the first
 //! for [`HOLD_LIMIT`], when they reach [`MAX_HELD_BYTES`], or before it
-//! waits for a reply of its own ([`write_held_replies`]). A pipelining
-//! client then gets many replies per segment, and the server makes one
-//! write per read instead of one per request.
+//! waits for a reply of its own ([`waiting_for_reply`]; nothing is held
+//! while it waits, so the replies to requests it serves meanwhile, nested
+//! calls among them, go out at once). A pipelining client then gets many
+//! replies per segment, and the server makes one write per read instead
+//! of one per request.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -68,11 +70,38 @@ thread_local! {
     /// The connections whose replies this thread holds, with their reactor.
     static HOLDING: RefCell<Vec<(Weak<ServerConnection>, Arc<Reactor>)>> =
         const { RefCell::new(Vec::new()) };
+    /// How many waits for a reply this thread is in (nested): while it is
+    /// in any, it holds no reply.
+    static WAITING: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Writes the replies the calling thread holds, on every connection:
-/// called before a thread waits for a reply of its own (a servant's call
-/// to another object), so that no reply it holds waits on that call.
+/// A thread's wait for a reply of its own (see [`waiting_for_reply`]).
+#[derive(Debug)]
+pub(crate) struct WaitingForReply(());
+
+/// Called before a thread waits for a reply of its own (a servant's call
+/// to another object): writes the replies it holds, and has it hold none
+/// until the returned guard drops, so that no reply waits on that call,
+/// nor the replies of what the thread serves while it waits.
+pub(crate) fn waiting_for_reply() -> WaitingForReply {
+    write_held_replies();
+    let _ = WAITING.try_with(|w| w.set(w.get() + 1));
+    WaitingForReply(())
+}
+
+impl Drop for WaitingForReply {
+    fn drop(&mut self) {
+        let _ = WAITING.try_with(|w| w.set(w.get().saturating_sub(1)));
+    }
+}
+
+/// Whether the calling thread is waiting for a reply of its own.
+fn is_waiting() -> bool {
+    WAITING.try_with(|w| w.get() > 0).unwrap_or(false)
+}
+
+/// Writes the replies the calling thread holds, on every connection: for
+/// a thread that may block now (see [`waiting_for_reply`]).
 pub(crate) fn write_held_replies() {
     let holding = HOLDING
         .try_with(|h| {
@@ -436,6 +465,9 @@ impl ServerConnection {
     /// Starts holding the replies this thread writes (true), unless some
     /// thread holds them already (false).
     fn hold_replies(&self, reactor: &Arc<Reactor>) -> bool {
+        if is_waiting() {
+            return false;
+        }
         {
             let mut held = self.held_replies.lock();
             if held.thread.is_some() {
@@ -1170,7 +1202,10 @@ impl ServerConnection {
         // (Nothing to send: what TLS has to say, written at once.)
         if !bytes.is_empty() {
             let mut held = self.held_replies.lock();
-            if held.thread.is_some() && held.thread == Some(std::thread::current().id()) {
+            if held.thread.is_some()
+                && held.thread == Some(std::thread::current().id())
+                && !is_waiting()
+            {
                 held.since.get_or_insert_with(Instant::now);
                 held.bytes.extend_from_slice(bytes);
                 if held.bytes.len() < MAX_HELD_BYTES {

@@ -48,7 +48,7 @@ use parking_lot::Mutex;
 pub(crate) use adapter::{Located, ObjectAdapter};
 pub(crate) use concurrency::driven_by_application;
 use concurrency::ServerConcurrency;
-pub(crate) use connection::write_held_replies;
+pub(crate) use connection::{waiting_for_reply, write_held_replies};
 use connection::{ConnStream, ServerConnection};
 
 use crate::completion::WaitForCompletion;

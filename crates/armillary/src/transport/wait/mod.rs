@@ -132,11 +132,8 @@ thread_local! {
 }
 
 /// What the calling thread must serve while it waits for a reply to a
-/// request `core` sent. Asked just before it waits: the replies the thread
-/// holds as a server (see `transport::server`) are written first, so that
-/// none waits on this call.
+/// request `core` sent.
 pub(crate) fn serving(core: &OrbCore) -> Serving {
-    crate::transport::server::write_held_replies();
     if let Some(own) = OWN_CONNECTION.with(|c| c.borrow().clone()) {
         return Serving::OwnConnection(own);
     }
