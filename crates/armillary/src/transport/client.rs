@@ -61,6 +61,12 @@ struct Outbox {
     writing: bool,
     /// Whole messages, in the order they were sent.
     queued: Vec<u8>,
+    /// Whether the connection's writer thread runs ([`write_behind`]).
+    ///
+    /// [`write_behind`]: ClientConnection::write_behind
+    writer: bool,
+    /// Whether it is parked, waiting for messages.
+    writer_parked: bool,
 }
 
 /// Why a connection stopped.
@@ -131,6 +137,8 @@ pub(crate) struct ClientConnection {
     /// Messages sent while another thread writes: that thread writes them
     /// too, together, once its own write is done.
     outbox: Mutex<Outbox>,
+    /// Wakes the writer thread.
+    outbox_ready: Condvar,
     state: Mutex<ReadState>,
     wake: Condvar,
     next_id: AtomicU32,
@@ -238,6 +246,7 @@ impl ClientConnection {
             stream,
             write_lock: Mutex::new(None),
             outbox: Mutex::default(),
+            outbox_ready: Condvar::new(),
             state: Mutex::new(ReadState {
                 decoder: FrameDecoder::new(super::frame_limits()),
                 buf: vec![0; super::READ_BUFFER],
@@ -399,31 +408,73 @@ impl ClientConnection {
         release(state);
     }
 
-    /// Writes a whole message. An error means the request did not reach
-    /// the server whole (so it was not processed); the connection is then
-    /// closed, since part of a message may have left and nothing more can
-    /// follow it.
-    pub(crate) fn send(&self, bytes: &[u8]) -> Result<(), SendError> {
-        self.write(bytes, None)
-    }
-
-    /// Writes a whole message as [`send`](Self::send) does, failing if
-    /// the server does not take it within `timeout` (`None`: however long
-    /// it takes).
+    /// Writes a whole message, failing if the server does not take it
+    /// within `timeout` (`None`: however long it takes). An error means
+    /// the request did not reach the server whole (so it was not
+    /// processed); the connection is then closed, since part of a message
+    /// may have left and nothing more can follow it.
     pub(crate) fn send_within(
-        &self,
+        self: &Arc<Self>,
         bytes: &[u8],
         timeout: Option<Duration>,
     ) -> Result<(), SendError> {
         self.write(bytes, Some(timeout))
     }
 
+    /// Writes `bytes`, or leaves them to another thread:
+    /// - while asynchronous requests are pipelined on the connection (two
+    ///   or more outstanding, this one included), to the connection's
+    ///   writer thread ([`write_behind`](Self::write_behind)), which
+    ///   writes what queued while it slept or wrote in one go: the sending
+    ///   thread makes no system call, and many requests leave per write;
+    /// - else, to the thread writing now, if one is (see
+    ///   [`write_combined`](Self::write_combined)).
+    ///
+    /// Messages leave in the order they were sent: once one waits for the
+    /// writer thread, every later one does too. `Ok` for a message left
+    /// to another thread: should its write fail, the connection closes,
+    /// which ends its request like any other outstanding one.
+    fn write(
+        self: &Arc<Self>,
+        bytes: &[u8],
+        timeout: Option<Option<Duration>>,
+    ) -> Result<(), SendError> {
+        let pipelining = self.state.lock().dispatchers.readerless() >= 2;
+        let mut outbox = self.outbox.lock();
+        if !outbox.writing && (pipelining || !outbox.queued.is_empty()) {
+            outbox.queued.extend_from_slice(bytes);
+            if outbox.writer_parked {
+                self.outbox_ready.notify_one();
+                return Ok(());
+            }
+            if outbox.writer {
+                return Ok(());
+            }
+            let conn = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("armillary-writer".into())
+                .spawn(move || conn.write_behind());
+            if spawned.is_ok() {
+                outbox.writer = true;
+                return Ok(());
+            }
+            // No thread: this one writes what is queued, its own last.
+            let queued = std::mem::take(&mut outbox.queued);
+            drop(outbox);
+            return self.write_combined(&queued, timeout);
+        }
+        drop(outbox);
+        self.write_combined(bytes, timeout)
+    }
+
     /// Writes `bytes`, or leaves them to the thread writing now, which
     /// writes every message queued meanwhile in one go after its own (so
-    /// many threads calling at once make few writes). `Ok` for a queued
-    /// message: should its write fail, the connection closes, which ends
-    /// its request like any other outstanding one.
-    fn write(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
+    /// many threads calling at once make few writes).
+    fn write_combined(
+        &self,
+        bytes: &[u8],
+        timeout: Option<Option<Duration>>,
+    ) -> Result<(), SendError> {
         {
             let mut outbox = self.outbox.lock();
             if outbox.writing {
@@ -449,6 +500,45 @@ impl ClientConnection {
         own
     }
 
+    /// The body of the writer thread (see [`write`](Self::write)): writes
+    /// what queued, a batch per turn, and parks when nothing is queued;
+    /// ends when the connection closes or after [`READER_LINGER`] with
+    /// nothing to write.
+    fn write_behind(&self) {
+        loop {
+            let queued = {
+                let mut outbox = self.outbox.lock();
+                loop {
+                    if self.state.lock().closed.is_some() {
+                        outbox.writer = false;
+                        outbox.queued.clear();
+                        return;
+                    }
+                    if !outbox.queued.is_empty() && !outbox.writing {
+                        outbox.writing = true;
+                        break std::mem::take(&mut outbox.queued);
+                    }
+                    outbox.writer_parked = true;
+                    let idle = self
+                        .outbox_ready
+                        .wait_for(&mut outbox, READER_LINGER)
+                        .timed_out();
+                    outbox.writer_parked = false;
+                    if idle && outbox.queued.is_empty() {
+                        outbox.writer = false;
+                        return;
+                    }
+                }
+            };
+            let written = self.write_now(&queued, None).is_ok();
+            let mut outbox = self.outbox.lock();
+            outbox.writing = false;
+            if !written {
+                outbox.queued.clear();
+            }
+        }
+    }
+
     /// Writes `bytes`, first setting the socket's write timeout to
     /// `timeout` when one is given and differs from the current one.
     fn write_now(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
@@ -472,6 +562,7 @@ impl ClientConnection {
         state.close(Closed::Broken);
         self.wake.notify_all();
         release(state);
+        self.outbox_ready.notify_all();
         Err(match e.kind() {
             ErrorKind::WouldBlock | ErrorKind::TimedOut => SendError::TimedOut,
             _ => SendError::Failed,
@@ -822,7 +913,7 @@ impl ClientConnection {
             armillary_giop::ByteOrder::NATIVE,
             &MessageBody::CloseConnection,
         ) {
-            let _ = self.send(&b.finish(false));
+            let _ = self.write_combined(&b.finish(false), None);
         }
         // Closed (orderly) before the socket is shut, so that a thread
         // blocked reading it does not take the shutdown for a broken
@@ -831,6 +922,7 @@ impl ClientConnection {
         state.close(Closed::Orderly);
         self.wake.notify_all();
         release(state);
+        self.outbox_ready.notify_all();
         self.stream.shutdown();
     }
 }
