@@ -444,6 +444,8 @@ impl ClientConnection {
         if !outbox.writing && (pipelining || !outbox.queued.is_empty()) {
             outbox.queued.extend_from_slice(bytes);
             if outbox.writer_parked {
+                // Woken once: those queued before it runs need no more.
+                outbox.writer_parked = false;
                 self.outbox_ready.notify_one();
                 return Ok(());
             }
@@ -506,6 +508,7 @@ impl ClientConnection {
     /// nothing to write.
     fn write_behind(&self) {
         loop {
+            let mut yielded = false;
             let queued = {
                 let mut outbox = self.outbox.lock();
                 loop {
@@ -517,6 +520,13 @@ impl ClientConnection {
                     if !outbox.queued.is_empty() && !outbox.writing {
                         outbox.writing = true;
                         break std::mem::take(&mut outbox.queued);
+                    }
+                    if !yielded {
+                        // Let the senders (on this CPU, say) queue more
+                        // before parking, which costs them a wake-up.
+                        yielded = true;
+                        MutexGuard::unlocked(&mut outbox, std::thread::yield_now);
+                        continue;
                     }
                     outbox.writer_parked = true;
                     let idle = self
