@@ -47,8 +47,8 @@
 //! - `raw_tcp`: no ORB, the same traffic over raw TCP, pipelined: messages
 //!   of the sizes of the GIOP request and reply, one thread writing each
 //!   request on its own, one reading the replies, `armillary bench
-//!   serve-raw` reading each request and writing its reply (the ceiling
-//!   the network stack sets on this machine).
+//!   serve-raw` reading each request and writing its reply: what one
+//!   write per message costs on this machine, with no ORB at all.
 //!
 //! `--forms a,b` measures only the forms named (from either table).
 //!
@@ -810,7 +810,7 @@ fn ami_future(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_jso
 /// 1.2 request and reply to `armillary bench serve-raw` (which reads each
 /// request and writes its reply), `in_flight` at most awaiting their
 /// reply; this thread writes each request on its own, another reads the
-/// replies. What the network stack allows the same traffic, no ORB.
+/// replies. What one write per message costs, with no ORB.
 fn raw_tcp(
     c: &Contender,
     dir: &Path,
