@@ -50,7 +50,8 @@
 //!   serve-raw` reading each request and writing its reply: what one
 //!   write per message costs on this machine, with no ORB at all.
 //!
-//! `--forms a,b` measures only the forms named (from either table).
+//! `--forms a,b` measures only the forms named (from either table; a
+//! name in both, such as `ami_future`, in both).
 //!
 //! The asynchronous forms keep at most `--in-flight` requests (100 by
 //! default) awaiting their reply; the client ORB's
@@ -150,7 +151,8 @@ pub struct InvocationOptions {
     #[arg(long)]
     plot: Option<PathBuf>,
     /// Measure only these forms (comma-separated names from both tables,
-    /// e.g. `ami_future,raw_tcp`); the others are reported as not
+    /// e.g. `ami_future,raw_tcp`; a name in both tables, such as
+    /// `ami_future`, measures both); the others are reported as not
     /// measured (`null` in the JSON).
     #[arg(long, value_delimiter = ',')]
     forms: Vec<String>,

@@ -34,7 +34,11 @@
 //!   and at shutdown); a thread that is waiting on
 //!   the same connection for a synchronous reply reads for them meanwhile.
 //!   That reader looks at deadlines at least every 50 ms, so a future or
-//!   callback times out up to that much after its deadline.
+//!   callback times out up to that much after its deadline. While two or
+//!   more are outstanding on a connection, requests are written by the
+//!   connection's writer thread, many per write and in the order they
+//!   were sent: sending one is queueing it (no system call). It parks when
+//!   there is nothing to write and ends after 2 s idle, and at shutdown.
 //! - A callback runs on the thread that read its reply, after that thread
 //!   let go of the connection (so it may call the ORB, and a forward or
 //!   re-send it causes goes out from there), except under
