@@ -156,7 +156,7 @@ impl HeldServer {
     }
 
     /// The next Request received; panics after
-    /// [`WAIT_LIMIT`](crate::WAIT_LIMIT) without one.
+    /// [`WAIT_LIMIT`] without one.
     pub fn next(&self) -> Received {
         self.requests
             .recv_timeout(WAIT_LIMIT)

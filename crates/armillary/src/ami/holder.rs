@@ -287,8 +287,8 @@ impl<E: UserExceptionSet> ExceptionHolder<E> {
 
 impl<E: UserExceptionSet> CdrEncode for ExceptionHolder<E> {
     /// The valuetype with one repository id and its three state members,
-    /// the exception marshaled afresh for this message
-    /// ([`marshaled_for`](Self::marshaled_for)).
+    /// the exception marshaled afresh for this message (in its version
+    /// and code sets, from alignment 0).
     fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
         let marshaled = self.marshaled_for(w);
         w.write_long(VALUE_TAG_BASE | VALUE_TAG_SINGLE_ID);
