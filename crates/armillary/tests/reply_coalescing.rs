@@ -463,3 +463,44 @@ fn a_nested_request_on_the_held_connection_is_answered_while_its_caller_waits() 
     assert_eq!(pollster::block_on(call_back).unwrap(), 9);
     client.shutdown(WaitForCompletion::Yes).unwrap();
 }
+
+/// Two requests and then a Request that does not decode, in one write to
+/// the reactive server: the two are answered, then comes MessageError,
+/// then the close: replies held for the batch are written before the
+/// connection closes.
+#[test]
+fn replies_held_when_garbage_follows_go_out_before_message_error() {
+    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+    let mut c = setup.connect();
+    let mut batch = [
+        request(
+            GiopVersion::V1_2,
+            ByteOrder::Little,
+            1,
+            &setup.key,
+            "echo_long",
+            Some(11),
+        ),
+        request(
+            GiopVersion::V1_2,
+            ByteOrder::Little,
+            2,
+            &setup.key,
+            "echo_long",
+            Some(22),
+        ),
+    ]
+    .concat();
+    // A whole GIOP 1.2 Request whose header ends before its target.
+    batch.extend_from_slice(b"GIOP\x01\x02\x01\x00\x08\x00\x00\x00");
+    batch.extend_from_slice(&[3, 0, 0, 0, 3, 0, 0, 0]);
+    c.write_all(&batch).unwrap();
+    assert_eq!(reply_long(&read_message(&mut c).unwrap().unwrap()), (1, 11));
+    assert_eq!(reply_long(&read_message(&mut c).unwrap().unwrap()), (2, 22));
+    let error = read_message(&mut c).unwrap().expect("MessageError");
+    assert_eq!(
+        Message::decode(&error).unwrap().header.message_type,
+        armillary::giop::giop::MessageType::MessageError
+    );
+    assert_eq!(read_message(&mut c).unwrap(), None, "then the close");
+}

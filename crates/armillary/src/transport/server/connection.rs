@@ -1325,6 +1325,12 @@ impl ServerConnection {
     }
 
     pub(super) fn close(&self, reactor: &Arc<Reactor>) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        // The replies held go out first, and a MessageError or
+        // CloseConnection sent while they were held after them.
+        self.write_held(reactor);
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
