@@ -9,6 +9,7 @@
 //! finds the request id field by hand, so a byte-for-byte comparison of
 //! two requests does not rest on the decoder under test.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::{self, Receiver};
@@ -26,6 +27,8 @@ use crate::WAIT_LIMIT;
 /// A Request the held server received.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// Which accepted connection it came on (0 first).
+    pub conn: usize,
     /// Its request id.
     pub id: u32,
     /// The GIOP version of its header.
@@ -89,13 +92,14 @@ impl Received {
 
 /// A server on a loopback port that records every Request it reads and
 /// answers only when told to ([`answer`](Self::answer),
-/// [`answer_with`](Self::answer_with)), on the connection it accepted
-/// last.
+/// [`answer_with`](Self::answer_with)), each on the connection it came
+/// on.
 #[derive(Debug)]
 pub struct HeldServer {
     port: u16,
     requests: Receiver<Received>,
-    connection: Arc<Mutex<Option<TcpStream>>>,
+    /// Every connection accepted, in order.
+    connections: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl HeldServer {
@@ -105,12 +109,16 @@ impl HeldServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let (tx, requests) = mpsc::channel();
-        let connection = Arc::new(Mutex::new(None));
-        let accepted = connection.clone();
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let accepted = connections.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
-                *accepted.lock().unwrap() = Some(stream.try_clone().unwrap());
+                let conn = {
+                    let mut all = accepted.lock().unwrap();
+                    all.push(stream.try_clone().unwrap());
+                    all.len() - 1
+                };
                 let tx = tx.clone();
                 std::thread::spawn(move || {
                     let mut decoder = FrameDecoder::new(FrameLimits::default());
@@ -125,6 +133,7 @@ impl HeldServer {
                             };
                             if let MessageBody::Request(h) = &msg.body {
                                 let _ = tx.send(Received {
+                                    conn,
                                     id: h.request_id,
                                     version: msg.header.version,
                                     header: h.clone(),
@@ -140,7 +149,7 @@ impl HeldServer {
         HeldServer {
             port,
             requests,
-            connection,
+            connections,
         }
     }
 
@@ -172,10 +181,10 @@ impl HeldServer {
     }
 
     /// Answers `requests` with NO_EXCEPTION replies (in each request's
-    /// GIOP version, native byte order) whose body `body` writes, in one
-    /// write.
+    /// GIOP version, native byte order) whose body `body` writes, each on
+    /// the connection it came on, in one write per connection.
     pub fn answer_with(&self, requests: &[Received], body: impl Fn(&Received, &mut CdrWriter)) {
-        let mut bytes = Vec::new();
+        let mut replies: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
         for request in requests {
             let mut message = MessageBuilder::new(
                 request.version,
@@ -188,13 +197,15 @@ impl HeldServer {
             )
             .unwrap();
             body(request, message.body());
-            bytes.extend(message.finish(false));
+            replies
+                .entry(request.conn)
+                .or_default()
+                .extend(message.finish(false));
         }
-        let mut conn = self.connection.lock().unwrap();
-        conn.as_mut()
-            .expect("no connection to answer on")
-            .write_all(&bytes)
-            .unwrap();
+        let mut connections = self.connections.lock().unwrap();
+        for (conn, bytes) in replies {
+            connections[conn].write_all(&bytes).unwrap();
+        }
     }
 }
 
@@ -232,6 +243,7 @@ mod tests {
                     let bytes = message.finish(false);
                     let msg = Message::decode(&bytes).unwrap();
                     let received = Received {
+                        conn: 0,
                         id: header.request_id,
                         version,
                         header,

@@ -9,22 +9,16 @@
 //! Waits for the other threads are bounded generously; the bounds only turn
 //! a hang into a failure.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use armillary::config::OrbConfig;
-use armillary::giop::giop::{
-    FrameDecoder, FrameLimits, Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus,
-    SyncScope,
-};
-use armillary::giop::{ByteOrder, GiopVersion};
+use armillary::giop::giop::SyncScope;
 use armillary::{
     minor, Any, CallTimeout, CompletionStatus, Interface, ObjectRef, Orb, SystemException,
     SystemExceptionKind, TypeCode, WaitForCompletion,
 };
+use armillary_testkit::raw::{HeldServer, Received};
 
 /// How long the test waits for something that must happen; only a hang
 /// reaches it.
@@ -34,100 +28,16 @@ const SHORT: Duration = Duration::from_millis(30);
 /// A timeout no test waits for.
 const LONG: Duration = Duration::from_secs(3600);
 
-/// A request the held server received.
-#[derive(Debug)]
-struct Received {
-    /// Which accepted connection it came on (0 first).
-    conn: usize,
-    id: u32,
-    version: GiopVersion,
-    operation: String,
+/// A reference to an object of `server`, through `orb`.
+fn reference(server: &HeldServer, orb: &Orb) -> ObjectRef {
+    orb.string_to_object(&server.corbaloc("held")).unwrap()
 }
 
-/// A server that reads requests and answers only when told to.
-struct HeldServer {
-    port: u16,
-    requests: Receiver<Received>,
-    connections: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl HeldServer {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let (tx, requests) = mpsc::channel();
-        let connections = Arc::new(Mutex::new(Vec::new()));
-        let accepted = connections.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let conn = {
-                    let mut all = accepted.lock().unwrap();
-                    all.push(stream.try_clone().unwrap());
-                    all.len() - 1
-                };
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    let mut decoder = FrameDecoder::new(FrameLimits::default());
-                    let mut buf = [0u8; 4096];
-                    while let Ok(n @ 1..) = stream.read(&mut buf) {
-                        if decoder.handle_bytes(&buf[..n]).is_err() {
-                            return;
-                        }
-                        while let Some(frame) = decoder.poll_frame() {
-                            let Ok(msg) = Message::decode(&frame.bytes) else {
-                                return;
-                            };
-                            if let MessageBody::Request(h) = &msg.body {
-                                let _ = tx.send(Received {
-                                    conn,
-                                    id: h.request_id,
-                                    version: msg.header.version,
-                                    operation: h.operation.clone(),
-                                });
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        HeldServer {
-            port,
-            requests,
-            connections,
-        }
-    }
-
-    /// A reference to an object of this server, through `orb`.
-    fn reference(&self, orb: &Orb) -> ObjectRef {
-        orb.string_to_object(&format!("corbaloc::1.2@127.0.0.1:{}/held", self.port))
-            .unwrap()
-    }
-
-    /// The next request the server reads.
-    fn next(&self) -> Received {
-        self.requests
-            .recv_timeout(BOUND)
-            .expect("no request reached the server")
-    }
-
-    /// Answers `request` with the long `value`.
-    fn answer(&self, request: &Received, value: i32) {
-        let mut message = MessageBuilder::new(
-            request.version,
-            ByteOrder::NATIVE,
-            &MessageBody::Reply(ReplyHeader {
-                request_id: request.id,
-                reply_status: ReplyStatus::NoException,
-                service_contexts: Vec::new(),
-            }),
-        )
-        .unwrap();
-        message.body().write_long(value);
-        let bytes = message.finish(false);
-        let mut connections = self.connections.lock().unwrap();
-        connections[request.conn].write_all(&bytes).unwrap();
-    }
+/// Answers `request` with the long `value`.
+fn answer(server: &HeldServer, request: &Received, value: i32) {
+    server.answer_with(std::slice::from_ref(request), |_, body| {
+        body.write_long(value)
+    });
 }
 
 /// A synchronous `long echo_long(in long v)` through `obj`.
@@ -193,8 +103,8 @@ fn patient_outlasts_hasty(
     let first = server.next();
     assert_timeout(hasty(), CompletionStatus::Maybe);
     let second = server.next();
-    assert_eq!(second.operation, "echo_long");
-    server.answer(&first, 7);
+    assert_eq!(second.header.operation, "echo_long");
+    answer(server, &first, 7);
     assert_eq!(patient.recv_timeout(BOUND).expect("hung"), Ok(7));
 }
 
@@ -203,7 +113,7 @@ fn a_reference_override_beats_the_orb_timeout() {
     bounded(|| {
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::new().call_timeout(SHORT)).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         let patient = obj.with_call_timeout(LONG);
         assert_eq!(patient.call_timeout(), Some(LONG));
         patient_outlasts_hasty(&server, move || echo(&patient, 1), || echo(&obj, 2));
@@ -213,10 +123,10 @@ fn a_reference_override_beats_the_orb_timeout() {
 
         // And a shorter one on the reference ends a call the ORB lets run.
         let patient_orb = Orb::with_config(OrbConfig::new().call_timeout(LONG)).unwrap();
-        let obj = server.reference(&patient_orb);
+        let obj = reference(&server, &patient_orb);
         let hasty = obj.with_call_timeout(SHORT);
         assert_timeout(bounded(move || echo(&hasty, 5)), CompletionStatus::Maybe);
-        assert_eq!(server.next().operation, "echo_long");
+        assert_eq!(server.next().header.operation, "echo_long");
         orb.shutdown(WaitForCompletion::Yes).unwrap();
         patient_orb.shutdown(WaitForCompletion::Yes).unwrap();
     });
@@ -227,7 +137,7 @@ fn a_thread_timeout_beats_the_orb_timeout() {
     bounded(|| {
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::new().call_timeout(SHORT)).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         let patient = obj.clone();
         patient_outlasts_hasty(
             &server,
@@ -240,7 +150,7 @@ fn a_thread_timeout_beats_the_orb_timeout() {
         // A shorter thread timeout ends a call the ORB would let run, and the
         // thread is back to the ORB's once the guard is gone.
         let unlimited = Orb::with_config(OrbConfig::default()).unwrap();
-        let obj = server.reference(&unlimited);
+        let obj = reference(&server, &unlimited);
         let hasty = obj.clone();
         let outcome = bounded(move || {
             let guard = CallTimeout::set_for_thread(SHORT);
@@ -250,10 +160,10 @@ fn a_thread_timeout_beats_the_orb_timeout() {
         });
         assert_timeout(outcome.0, CompletionStatus::Maybe);
         assert_eq!(outcome.1, None);
-        assert_eq!(server.next().operation, "echo_long");
+        assert_eq!(server.next().header.operation, "echo_long");
         let waiting = spawn(move || echo(&obj, 4));
         let request = server.next();
-        server.answer(&request, 4);
+        answer(&server, &request, 4);
         assert_eq!(waiting.recv_timeout(BOUND).expect("hung"), Ok(4));
         orb.shutdown(WaitForCompletion::Yes).unwrap();
         unlimited.shutdown(WaitForCompletion::Yes).unwrap();
@@ -265,7 +175,7 @@ fn a_reference_override_beats_the_thread_timeout() {
     bounded(|| {
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::default()).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         let patient = obj.with_call_timeout(LONG);
         let hasty = obj.clone();
         patient_outlasts_hasty(
@@ -286,7 +196,7 @@ fn a_reference_override_beats_the_thread_timeout() {
             echo(&hasty, 3)
         });
         assert_timeout(outcome, CompletionStatus::Maybe);
-        assert_eq!(server.next().operation, "echo_long");
+        assert_eq!(server.next().header.operation, "echo_long");
         orb.shutdown(WaitForCompletion::Yes).unwrap();
     });
 }
@@ -296,7 +206,7 @@ fn overrides_reach_typed_stubs_dii_and_synchronised_oneways() {
     bounded(|| {
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::default()).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         // Through the Interface trait, as a generated stub would.
         let typed: ObjectRef = Interface::with_call_timeout(&obj, SHORT);
         assert_timeout(echo(&typed, 1), CompletionStatus::Maybe);
@@ -332,7 +242,7 @@ fn a_late_reply_is_dropped_and_the_connection_serves_on() {
     bounded(|| {
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::default()).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         // A deferred request without a timeout keeps the connection in use.
         let mut deferred = echo_request(&obj, 1);
         deferred.send_deferred().unwrap();
@@ -346,8 +256,8 @@ fn a_late_reply_is_dropped_and_the_connection_serves_on() {
         assert_eq!(late.conn, first.conn);
         // ...and its reply, when it comes, goes nowhere: the deferred request
         // gets its own reply from the same connection afterwards.
-        server.answer(&late, 222);
-        server.answer(&first, 111);
+        answer(&server, &late, 222);
+        answer(&server, &first, 111);
         deferred.get_response().unwrap();
         assert_eq!(
             deferred.return_value().and_then(|v| v.get::<i32>()),
@@ -356,7 +266,7 @@ fn a_late_reply_is_dropped_and_the_connection_serves_on() {
         // Later calls are served.
         let waiting = spawn(move || echo(&obj, 3));
         let third = server.next();
-        server.answer(&third, 333);
+        answer(&server, &third, 333);
         assert_eq!(waiting.recv_timeout(BOUND).expect("hung"), Ok(333));
         orb.shutdown(WaitForCompletion::Yes).unwrap();
     });
@@ -368,7 +278,7 @@ fn a_timed_out_deferred_request_frees_its_slot() {
         let server = HeldServer::start();
         // One request at a time may await its reply on a connection.
         let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(1)).unwrap();
-        let obj = server.reference(&orb).with_call_timeout(SHORT);
+        let obj = reference(&server, &orb).with_call_timeout(SHORT);
         let mut deferred = echo_request(&obj, 1);
         deferred.send_deferred().unwrap();
         server.next();
@@ -397,7 +307,7 @@ fn requests_beyond_the_outstanding_limit_wait_for_a_reply() {
         const LIMIT: usize = 3;
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(LIMIT)).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         let mut outstanding: Vec<_> = (0..LIMIT as i32)
             .map(|v| {
                 let mut r = echo_request(&obj, v);
@@ -422,7 +332,7 @@ fn requests_beyond_the_outstanding_limit_wait_for_a_reply() {
         );
         // Once one reply comes, one more request goes: without a deadline, the
         // sender waits, reads the reply into its deferred request and sends.
-        server.answer(&received[0], 1000);
+        answer(&server, &received[0], 1000);
         let mut extra = echo_request(&obj, LIMIT as i32);
         extra.send_deferred().unwrap();
         let sent = server.next();
@@ -438,9 +348,9 @@ fn requests_beyond_the_outstanding_limit_wait_for_a_reply() {
         );
         // Everything answered: everything is collected.
         for (request, r) in received[1..].iter().zip(1..) {
-            server.answer(request, r);
+            answer(&server, request, r);
         }
-        server.answer(&sent, 2000);
+        answer(&server, &sent, 2000);
         for (r, request) in outstanding[1..].iter_mut().enumerate() {
             request.get_response().unwrap();
             assert_eq!(
@@ -462,7 +372,7 @@ fn a_blocked_sender_resumes_when_another_thread_reads_the_reply() {
     bounded(|| {
         let server = HeldServer::start();
         let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(1)).unwrap();
-        let obj = server.reference(&orb);
+        let obj = reference(&server, &orb);
         // A synchronous caller holds the only slot and leads the connection.
         let holder = {
             let obj = obj.clone();
@@ -474,10 +384,10 @@ fn a_blocked_sender_resumes_when_another_thread_reads_the_reply() {
             let obj = obj.clone();
             spawn(move || echo(&obj, 2))
         };
-        server.answer(&first, 10);
+        answer(&server, &first, 10);
         assert_eq!(holder.recv_timeout(BOUND).expect("hung"), Ok(10));
         let second = server.next();
-        server.answer(&second, 20);
+        answer(&server, &second, 20);
         assert_eq!(blocked.recv_timeout(BOUND).expect("hung"), Ok(20));
         orb.shutdown(WaitForCompletion::Yes).unwrap();
     });
