@@ -20,6 +20,20 @@ if [ "$need_omniorb" = 1 ]; then
   $SUDO apt-get install -y -qq libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver pkg-config g++ >/dev/null
 fi
 
+# omniORBpy 4.3 from PyPI, the second omniORB of the interop tests, in a
+# virtual environment beside Cargo's output (armillary_testkit::omniorbpy
+# uses it, and makes it itself when it is missing).
+venv="${CARGO_TARGET_DIR:-target}/omniorbpy"
+requirements=tests/interop/python/requirements.txt
+if ! cmp -s "$requirements" "$venv/installed"; then
+  echo "== installing omniORBpy 4.3 into $venv ($(grep -v '^#' "$requirements"))"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/installed"
+fi
+
 echo "== cargo test --workspace"
 cargo test --workspace --all-targets
 cargo test --workspace --doc

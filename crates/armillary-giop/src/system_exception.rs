@@ -112,6 +112,16 @@ pub mod minor {
     /// UNKNOWN: the servant panicked while it carried out the request; the
     /// server caught the panic and goes on serving (Armillary's own).
     pub const SERVANT_PANICKED: u32 = armillary_minor(34);
+    /// MARSHAL: a GIOP 1.1 fragment boundary falls inside a single value,
+    /// which no sender writes (Armillary's own).
+    pub const FRAGMENT_SPLITS_VALUE: u32 = armillary_minor(40);
+    /// MARSHAL: a block of 8-byte values crosses a GIOP 1.1 fragment
+    /// boundary, and the message reads completely both as omniORB's C++
+    /// library lays such blocks out and as omniORBpy (and the spec) does,
+    /// or in neither: its values cannot be known for certain (Armillary's
+    /// own; see `armillary_giop::cdr::fragments`). GIOP 1.2 has no such
+    /// ambiguity.
+    pub const FRAGMENT_AMBIGUOUS: u32 = armillary_minor(41);
 }
 
 /// Whether the operation ran before the exception was raised.
@@ -424,6 +434,12 @@ impl SystemException {
             }
             CdrError::TooLong(_) => Self::imp_limit(minor::LIMIT_EXCEEDED, completed),
             CdrError::BoundExceeded { .. } => Self::bad_param(minor::MALFORMED, completed),
+            CdrError::SplitByFragment { .. } => {
+                Self::marshal(minor::FRAGMENT_SPLITS_VALUE, completed)
+            }
+            CdrError::AmbiguousFragment { .. } => {
+                Self::marshal(minor::FRAGMENT_AMBIGUOUS, completed)
+            }
             _ => Self::marshal(minor::MALFORMED, completed),
         }
     }

@@ -1,6 +1,7 @@
 //! Test support shared by the workspace's test suites: where the omniORB
 //! captures are, the omniORB peer programs (built from
-//! `tests/interop/cpp`), child processes that end with the test (and
+//! `tests/interop/cpp`), omniORBpy 4.3 in a virtual environment of its own
+//! and its peer (`omniorbpy`, from `tests/interop/python`), child processes that end with the test (and
 //! children whose output is read line by line, [`LinePeer`]), GIOP
 //! messages read off a raw socket (`giop`), a raw GIOP server that records
 //! requests and answers when told (`raw`), and test certificates for TLS
@@ -12,6 +13,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod giop;
+pub mod omniorbpy;
 pub mod raw;
 pub mod tls;
 
@@ -35,6 +37,13 @@ pub fn vectors_dir() -> PathBuf {
     std::env::var_os("ARMILLARY_VECTORS")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("tests/vectors/omniorb-4.2"))
+}
+
+/// The GIOP 1.1 fragment captures (`tests/vectors/giop-1.1-fragments`:
+/// how omniORB's C++ library and omniORBpy each fragment blocks of 8-byte
+/// values; `scripts/capture-fragment-vectors.sh` makes them).
+pub fn fragment_vectors_dir() -> PathBuf {
+    workspace().join("tests/vectors/giop-1.1-fragments")
 }
 
 /// Every captured IOR file (`<session>/*.ior` under [`vectors_dir`]), in
@@ -252,18 +261,31 @@ fn start_server(
     tag: &str,
     args: &[&str],
 ) -> (Peer, String) {
-    let ior_file = peers.join(format!("{program}-{tag}-{}.ior", std::process::id()));
+    let mut command = Command::new(peers.join(program));
+    command.args(leading);
+    serve_with_ior_file(command, peers, &format!("{program}-{tag}"), args)
+}
+
+/// Starts `command` (a server that takes `--ior-file FILE` and omniORB's
+/// options) on a loopback port with `args` after them, and returns it
+/// with the IOR it writes to a file named after `name` in `dir`.
+fn serve_with_ior_file(
+    mut command: Command,
+    dir: &Path,
+    name: &str,
+    args: &[&str],
+) -> (Peer, String) {
+    let ior_file = dir.join(format!("{name}-{}.ior", std::process::id()));
     let _ = std::fs::remove_file(&ior_file);
     let peer = Peer(
-        Command::new(peers.join(program))
-            .args(leading)
+        command
             .arg("--ior-file")
             .arg(&ior_file)
             .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("{program} does not start: {e}")),
+            .unwrap_or_else(|e| panic!("{command:?} does not start: {e}")),
     );
     let ior = wait_for_file(&ior_file);
     let _ = std::fs::remove_file(&ior_file);
@@ -308,14 +330,19 @@ pub fn run_diff_client(
     arg: &str,
     args: &[&str],
 ) -> ClientRun {
-    let out = Command::new(peers.join("diff_peer"))
-        .arg(mode)
-        .arg(ior_file)
-        .arg(arg)
-        .args(["-ORBclientCallTimeOutPeriod", "30000"])
+    let mut command = Command::new(peers.join("diff_peer"));
+    command.arg(mode).arg(ior_file).arg(arg);
+    run_client(command, args)
+}
+
+/// Runs a differential client (`command` with its mode and arguments,
+/// then `args` and a 30 s call timeout) to its end.
+fn run_client(mut command: Command, args: &[&str]) -> ClientRun {
+    let out = command
         .args(args)
+        .args(["-ORBclientCallTimeOutPeriod", "30000"])
         .output()
-        .expect("diff_peer runs");
+        .unwrap_or_else(|e| panic!("{command:?} does not run: {e}"));
     ClientRun {
         success: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

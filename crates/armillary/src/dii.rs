@@ -691,10 +691,17 @@ impl Request {
         let mut body = reply.body();
         match reply.outcome {
             ReplyOutcome::Normal => {
-                let result = Any::decode_as(&self.result_type, &mut body).map_err(marshal)?;
-                self.arguments
-                    .read_values(&mut body, Message::Reply)
+                // Each attempt reads into a list of its own: a GIOP 1.1
+                // reply may be decoded more than once (`decode_whole`).
+                let (result, arguments) = body
+                    .decode_whole(|body| {
+                        let result = Any::decode_as(&self.result_type, body)?;
+                        let mut arguments = self.arguments.clone();
+                        arguments.read_values(body, Message::Reply)?;
+                        Ok((result, arguments))
+                    })
                     .map_err(marshal)?;
+                self.arguments = arguments;
                 self.result = Some(result);
                 Ok(())
             }
@@ -706,7 +713,8 @@ impl Request {
                 });
                 match declared {
                     Some(tc) => Err(RequestError::User(
-                        Any::decode_as(tc.unalias(), &mut body).map_err(marshal)?,
+                        body.decode_whole(|body| Any::decode_as(tc.unalias(), body))
+                            .map_err(marshal)?,
                     )),
                     None => Err(SystemException::unknown(
                         minor::UNLISTED_USER_EXCEPTION,

@@ -158,9 +158,13 @@ impl<'r, 'a> DynamicRequest<'r, 'a> {
                 CompletionStatus::No,
             ));
         }
-        let mut parameters = parameters;
-        self.request
-            .decode_args(|r| parameters.read_values(r, Message::Request))?;
+        // Each decoding attempt fills a list of its own (a GIOP 1.1 request
+        // may be decoded more than once, see `ServerRequest::decode_args`).
+        let parameters = self.request.decode_args(|r| {
+            let mut list = parameters.clone();
+            list.read_values(r, Message::Request)?;
+            Ok(list)
+        })?;
         Ok(self.arguments.insert(parameters))
     }
 

@@ -146,27 +146,25 @@ impl Invoker for NoInvoker {
 /// Decodes `reply` with a stub's `result` closure, references in it binding
 /// to `invoker`'s ORB: what every form of a two-way call (synchronous, DII,
 /// AMI) does with its reply. A body that does not decode is MARSHAL,
-/// COMPLETED_YES.
+/// COMPLETED_YES. `result` may run more than once: a GIOP 1.1 body whose
+/// fragments can be read two ways is decoded in both
+/// ([`CdrReader::decode_whole`]).
 pub(crate) fn decode_reply<T, E>(
     invoker: &Arc<dyn Invoker>,
     reply: &ReplyMessage,
-    result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
+    mut result: impl FnMut(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
 ) -> Result<T, E>
 where
     E: From<SystemException>,
 {
     let _scope = DecodingScope::enter(invoker.clone());
-    let mut body = reply.body();
-    let decoded = match reply.outcome {
-        ReplyOutcome::Normal => result(ReplyBody::Result(&mut body)),
-        ReplyOutcome::UserException => match body.read_string() {
-            Ok(id) => result(ReplyBody::UserException {
-                id,
-                members: &mut body,
-            }),
-            Err(e) => Err(e),
-        },
-    };
+    let decoded = reply.body().decode_whole(|body| match reply.outcome {
+        ReplyOutcome::Normal => result(ReplyBody::Result(body)),
+        ReplyOutcome::UserException => {
+            let id = body.read_string()?;
+            result(ReplyBody::UserException { id, members: body })
+        }
+    });
     match decoded {
         Ok(outcome) => outcome,
         Err(e) => Err(SystemException::from_cdr_error(&e, CompletionStatus::Yes).into()),
@@ -543,7 +541,7 @@ impl ObjectRef {
         &self,
         operation: &str,
         args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
-        result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
+        result: impl FnMut(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
     ) -> Result<T, E>
     where
         E: From<SystemException>,
@@ -572,7 +570,7 @@ impl ObjectRef {
         &self,
         operation: &'static str,
         args: impl Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync + 'static,
-        result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send + 'static,
+        result: impl FnMut(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send + 'static,
     ) -> crate::ami::Poller<R, E>
     where
         E: From<SystemException>,
@@ -592,7 +590,7 @@ impl ObjectRef {
         &self,
         operation: &'static str,
         args: impl Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync + 'static,
-        result: impl FnOnce(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send + 'static,
+        result: impl FnMut(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send + 'static,
     ) -> crate::ami::ReplyFuture<R, E>
     where
         E: From<SystemException>,
@@ -617,7 +615,7 @@ impl ObjectRef {
         &self,
         operation: &'static str,
         args: impl Fn(&mut CdrWriter) -> Result<(), CdrError> + Send + Sync + 'static,
-        result: impl FnOnce(&mut CdrReader<'_>) -> Result<R, CdrError> + Send + 'static,
+        result: impl FnMut(&mut CdrReader<'_>) -> Result<R, CdrError> + Send + 'static,
         deliver: impl FnOnce(Result<R, crate::ami::ExceptionHolder<E>>) + Send + 'static,
     ) -> Result<(), SystemException>
     where
@@ -671,7 +669,7 @@ impl ObjectRef {
         &self,
         operation: &str,
         args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
-        result: impl FnOnce(&mut CdrReader<'_>) -> Result<T, CdrError>,
+        mut result: impl FnMut(&mut CdrReader<'_>) -> Result<T, CdrError>,
     ) -> Result<T, SystemException> {
         self.invoke(operation, args, |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(result(r)?)),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
 use armillary_giop::giop::{
-    LocateStatus, Message, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext,
+    LocateStatus, MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext,
     SyncScope, TargetAddress,
 };
 use armillary_giop::ior::{Ior, ObjectUrl, ProfileBody, TaggedComponent, ORB_TYPE_ARMILLARY};
@@ -1196,7 +1196,8 @@ impl OrbCore {
         let marshal = |e: &armillary_giop::cdr::CdrError| {
             SystemException::from_cdr_error(e, CompletionStatus::Maybe)
         };
-        let msg = Message::decode(&frame.bytes)
+        let msg = frame
+            .message()
             .map_err(|_| SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe))?;
         let MessageBody::Reply(header) = &msg.body else {
             return Err(SystemException::marshal(
@@ -1295,7 +1296,7 @@ impl OrbCore {
             }
         };
         let malformed = || SystemException::marshal(minor::MALFORMED, CompletionStatus::No);
-        let msg = Message::decode(&frame.bytes).map_err(|_| malformed())?;
+        let msg = frame.message().map_err(|_| malformed())?;
         let MessageBody::LocateReply(h) = msg.body else {
             return Err(malformed());
         };

@@ -263,17 +263,29 @@ impl<'a> ServerRequest<'a> {
     }
 
     /// The reader positioned at the in and inout arguments.
+    ///
+    /// Prefer [`decode_args`](Self::decode_args), which reads them all at
+    /// once: only it can resolve a GIOP 1.1 request whose fragments cut a
+    /// block of 8-byte values (see `armillary::giop::cdr::fragments`);
+    /// read here, such a block is a MARSHAL error.
     pub fn args(&mut self) -> &mut CdrReader<'a> {
         &mut self.args
     }
 
     /// Reads the in and inout arguments with `read`; a marshalling error
     /// becomes MARSHAL (or DATA_CONVERSION) with COMPLETED_NO.
+    ///
+    /// `read` may run more than once: a GIOP 1.1 request whose fragments
+    /// can be read two ways is decoded in both, and the one that reads the
+    /// arguments exactly to the end of the message is kept
+    /// ([`CdrReader::decode_whole`]).
     pub fn decode_args<T>(
         &mut self,
-        read: impl FnOnce(&mut CdrReader<'a>) -> Result<T, CdrError>,
+        read: impl FnMut(&mut CdrReader<'a>) -> Result<T, CdrError>,
     ) -> Result<T, SystemException> {
-        read(&mut self.args).map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))
+        self.args
+            .decode_whole(read)
+            .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))
     }
 
     /// Writes a normal reply (the return value, then the out and inout

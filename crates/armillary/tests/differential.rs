@@ -37,27 +37,18 @@
 //! Needs omniORB (`scripts/test.sh` installs it); set
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip.
 
-use armillary::WaitForCompletion;
-use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+mod differential_echo;
 
-use armillary::config::OrbConfig;
+use armillary::WaitForCompletion;
+use differential_echo::*;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use armillary::giop::any::{Any, DynValue};
-use armillary::giop::system_exception::{CompletionStatus, SystemException};
+use armillary::giop::system_exception::{minor, SystemException, SystemExceptionKind};
 use armillary::giop::typecode::{StructMember, TypeCode, UnionMember};
-use armillary::runtime::ReplyBody;
-use armillary::{ObjectRef, Orb, Servant, ServerRequest};
-use armillary_giop::cdr::{
-    CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CharCodeSet, Fixed, LongDouble,
-    WCharCodeSet,
-};
-use armillary_giop::giop::{MessageHeader, MessageType};
-use armillary_giop::ior::{Ior, ProfileBody};
-use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
+use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrReader, Fixed, LongDouble};
+use armillary_giop::{ByteOrder, GiopVersion};
 use armillary_testkit::{build_peers, omniorb_available, run_diff_client, start_diff_server};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -504,32 +495,6 @@ fn any_value(chars: Chars) -> BoxedStrategy<Any> {
         .boxed()
 }
 
-/// The code sets of an encapsulation outside any connection: CORBA's
-/// default for char (ISO 8859-1), and UTF-16 for wchar as omniORB's memory
-/// streams use.
-const ENCAPSULATION_CODESETS: CodeSets = CodeSets {
-    char_set: CharCodeSet::Iso8859_1,
-    wchar_set: Some(WCharCodeSet::Utf16),
-    write_bom: true,
-};
-
-/// Armillary's CDR encapsulation of an any: the byte-order octet, the
-/// TypeCode, the value (wchar as in GIOP 1.2). Wide characters carry a
-/// byte order mark in little-endian streams and none in big-endian ones
-/// (where UTF-16 without a mark already means big-endian), as omniORB
-/// writes them; both forms are legal.
-fn encapsulate(any: &Any, order: ByteOrder) -> Vec<u8> {
-    let codesets = CodeSets {
-        write_bom: order == ByteOrder::Little,
-        ..ENCAPSULATION_CODESETS
-    };
-    let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
-    w.write_octet(u8::from(order == ByteOrder::Little));
-    any.encode(&mut w)
-        .unwrap_or_else(|e| panic!("encoding {any:?}: {e}"));
-    w.into_bytes()
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -661,466 +626,6 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 }
 
 // ---------------------------------------------------------------------
-// Calls.
-
-fn call<T>(
-    obj: &ObjectRef,
-    op: &str,
-    args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
-    read: impl FnOnce(&mut CdrReader<'_>) -> Result<T, CdrError>,
-) -> Result<T, SystemException> {
-    obj.invoke(op, args, |reply| match reply {
-        ReplyBody::Result(r) => {
-            let v = read(r)?;
-            if !r.is_empty() {
-                return Err(CdrError::Invalid {
-                    offset: r.position(),
-                    what: "bytes left after the reply's results",
-                });
-            }
-            Ok(Ok(v))
-        }
-        ReplyBody::UserException { .. } => {
-            Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
-        }
-    })
-}
-
-fn client_orb(version: GiopVersion) -> Orb {
-    Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap())).unwrap()
-}
-
-fn marshal(e: CdrError) -> SystemException {
-    SystemException::from_cdr_error(&e, CompletionStatus::No)
-}
-
-// ---------------------------------------------------------------------
-// The typed values of differential.idl, read and written as generated
-// code would (sequences of primitives in bulk).
-
-#[derive(Debug, Clone, PartialEq)]
-struct Point {
-    x: i32,
-    y: i32,
-}
-
-impl CdrEncode for Point {
-    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        w.write_long(self.x);
-        w.write_long(self.y);
-        Ok(())
-    }
-}
-
-impl CdrDecode for Point {
-    const MIN_SIZE: usize = 8;
-    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ok(Point {
-            x: r.read_long()?,
-            y: r.read_long()?,
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Sample {
-    name: String,
-    value: f64,
-    tag: i16,
-    flag: u8,
-}
-
-impl CdrEncode for Sample {
-    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        w.write_string(&self.name)?;
-        w.write_double(self.value);
-        w.write_short(self.tag);
-        w.write_octet(self.flag);
-        Ok(())
-    }
-}
-
-impl CdrDecode for Sample {
-    const MIN_SIZE: usize = 16;
-    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ok(Sample {
-            name: r.read_string()?,
-            value: r.read_double()?,
-            tag: r.read_short()?,
-            flag: r.read_octet()?,
-        })
-    }
-}
-
-/// `Differential::Sequences`: one of every kind of sequence.
-#[derive(Debug, Clone, PartialEq)]
-struct Sequences {
-    lead: u8,
-    shorts: Vec<i16>,
-    ushorts: Vec<u16>,
-    longs: Vec<i32>,
-    ulongs: Vec<u32>,
-    longlongs: Vec<i64>,
-    ulonglongs: Vec<u64>,
-    floats: Vec<f32>,
-    doubles: Vec<f64>,
-    booleans: Vec<bool>,
-    chars: Vec<char>,
-    octets: Vec<u8>,
-    strings: Vec<String>,
-    points: Vec<Point>,
-    samples: Vec<Sample>,
-}
-
-impl CdrEncode for Sequences {
-    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        w.write_octet(self.lead);
-        w.write(&self.shorts)?;
-        w.write(&self.ushorts)?;
-        w.write(&self.longs)?;
-        w.write(&self.ulongs)?;
-        w.write(&self.longlongs)?;
-        w.write(&self.ulonglongs)?;
-        w.write(&self.floats)?;
-        w.write(&self.doubles)?;
-        w.write(&self.booleans)?;
-        w.write(&self.chars)?;
-        w.write(&self.octets)?;
-        w.write(&self.strings)?;
-        w.write(&self.points)?;
-        w.write(&self.samples)
-    }
-}
-
-impl CdrDecode for Sequences {
-    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        Ok(Sequences {
-            lead: r.read_octet()?,
-            shorts: r.read()?,
-            ushorts: r.read()?,
-            longs: r.read()?,
-            ulongs: r.read()?,
-            longlongs: r.read()?,
-            ulonglongs: r.read()?,
-            floats: r.read()?,
-            doubles: r.read()?,
-            booleans: r.read()?,
-            chars: r.read()?,
-            octets: r.read()?,
-            strings: r.read()?,
-            points: r.read()?,
-            samples: r.read()?,
-        })
-    }
-}
-
-/// What `make_samples(n)` returns on both sides.
-fn make_samples(n: i32) -> Vec<Sample> {
-    (0..n)
-        .map(|i| Sample {
-            name: format!("sample-{i}"),
-            value: f64::from(i) * 0.5,
-            tag: i as i16,
-            flag: i as u8,
-        })
-        .collect()
-}
-
-/// The values `diff_peer sequences` sends: element `i` of each sequence
-/// by the same formulas as `make_sequences` in `diff_peer.cc`.
-fn make_sequences(n: u32) -> Sequences {
-    let idx = 0..n;
-    Sequences {
-        lead: 7,
-        shorts: idx
-            .clone()
-            .map(|i| i.wrapping_mul(7).wrapping_sub(3000) as i16)
-            .collect(),
-        ushorts: idx.clone().map(|i| i.wrapping_mul(13) as u16).collect(),
-        longs: idx
-            .clone()
-            .map(|i| (i.wrapping_mul(7919) as i32).wrapping_sub(500_000))
-            .collect(),
-        ulongs: idx.clone().map(|i| i.wrapping_mul(2_654_435_761)).collect(),
-        longlongs: idx
-            .clone()
-            .map(|i| i64::from(i) * 1_000_000_007 - 5_000_000_000)
-            .collect(),
-        ulonglongs: idx
-            .clone()
-            .map(|i| u64::from(i).wrapping_mul(11_400_714_819_323_198_485))
-            .collect(),
-        floats: idx.clone().map(|i| i as f32 * 0.25 - 100.0).collect(),
-        doubles: idx.clone().map(|i| f64::from(i) * 1.0e-3 - 1.0e6).collect(),
-        booleans: idx.clone().map(|i| i % 3 == 0).collect(),
-        chars: idx
-            .clone()
-            .map(|i| char::from(b'a' + (i % 26) as u8))
-            .collect(),
-        octets: idx
-            .clone()
-            .map(|i| i.wrapping_mul(31).wrapping_add(7) as u8)
-            .collect(),
-        strings: idx
-            .clone()
-            .map(|i| {
-                char::from(b'A' + (i % 26) as u8)
-                    .to_string()
-                    .repeat((i % 13) as usize)
-            })
-            .collect(),
-        points: idx
-            .clone()
-            .map(|i| Point {
-                x: i as i32,
-                y: -(i as i32),
-            })
-            .collect(),
-        samples: idx
-            .map(|i| Sample {
-                name: format!("sample-{i}"),
-                value: f64::from(i) * 0.5,
-                tag: i as i16,
-                flag: i as u8,
-            })
-            .collect(),
-    }
-}
-
-// ---------------------------------------------------------------------
-// Armillary's `Differential::Echo` servant.
-
-struct Echo {
-    /// `echo_sequences` calls whose argument differed from what
-    /// `make_sequences` makes (omniORB's client sends exactly that).
-    unexpected_sequences: AtomicUsize,
-    /// `echo_sequences` calls.
-    sequences: AtomicUsize,
-}
-
-impl Servant for Echo {
-    fn repository_id(&self) -> &'static str {
-        "IDL:Differential/Echo:1.0"
-    }
-
-    fn is_a(&self, repository_id: &str) -> bool {
-        repository_id == "IDL:Differential/Echo:1.0"
-    }
-
-    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
-        match req.operation() {
-            "echo_any" => {
-                let v = Any::decode(req.args()).map_err(marshal)?;
-                v.encode(req.results()).map_err(marshal)
-            }
-            "encode_any" => {
-                let v = Any::decode(req.args()).map_err(marshal)?;
-                let big = req.args().read_bool().map_err(marshal)?;
-                let order = if big {
-                    ByteOrder::Big
-                } else {
-                    ByteOrder::Little
-                };
-                req.results()
-                    .write_octet_seq(&encapsulate(&v, order))
-                    .map_err(marshal)
-            }
-            "echo_tail" => {
-                let a: Vec<i64> = req.args().read().map_err(marshal)?;
-                let b = req.args().read_long().map_err(marshal)?;
-                let w = req.results();
-                w.write(&a).map_err(marshal)?;
-                w.write_long(b);
-                Ok(())
-            }
-            "sum_longlongs" => {
-                let v: Vec<i64> = req.args().read().map_err(marshal)?;
-                let sum = v.iter().fold(0i64, |s, x| s.wrapping_add(*x));
-                req.results().write_longlong(sum);
-                Ok(())
-            }
-            "make_points" => {
-                let n = req.args().read_long().map_err(marshal)?.max(0);
-                let points: Vec<Point> = (0..n).map(|i| Point { x: i, y: -i }).collect();
-                req.results().write(&points).map_err(marshal)
-            }
-            "make_samples" => {
-                let n = req.args().read_long().map_err(marshal)?.max(0);
-                req.results().write(&make_samples(n)).map_err(marshal)
-            }
-            "echo_sequences" => {
-                let v: Sequences = req.args().read().map_err(marshal)?;
-                self.sequences.fetch_add(1, Ordering::SeqCst);
-                if v != make_sequences(v.shorts.len() as u32) {
-                    self.unexpected_sequences.fetch_add(1, Ordering::SeqCst);
-                }
-                req.results().write(&v).map_err(marshal)
-            }
-            _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
-        }
-    }
-}
-
-/// An Armillary ORB serving an [`Echo`], with its IOR written to a file
-/// for omniORB's client.
-struct EchoServer {
-    orb: Orb,
-    echo: Arc<Echo>,
-    object: ObjectRef,
-}
-
-impl EchoServer {
-    fn start() -> EchoServer {
-        let orb = Orb::with_config(OrbConfig::default()).unwrap();
-        let poa = orb.root_poa();
-        poa.manager().activate().unwrap();
-        let echo = Arc::new(Echo {
-            unexpected_sequences: AtomicUsize::new(0),
-            sequences: AtomicUsize::new(0),
-        });
-        let servant: Arc<dyn Servant> = echo.clone();
-        let object = poa.servant_to_reference(&servant).unwrap();
-        EchoServer { orb, echo, object }
-    }
-
-    /// Writes the IOR (with its IIOP port replaced by `port`, if given)
-    /// to a file in `dir` and returns the file.
-    fn ior_file(&self, dir: &Path, tag: &str, port: Option<u16>) -> std::path::PathBuf {
-        let ior = match port {
-            Some(port) => with_port(self.object.ior(), port),
-            None => self.object.ior().clone(),
-        };
-        let file = dir.join(format!("diff-{tag}-{}.ior", std::process::id()));
-        std::fs::write(&file, ior.to_string()).unwrap();
-        file
-    }
-}
-
-impl Drop for EchoServer {
-    fn drop(&mut self) {
-        self.orb.shutdown(WaitForCompletion::Yes).unwrap();
-    }
-}
-
-/// `ior` with its first IIOP profile's port replaced.
-fn with_port(ior: &Ior, port: u16) -> Ior {
-    let mut body: ProfileBody = ior
-        .iiop_profiles()
-        .into_iter()
-        .next()
-        .expect("an IIOP profile");
-    body.port = port;
-    Ior::iiop(&ior.type_id, &body).unwrap()
-}
-
-// ---------------------------------------------------------------------
-// A relay that counts the GIOP messages crossing it.
-
-/// What crossed a [`Relay`] in one direction.
-#[derive(Debug, Default, Clone)]
-struct Traffic {
-    messages: usize,
-    /// Fragment messages.
-    fragments: usize,
-    /// Messages that said more fragments follow.
-    more_fragments: usize,
-}
-
-/// A TCP relay on loopback to `target` that counts the GIOP messages in
-/// each direction (client to server, server to client), to show that
-/// the messages of the fragmentation tests really were fragmented.
-struct Relay {
-    port: u16,
-    stop: Arc<AtomicBool>,
-    traffic: Arc<Mutex<[Traffic; 2]>>,
-}
-
-impl Relay {
-    fn start(target: (String, u16)) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let traffic = Arc::new(Mutex::new([Traffic::default(), Traffic::default()]));
-        let (stop2, traffic2) = (stop.clone(), traffic.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                if stop2.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(client) = client else { continue };
-                let Ok(server) = TcpStream::connect((target.0.as_str(), target.1)) else {
-                    continue;
-                };
-                for (from, to, dir) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap(), 0),
-                    (server, client, 1),
-                ] {
-                    let traffic = traffic2.clone();
-                    std::thread::spawn(move || pump(from, to, &traffic, dir));
-                }
-            }
-        });
-        Relay {
-            port,
-            stop,
-            traffic,
-        }
-    }
-
-    fn traffic(&self) -> [Traffic; 2] {
-        self.traffic.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accepting thread so that it sees `stop`.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
-
-/// Copies `from` to `to`, counting GIOP messages, until either closes.
-fn pump(mut from: TcpStream, mut to: TcpStream, traffic: &Mutex<[Traffic; 2]>, dir: usize) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut header = Vec::with_capacity(12);
-    let mut body_left = 0usize;
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
-        let mut chunk = &buf[..n];
-        while !chunk.is_empty() {
-            if body_left > 0 {
-                let k = body_left.min(chunk.len());
-                body_left -= k;
-                chunk = &chunk[k..];
-                continue;
-            }
-            let k = (12 - header.len()).min(chunk.len());
-            header.extend_from_slice(&chunk[..k]);
-            chunk = &chunk[k..];
-            if header.len() == 12 {
-                let Ok(h) = MessageHeader::decode(&header) else {
-                    return;
-                };
-                let mut t = traffic.lock().unwrap();
-                t[dir].messages += 1;
-                t[dir].fragments += usize::from(h.message_type == MessageType::Fragment);
-                t[dir].more_fragments += usize::from(h.more_fragments);
-                body_left = h.size as usize;
-                header.clear();
-            }
-        }
-    }
-    let _ = to.shutdown(Shutdown::Write);
-}
-
-// ---------------------------------------------------------------------
 // Random anys, Armillary as the client.
 
 #[test]
@@ -1138,9 +643,16 @@ fn random_anys_through_omniorb_compare_values_and_bytes() {
             failure_persistence: None,
             ..Config::default()
         });
+        let refused = AtomicUsize::new(0);
         let result = runner.run(&any_value(Chars::of(version)), |any| {
-            let back = call(&obj, "echo_any", &|w| any.encode(w), Any::decode)
-                .map_err(|e| TestCaseError::fail(format!("GIOP {version} echo_any: {e}")))?;
+            let back = match call(&obj, "echo_any", &|w| any.encode(w), Any::decode) {
+                Err(e) if refused_as_ambiguous(&e, version, &any.value) => {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                    return Ok(());
+                }
+                other => other
+                    .map_err(|e| TestCaseError::fail(format!("GIOP {version} echo_any: {e}")))?,
+            };
             prop_assert_eq!(&back, &any, "GIOP {} echo_any", version);
             for order in [ByteOrder::Little, ByteOrder::Big] {
                 let big = order == ByteOrder::Big;
@@ -1167,7 +679,46 @@ fn random_anys_through_omniorb_compare_values_and_bytes() {
         if let Err(e) = result {
             panic!("{e}");
         }
+        println!(
+            "GIOP {version}: {} replies refused as ambiguous",
+            refused.load(Ordering::SeqCst)
+        );
         orb.shutdown(WaitForCompletion::Yes).unwrap();
+    }
+}
+
+/// Whether `e` is Armillary refusing a GIOP 1.1 message whose blocks of
+/// 8-byte values both of omniORB's layouts read completely, for a value
+/// that holds such a block: the one refusal these tests allow, since it is
+/// no wrong value (see `armillary_giop::cdr::fragments`, whose unit tests
+/// check that it happens only when both layouts read the message).
+fn refused_as_ambiguous(e: &SystemException, version: GiopVersion, value: &DynValue) -> bool {
+    version == GiopVersion::V1_1
+        && e.kind() == SystemExceptionKind::Marshal
+        && e.minor() == minor::FRAGMENT_AMBIGUOUS
+        && holds_8_byte_block(value)
+}
+
+/// Whether a value holds a sequence or array of 8-byte primitive values.
+fn holds_8_byte_block(v: &DynValue) -> bool {
+    match v {
+        DynValue::Sequence(items) => {
+            matches!(
+                items.first(),
+                Some(
+                    DynValue::LongLong(_)
+                        | DynValue::ULongLong(_)
+                        | DynValue::Double(_)
+                        | DynValue::LongDouble(_)
+                )
+            ) || items.iter().any(holds_8_byte_block)
+        }
+        DynValue::Any(inner) => holds_8_byte_block(&inner.value),
+        DynValue::Struct(members) => members.iter().any(holds_8_byte_block),
+        DynValue::Union { member, .. } => {
+            member.as_ref().is_some_and(|(_, m)| holds_8_byte_block(m))
+        }
+        _ => false,
     }
 }
 
@@ -1180,7 +731,7 @@ fn omniorb_client_decodes_random_anys_and_checks_the_armillary_echo() {
         return;
     }
     let peers = build_peers();
-    let server = EchoServer::start();
+    let server = EchoServer::start(make_sequences);
     let ior_file = server.ior_file(&peers, "anys", None);
     for version in VERSIONS {
         let mut runner = TestRunner::new(Config {
@@ -1216,18 +767,46 @@ fn omniorb_client_decodes_random_anys_and_checks_the_armillary_echo() {
         );
         let _ = std::fs::remove_file(&anys_file);
         let summary = run.stdout.lines().last().unwrap_or("");
+        // An any whose request Armillary refused as ambiguous (see
+        // `refused_as_ambiguous`) fails once, and its other checks are not
+        // made.
+        let refused: BTreeSet<usize> = run
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("FAIL any "))
+            .filter(|l| {
+                l.ends_with(&format!(
+                    ": system exception MARSHAL minor {:#x}",
+                    minor::FRAGMENT_AMBIGUOUS
+                ))
+            })
+            .filter_map(|l| l.split([' ', ':']).next()?.parse().ok())
+            .filter(|i: &usize| {
+                version == GiopVersion::V1_1 && holds_8_byte_block(&batch[*i].value)
+            })
+            .collect();
+        println!(
+            "GIOP {version}: {} requests refused as ambiguous",
+            refused.len()
+        );
         let failed: BTreeSet<usize> = run
             .stdout
             .lines()
             .filter_map(|l| l.strip_prefix("FAIL any "))
             .filter_map(|l| l.split([' ', ':']).next()?.parse().ok())
+            .filter(|i| !refused.contains(i))
             .collect();
         let failed: Vec<String> = failed
             .into_iter()
             .map(|i| format!("any {i}: {:?}", batch[i]))
             .collect();
         assert!(
-            run.success && summary == format!("{} passed, 0 failed", 3 * CASES as usize + 1),
+            summary
+                == format!(
+                    "{} passed, {} failed",
+                    3 * (CASES as usize - refused.len()) + 1,
+                    refused.len()
+                ),
             "GIOP {version}:\n{}\n{}\nfailed anys:\n{}",
             run.stdout,
             run.stderr,
@@ -1277,7 +856,11 @@ fn omniorb_client_decodes_random_anys_and_checks_the_armillary_echo() {
             }
             compared += 1;
         }
-        assert_eq!(compared, CASES, "GIOP {version}: omniORB's encodings");
+        assert_eq!(
+            compared,
+            CASES as usize - refused.len(),
+            "GIOP {version}: omniORB's encodings"
+        );
     }
     let _ = std::fs::remove_file(&ior_file);
 }
@@ -1285,10 +868,13 @@ fn omniorb_client_decodes_random_anys_and_checks_the_armillary_echo() {
 // ---------------------------------------------------------------------
 // Every kind of sequence, fragmented.
 
-/// Elements in each sequence: about 280 KB in all, some 30 fragments of
-/// omniORB's 8 KiB buffers; odd, so fragment boundaries fall at varied
-/// places inside values.
-const FRAGMENTED: u32 = 3001;
+/// Elements in each sequence: 1,001 (8 KB blocks of 8-byte values, which
+/// omniORB's C++ library cuts and runs on unaligned after a fragment
+/// header, since it sends only blocks of 16 KiB or more in one piece) and
+/// 3,001 (about 280 KB in all, some 30 fragments of omniORB's 8 KiB
+/// buffers; odd, so fragment boundaries fall at varied places inside
+/// values).
+const FRAGMENTED: [u32; 2] = [1001, 3001];
 
 #[test]
 fn every_kind_of_sequence_in_fragmented_replies_from_omniorb() {
@@ -1297,27 +883,29 @@ fn every_kind_of_sequence_in_fragmented_replies_from_omniorb() {
     }
     let peers = build_peers();
     let (_server, ior) = start_diff_server(&peers, "fragments", &[]);
-    let sent = make_sequences(FRAGMENTED);
     for version in VERSIONS {
         let orb = client_orb(version);
         let target = orb.string_to_object(&ior).unwrap();
         let profile = target.ior().iiop_profiles().into_iter().next().unwrap();
-        let relay = Relay::start((profile.host.clone(), profile.port));
-        let obj = orb
-            .string_to_object(&with_port(target.ior(), relay.port).to_string())
-            .unwrap();
-        let back: Sequences =
-            call(&obj, "echo_sequences", &|w| sent.encode(w), |r| r.read()).unwrap();
-        assert!(back == sent, "GIOP {version}: echo_sequences differs");
-        let [request, reply] = relay.traffic();
-        println!("GIOP {version}: requests {request:?}, replies {reply:?}");
-        // Armillary sends whole messages; omniORB fragments its reply in
-        // 1.1 and 1.2.
-        assert_eq!(request.fragments, 0, "GIOP {version}");
-        if version == GiopVersion::V1_0 {
-            assert_eq!(reply.fragments, 0, "GIOP 1.0 has no fragments");
-        } else {
-            assert!(reply.fragments >= 10, "GIOP {version}: {reply:?}");
+        for n in FRAGMENTED {
+            let sent = make_sequences(n);
+            let relay = Relay::start((profile.host.clone(), profile.port));
+            let obj = orb
+                .string_to_object(&with_port(target.ior(), relay.port).to_string())
+                .unwrap();
+            let back: Sequences =
+                call(&obj, "echo_sequences", &|w| sent.encode(w), |r| r.read()).unwrap();
+            assert!(back == sent, "GIOP {version}, {n}: echo_sequences differs");
+            let [request, reply] = relay.traffic();
+            println!("GIOP {version}, {n}: requests {request:?}, replies {reply:?}");
+            // Armillary sends whole messages; omniORB fragments its reply in
+            // 1.1 and 1.2.
+            assert_eq!(request.fragments, 0, "GIOP {version}");
+            if version == GiopVersion::V1_0 {
+                assert_eq!(reply.fragments, 0, "GIOP 1.0 has no fragments");
+            } else {
+                assert!(reply.fragments >= 3, "GIOP {version}: {reply:?}");
+            }
         }
         orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
@@ -1329,35 +917,37 @@ fn every_kind_of_sequence_in_fragmented_requests_from_omniorb() {
         return;
     }
     let peers = build_peers();
-    let server = EchoServer::start();
+    let server = EchoServer::start(make_sequences);
     let endpoint = server.object.ior().iiop_profiles()[0].clone();
     for version in VERSIONS {
-        let relay = Relay::start((endpoint.host.clone(), endpoint.port));
-        let ior_file = server.ior_file(&peers, "fragments", Some(relay.port));
-        let before = server.echo.sequences.load(Ordering::SeqCst);
-        let run = run_diff_client(
-            &peers,
-            "sequences",
-            &ior_file,
-            &FRAGMENTED.to_string(),
-            &["-ORBmaxGIOPVersion", &version.to_string()],
-        );
-        let _ = std::fs::remove_file(&ior_file);
-        assert!(
-            run.success,
-            "GIOP {version}:\n{}\n{}",
-            run.stdout, run.stderr
-        );
-        assert!(run.passed("echo_sequences"), "{}", run.stdout);
-        assert_eq!(server.echo.sequences.load(Ordering::SeqCst), before + 1);
-        let [request, reply] = relay.traffic();
-        println!("GIOP {version}: requests {request:?}, replies {reply:?}");
-        if version == GiopVersion::V1_0 {
-            assert_eq!(request.fragments, 0, "GIOP 1.0 has no fragments");
-        } else {
-            assert!(request.fragments >= 10, "GIOP {version}: {request:?}");
+        for n in FRAGMENTED {
+            let relay = Relay::start((endpoint.host.clone(), endpoint.port));
+            let ior_file = server.ior_file(&peers, "fragments", Some(relay.port));
+            let before = server.echo.sequences.load(Ordering::SeqCst);
+            let run = run_diff_client(
+                &peers,
+                "sequences",
+                &ior_file,
+                &n.to_string(),
+                &["-ORBmaxGIOPVersion", &version.to_string()],
+            );
+            let _ = std::fs::remove_file(&ior_file);
+            assert!(
+                run.success,
+                "GIOP {version}, {n}:\n{}\n{}",
+                run.stdout, run.stderr
+            );
+            assert!(run.passed("echo_sequences"), "{}", run.stdout);
+            assert_eq!(server.echo.sequences.load(Ordering::SeqCst), before + 1);
+            let [request, reply] = relay.traffic();
+            println!("GIOP {version}, {n}: requests {request:?}, replies {reply:?}");
+            if version == GiopVersion::V1_0 {
+                assert_eq!(request.fragments, 0, "GIOP 1.0 has no fragments");
+            } else {
+                assert!(request.fragments >= 3, "GIOP {version}: {request:?}");
+            }
+            assert_eq!(reply.fragments, 0, "Armillary sends whole messages");
         }
-        assert_eq!(reply.fragments, 0, "Armillary sends whole messages");
     }
     assert_eq!(
         server.echo.unexpected_sequences.load(Ordering::SeqCst),
@@ -1444,7 +1034,7 @@ fn issue_9_defect_1_empty_primitive_sequences_with_omniorb() {
         orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
     // omniORB's client against an Armillary server.
-    let server = EchoServer::start();
+    let server = EchoServer::start(make_sequences);
     let ior_file = server.ior_file(&peers, "defect1", None);
     for version in VERSIONS {
         let run = run_diff_client(
@@ -1480,7 +1070,7 @@ fn issue_9_defect_2_fragmented_long_longs_from_an_omniorb_client() {
         return;
     }
     let peers = build_peers();
-    let server = EchoServer::start();
+    let server = EchoServer::start(make_sequences);
     let endpoint = server.object.ior().iiop_profiles()[0].clone();
     for version in VERSIONS {
         let relay = Relay::start((endpoint.host.clone(), endpoint.port));

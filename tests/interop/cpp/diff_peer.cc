@@ -205,7 +205,9 @@ static int run_anys(CORBA::ORB_ptr orb, Differential::Echo_ptr e, const char* fi
       std::cout << "omniorb " << (index - 1) << " " << to_hex(little.data(), little.size()) << " "
                 << to_hex(big.data(), big.size()) << std::endl;
     } catch (CORBA::SystemException& ex) {
-      check(false, what.str() + ": system exception " + ex._name());
+      std::ostringstream minor;
+      minor << std::hex << ex.minor();
+      check(false, what.str() + ": system exception " + ex._name() + " minor 0x" + minor.str());
     } catch (CORBA::Exception& ex) {
       check(false, what.str() + ": exception " + ex._name());
     }

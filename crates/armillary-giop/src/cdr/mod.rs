@@ -14,12 +14,14 @@
 
 pub mod codeset;
 mod fixed;
+pub mod fragments;
 mod long_double;
 mod read;
 mod write;
 
 pub use codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 pub use fixed::{Fixed, FixedError};
+pub use fragments::BlockLayout;
 pub use long_double::LongDouble;
 pub use read::CdrReader;
 pub use write::CdrWriter;
@@ -141,6 +143,25 @@ pub enum CdrError {
     /// A length or count that does not fit in the 32 bits CDR gives it.
     #[error("length {0} does not fit in a CDR unsigned long")]
     TooLong(usize),
+    /// A GIOP 1.1 fragment boundary inside a single value, which no sender
+    /// writes (the spec forbids it).
+    #[error("a GIOP 1.1 fragment boundary splits the value at offset {offset}")]
+    SplitByFragment {
+        /// Where the value starts.
+        offset: usize,
+    },
+    /// A block of 8-byte values (a sequence or array) that a GIOP 1.1
+    /// fragment boundary cuts, which omniORB's C++ library and omniORBpy
+    /// lay out differently, and which the message as a whole does not
+    /// tell apart (see [`fragments`]).
+    #[error(
+        "the block of values at offset {offset} crosses a GIOP 1.1 fragment boundary, \
+         and its layout cannot be told for certain"
+    )]
+    AmbiguousFragment {
+        /// Where the block starts.
+        offset: usize,
+    },
 }
 
 /// The deepest nesting a reader accepts (TypeCodes within TypeCodes, Anys
@@ -213,30 +234,22 @@ macro_rules! primitive {
             }
 
             fn decode_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
-                // An empty sequence is its length alone: no padding.
-                if n == 0 {
-                    return Ok(Vec::new());
-                }
-                // The values are aligned once, at the first, and then run
-                // on without gaps, also across GIOP 1.1 fragment
-                // boundaries: omniORB copies such an array into its
-                // fragments as one block of octets, so the data after a
-                // boundary continues where the last fragment stopped
-                // (even inside a value) instead of restarting alignment
-                // at the new fragment's header as single values do.
-                r.align_block($size)?;
-                let bytes = r.read_octets(n.checked_mul($size).ok_or(CdrError::TooLong(n))?)?;
+                // The values are copied in bulk; across GIOP 1.1 fragment
+                // boundaries the block may come in several runs (see
+                // `fragments`). An empty sequence is its length alone.
+                let block = r.read_block(n, $size)?;
                 let order = r.byte_order();
-                Ok(bytes
-                    .chunks_exact($size)
-                    .map(|c| {
+                let mut items = Vec::with_capacity(n);
+                for part in block.parts() {
+                    items.extend(part.chunks_exact($size).map(|c| {
                         let a = c.try_into().unwrap_or([0; $size]);
                         match order {
                             crate::ByteOrder::Big => <$ty>::from_be_bytes(a),
                             crate::ByteOrder::Little => <$ty>::from_le_bytes(a),
                         }
-                    })
-                    .collect())
+                    }));
+                }
+                Ok(items)
             }
         }
     };
@@ -399,6 +412,22 @@ impl CdrDecode for LongDouble {
 
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         r.read_long_double()
+    }
+
+    fn decode_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
+        let block = r.read_block(n, 16)?;
+        let order = r.byte_order();
+        let mut items = Vec::with_capacity(n);
+        for part in block.parts() {
+            items.extend(part.chunks_exact(16).map(|c| {
+                let a: [u8; 16] = c.try_into().unwrap_or([0; 16]);
+                match order {
+                    crate::ByteOrder::Big => LongDouble::from_be_bytes(a),
+                    crate::ByteOrder::Little => LongDouble::from_le_bytes(a),
+                }
+            }));
+        }
+        Ok(items)
     }
 }
 

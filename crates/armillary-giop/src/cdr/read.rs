@@ -2,6 +2,7 @@
 //! every length before it reads.
 
 use super::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
+use super::fragments::BlockLayout;
 use super::write::{char_set_name, wchar_set_name};
 use super::{CdrDecode, CdrError, Fixed, LongDouble, MAX_DEPTH};
 use crate::version::{ByteOrder, GiopVersion};
@@ -10,17 +11,20 @@ use crate::version::{ByteOrder, GiopVersion};
 /// checks what is left first and reports a [`CdrError`] with the offset.
 #[derive(Debug, Clone)]
 pub struct CdrReader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    pub(super) buf: &'a [u8],
+    pub(super) pos: usize,
     /// Stream offset of `buf[0]`.
-    align_base: usize,
+    pub(super) align_base: usize,
     order: ByteOrder,
     version: GiopVersion,
     codesets: CodeSets,
     depth: u32,
     /// Indices where a GIOP 1.1 fragment's data starts: from each one on,
-    /// alignment counts as if the fragment's 12-byte header preceded it.
-    rebase: &'a [usize],
+    /// alignment counts as if the fragment's 12-byte header preceded it
+    /// (see [`fragments`](super::fragments)).
+    pub(super) fragment_starts: &'a [usize],
+    /// How a block of primitive values cut by one of those starts is read.
+    pub(super) layout: BlockLayout,
 }
 
 impl<'a> CdrReader<'a> {
@@ -34,27 +38,8 @@ impl<'a> CdrReader<'a> {
             version,
             codesets: CodeSets::DEFAULT,
             depth: 0,
-            rebase: &[],
-        }
-    }
-
-    /// Marks where the data of each GIOP 1.1 fragment starts in a
-    /// reassembled message (ascending indices). GIOP 1.1 aligns fragment
-    /// data relative to the fragment's own header, so alignment restarts
-    /// at each of these points (as offset 12).
-    pub fn with_fragment_starts(mut self, starts: &'a [usize]) -> Self {
-        self.rebase = starts;
-        self
-    }
-
-    /// The offset alignment is computed on.
-    fn align_offset(&self) -> usize {
-        if self.rebase.is_empty() {
-            return self.align_base + self.pos;
-        }
-        match self.rebase.partition_point(|&r| r <= self.pos) {
-            0 => self.align_base + self.pos,
-            k => crate::giop::HEADER_SIZE + (self.pos - self.rebase[k - 1]),
+            fragment_starts: &[],
+            layout: BlockLayout::Undecided,
         }
     }
 
@@ -146,46 +131,19 @@ impl<'a> CdrReader<'a> {
     /// fragment's header: omniORB pads to the end of a full fragment, then
     /// aligns again in the next one.
     pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
-        loop {
-            let pad = (n - self.align_offset() % n) % n;
-            if pad > self.remaining() {
-                return Err(self.end(pad));
-            }
-            let next_start = self
-                .rebase
-                .get(self.rebase.partition_point(|&r| r <= self.pos))
-                .copied();
-            match next_start {
-                Some(start) if pad > 0 && start <= self.pos + pad => self.pos = start,
-                _ => {
-                    self.pos += pad;
-                    return Ok(());
-                }
-            }
+        let aligned = if self.fragment_starts.is_empty() {
+            self.pos + (n - (self.align_base + self.pos) % n) % n
+        } else {
+            self.aligned_index(self.pos, n)
+        };
+        if aligned > self.buf.len() {
+            return Err(self.end(aligned - self.pos));
         }
-    }
-
-    /// Aligns for a block of `n`-byte values copied as one run of octets
-    /// (a sequence or array of a primitive type): the padding is computed
-    /// once, and the block starts where it ends even if that is the start
-    /// of a GIOP 1.1 fragment. omniORB copies such a block into whatever
-    /// room is left in its buffer and continues it, unaligned, right after
-    /// the next fragment's header. So at a fragment's very start the block
-    /// needs no padding: it continues from the end of the previous
-    /// fragment, which omniORB fills to an 8-byte boundary.
-    pub fn align_block(&mut self, n: usize) -> Result<(), CdrError> {
-        if self.rebase.binary_search(&self.pos).is_ok() {
-            return Ok(());
-        }
-        let pad = (n - self.align_offset() % n) % n;
-        if pad > self.remaining() {
-            return Err(self.end(pad));
-        }
-        self.pos += pad;
+        self.pos = aligned;
         Ok(())
     }
 
-    fn end(&self, needed: usize) -> CdrError {
+    pub(super) fn end(&self, needed: usize) -> CdrError {
         CdrError::UnexpectedEnd {
             offset: self.position(),
             needed,
@@ -210,6 +168,9 @@ impl<'a> CdrReader<'a> {
 
     fn take<const N: usize>(&mut self) -> Result<[u8; N], CdrError> {
         self.align(N)?;
+        if !self.fragment_starts.is_empty() {
+            self.check_not_split(N)?;
+        }
         let bytes = self.read_octets(N)?;
         let mut out = [0u8; N];
         out.copy_from_slice(bytes);
@@ -264,6 +225,7 @@ impl<'a> CdrReader<'a> {
     /// Reads a `long double` (16 octets, aligned to 8).
     pub fn read_long_double(&mut self) -> Result<LongDouble, CdrError> {
         self.align(8)?;
+        self.check_not_split(16)?;
         let bytes: [u8; 16] = self.read_octets(16)?.try_into().map_err(|_| self.end(16))?;
         Ok(match self.order {
             ByteOrder::Big => LongDouble::from_be_bytes(bytes),

@@ -101,10 +101,16 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Decodes the message's header fields (aligned across GIOP 1.1
+    /// fragment boundaries as the fragments were).
+    pub fn message(&self) -> Result<Message, GiopError> {
+        Message::decode_fragmented(&self.bytes, &self.fragment_starts)
+    }
+
     /// Decodes the message and returns it with a reader at its body that
     /// knows the frame's fragment boundaries.
     pub fn decode(&self) -> Result<(Message, CdrReader<'_>), GiopError> {
-        let msg = Message::decode(&self.bytes)?;
+        let msg = self.message()?;
         let reader = msg
             .body_reader(&self.bytes)
             .with_fragment_starts(&self.fragment_starts);

@@ -358,6 +358,16 @@ impl Message {
     /// Decodes a whole message (header included, exactly `12 + size`
     /// bytes).
     pub fn decode(bytes: &[u8]) -> Result<Message, GiopError> {
+        Self::decode_fragmented(bytes, &[])
+    }
+
+    /// Decodes a GIOP 1.1 message reassembled from fragments whose data
+    /// starts at `fragment_starts` (see [`Frame`](super::Frame)): header
+    /// fields after a fragment boundary are aligned from that fragment.
+    pub fn decode_fragmented(
+        bytes: &[u8],
+        fragment_starts: &[usize],
+    ) -> Result<Message, GiopError> {
         let header = MessageHeader::decode(bytes)?;
         let actual = bytes.len() - HEADER_SIZE;
         if header.size as usize != actual {
@@ -368,7 +378,9 @@ impl Message {
         }
         let kind = header.message_type;
         let v = header.version;
-        let mut r = CdrReader::new(bytes, header.byte_order, v).with_position(HEADER_SIZE);
+        let mut r = CdrReader::new(bytes, header.byte_order, v)
+            .with_position(HEADER_SIZE)
+            .with_fragment_starts(fragment_starts);
         let cdr = |source| GiopError::Cdr { kind, source };
         let body = (|| -> Result<Result<MessageBody, GiopError>, CdrError> {
             Ok(Ok(match kind {

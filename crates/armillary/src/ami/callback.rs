@@ -27,7 +27,7 @@ use crate::object::{Invoker, ReplyMessage, ReplyOutcome};
 use crate::transport::reply::callback::Notify;
 
 /// A normal reply's decoder, as `sendc_<op>` passes it.
-type ResultDecoder<R> = Box<dyn FnOnce(&mut CdrReader<'_>) -> Result<R, CdrError> + Send>;
+type ResultDecoder<R> = Box<dyn FnMut(&mut CdrReader<'_>) -> Result<R, CdrError> + Send>;
 /// Where a callback's outcome goes (a reply handler's `<op>` or
 /// `<op>_excep`).
 type Delivery<R, E> = Box<dyn FnOnce(Result<R, ExceptionHolder<E>>) + Send>;
@@ -98,7 +98,7 @@ impl<R: Send + 'static, E: UserExceptionSet> CallbackCall<R, E> {
         let CallbackCall {
             pending,
             invoker,
-            result,
+            mut result,
             deliver,
             ..
         } = self;

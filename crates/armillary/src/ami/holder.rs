@@ -170,17 +170,23 @@ impl<E> ExceptionHolder<E> {
     /// A holder of the user exception a USER_EXCEPTION reply carries.
     pub(crate) fn from_user_exception_reply(reply: &ReplyMessage) -> Self {
         let start = reply.body_offset.min(reply.bytes.len());
+        // Alignment at the body's start counts from the message's start, or
+        // from the header of the GIOP 1.1 fragment the body starts in.
+        let align_base = match reply.fragment_starts.iter().rev().find(|s| **s <= start) {
+            Some(fragment) => armillary_giop::giop::HEADER_SIZE + (start - fragment),
+            None => start,
+        };
         ExceptionHolder {
             is_system_exception: false,
             byte_order: reply.byte_order,
             marshaled: reply.bytes[start..].to_vec(),
             version: reply.version,
             codesets: reply.codesets,
-            align_base: start,
+            align_base,
             fragment_starts: reply
                 .fragment_starts
                 .iter()
-                .filter(|s| **s >= start)
+                .filter(|s| **s > start)
                 .map(|s| s - start)
                 .collect(),
             _error: PhantomData,
@@ -232,11 +238,11 @@ impl<E: UserExceptionSet> ExceptionHolder<E> {
                 Err(e) => marshal(&e).into(),
             };
         }
-        let id = match r.read_string() {
-            Ok(id) => id,
-            Err(e) => return marshal(&e).into(),
-        };
-        match E::decode_user_exception(&id, &mut r) {
+        let decoded = r.decode_whole(|r| {
+            let id = r.read_string()?;
+            E::decode_user_exception(&id, r)
+        });
+        match decoded {
             Ok(Some(e)) => e,
             Ok(None) => {
                 SystemException::unknown(minor::UNLISTED_USER_EXCEPTION, CompletionStatus::Yes)
@@ -266,16 +272,17 @@ impl<E: UserExceptionSet> ExceptionHolder<E> {
                 .and_then(|e| e.encode_body(&mut out).ok())
                 .is_some()
         } else {
-            match r.read_string() {
-                Ok(id) => matches!(
-                    E::decode_user_exception(&id, &mut r)
-                        .ok()
-                        .flatten()
-                        .and_then(|e| e.encode_user_exception(&mut out)),
-                    Some(Ok(()))
-                ),
-                Err(_) => false,
-            }
+            let decoded = r.decode_whole(|r| {
+                let id = r.read_string()?;
+                E::decode_user_exception(&id, r)
+            });
+            matches!(
+                decoded
+                    .ok()
+                    .flatten()
+                    .and_then(|e| e.encode_user_exception(&mut out)),
+                Some(Ok(()))
+            )
         };
         if encoded {
             out.into_bytes()

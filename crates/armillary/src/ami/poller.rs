@@ -18,7 +18,7 @@ use crate::object::{decode_reply, Invoker, ReplyBody, ReplyMessage};
 /// A reply decoder as stubs write it (the shape of
 /// [`ObjectRef::invoke`](crate::ObjectRef::invoke)'s `result`).
 pub(crate) type Decoder<R, E> =
-    Box<dyn FnOnce(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send>;
+    Box<dyn FnMut(ReplyBody<'_, '_>) -> Result<Result<R, E>, CdrError> + Send>;
 
 /// The reply to an operation sent with
 /// [`ObjectRef::send_poller`](crate::ObjectRef::send_poller) (a generated

@@ -986,7 +986,7 @@ fn accept(state: &mut ReadState, frame: Frame) {
     };
     match header.message_type {
         MessageType::Reply | MessageType::LocateReply => {
-            let id = match armillary_giop::giop::Message::decode(&frame.bytes) {
+            let id = match frame.message() {
                 Ok(m) => m.body.request_id(),
                 Err(_) => None,
             };

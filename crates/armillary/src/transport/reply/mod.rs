@@ -257,10 +257,7 @@ mod tests {
 
     fn reply_id(outcome: &Awaited) -> Option<u32> {
         match outcome {
-            Awaited::Reply(f) => armillary_giop::giop::Message::decode(&f.bytes)
-                .ok()?
-                .body
-                .request_id(),
+            Awaited::Reply(f) => f.message().ok()?.body.request_id(),
             _ => None,
         }
     }

@@ -518,7 +518,7 @@ impl ServerConnection {
             return;
         }
         for frame in frames {
-            let Ok(msg) = Message::decode(&frame.bytes) else {
+            let Ok(msg) = frame.message() else {
                 continue;
             };
             if let MessageBody::Request(h) = &msg.body {
@@ -827,7 +827,7 @@ impl ServerConnection {
         filter: &dyn RequestFilter,
         frame: &Frame,
     ) -> Option<(Route, (GiopVersion, ByteOrder, u32, bool))> {
-        let msg = Message::decode(&frame.bytes).ok()?;
+        let msg = frame.message().ok()?;
         let MessageBody::Request(h) = &msg.body else {
             return None;
         };
@@ -861,7 +861,7 @@ impl ServerConnection {
         in_progress: Option<InProgress>,
         here: bool,
     ) {
-        let Ok(msg) = Message::decode(&frame.bytes) else {
+        let Ok(msg) = frame.message() else {
             self.message_error(reactor);
             return;
         };
@@ -1121,7 +1121,7 @@ impl ServerConnection {
             self.handle(reactor, frame, in_progress, false);
             return;
         }
-        let Ok(msg) = Message::decode(&frame.bytes) else {
+        let Ok(msg) = frame.message() else {
             return;
         };
         let MessageBody::Request(h) = &msg.body else {
