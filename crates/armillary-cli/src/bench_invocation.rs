@@ -89,10 +89,9 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::bench_cmd::{
-    message_sizes, omniorb_peers, start_omniorb_server, start_raw_server, wait_for_file, Peer,
-};
+use crate::bench_process::{message_sizes, start_raw_server, wait_for_file, Peer};
 use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars, Summary};
+use crate::omniorb_peers::{omniorb_peers, start_omniorb_server};
 
 /// The Rust generated from `invocation_bench.idl`.
 // The server side (servant trait, skeleton) is generated but unused here:
