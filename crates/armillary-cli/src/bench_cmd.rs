@@ -1,7 +1,8 @@
 //! `armillary bench`: performance measured against baselines in the same
 //! run. `latency` times synchronous two-way `echo_longlong` calls between
 //! two Armillary processes, a raw TCP ping-pong of the same message sizes,
-//! and omniORB client → omniORB server when omniORB is installed; the
+//! and omniORB client → omniORB server when omniORB is installed (its
+//! programs built on first use, see `omniorb_peers`); the
 //! contenders take turns, round after round, all pinned to the same CPUs.
 //! `invocation` reproduces the AMI paper's latency and throughput tables
 //! (see `bench_invocation`); `idl` times the IDL compiler (see
@@ -27,7 +28,7 @@ use serde_json::json;
 use crate::bench_process::{
     message_sizes, start_raw_server, wait_for_file, write_atomically, Peer,
 };
-use crate::omniorb_peers::{omniorb_peers, start_omniorb_server};
+use crate::omniorb_peers::Program;
 
 /// `armillary bench …`
 #[derive(Debug, Args)]
@@ -265,6 +266,9 @@ fn latency(
         crate::bench_report::Pinning::Here(pinning) => pinning,
     };
     eprintln!("pinning: {pinning}");
+    // omniORB's peers, built first if they are not yet; none (said once on
+    // stderr) when they cannot be.
+    let omni = crate::omniorb_peers::find();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir().join(format!("armillary-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -314,18 +318,14 @@ fn latency(
     let mut reply = vec![0u8; reply_size];
 
     // Contender 3: omniORB client → omniORB server.
-    let omni = omniorb_peers();
     let mut _omni_server = None;
-    let omni_ior = match &omni {
+    let omni_ior = match omni {
         Some(peers) => {
-            let (server, file) = start_omniorb_server(peers, &dir)?;
+            let (server, file) = peers.start_server(&dir)?;
             _omni_server = Some(server);
             Some(file)
         }
-        None => {
-            eprintln!("omniORB is not installed: no omniORB contender");
-            None
-        }
+        None => None,
     };
 
     let per_round = (calls / rounds).max(1);
@@ -362,9 +362,9 @@ fn latency(
             tcp.micros.push(t.elapsed().as_secs_f64() * 1e6);
         }
         bar.inc(1);
-        if let (Some(peers), Some(file)) = (&omni, &omni_ior) {
+        if let (Some(peers), Some(file)) = (omni, &omni_ior) {
             bar.set_message(format!("round {} omniORB", round + 1));
-            let out = Command::new(peers.join("bench_client"))
+            let out = Command::new(peers.program(Program::BenchClient))
                 .arg(file)
                 .arg(per_round.to_string())
                 .output()
