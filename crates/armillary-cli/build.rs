@@ -1,5 +1,7 @@
-//! Compiles `tests/interop/idl/invocation_bench.idl` (the one operation of
-//! `armillary bench invocation`) into `$OUT_DIR/invocation_bench.rs`.
+//! Compiles `omniorb-peers/idl/invocation_bench.idl` (a link to
+//! `tests/interop/idl/invocation_bench.idl`, inside the crate so that a
+//! packaged crate has it: the one operation of `armillary bench
+//! invocation`) into `$OUT_DIR/invocation_bench.rs`.
 
 use std::path::PathBuf;
 
@@ -11,7 +13,7 @@ fn main() {
         eprintln!("cargo sets CARGO_MANIFEST_DIR for build scripts");
         std::process::exit(1);
     };
-    let idl = PathBuf::from(manifest_dir).join("../../tests/interop/idl/invocation_bench.idl");
+    let idl = PathBuf::from(manifest_dir).join("omniorb-peers/idl/invocation_bench.idl");
     if let Err(e) = armillary_idl::Builder::new()
         .file(idl)
         .out_name("invocation_bench")

@@ -1,31 +1,34 @@
 //! `armillary bench`: performance measured against baselines in the same
 //! run. `latency` times synchronous two-way `echo_longlong` calls between
 //! two Armillary processes, a raw TCP ping-pong of the same message sizes,
-//! and omniORB client → omniORB server when omniORB is installed; the
+//! and omniORB client → omniORB server when omniORB is installed (its
+//! programs built on first use, see `omniorb_peers`); the
 //! contenders take turns, round after round, all pinned to the same CPUs.
 //! `invocation` reproduces the AMI paper's latency and throughput tables
 //! (see `bench_invocation`); `idl` times the IDL compiler (see
 //! `bench_idl`); `soak` runs mixed traffic for minutes and checks nothing
 //! is lost (see `bench_soak`); `threading` compares the server concurrency
 //! models (see `bench_threading`). What they share to report lives in
-//! `bench_report`.
+//! `bench_report`; their child processes and the raw TCP baseline in
+//! `bench_process`; omniORB's peer programs in `omniorb_peers`.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use armillary::giop::giop::{
-    MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, RequestHeader, TargetAddress,
-};
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
-use armillary::giop::{ByteOrder, GiopVersion};
 use armillary::runtime::ReplyBody;
-use armillary::{ObjectRef, Orb, Servant, ServerRequest};
+use armillary::{Orb, Servant, ServerRequest};
 use clap::{Args, Subcommand};
 use serde_json::json;
+
+use crate::bench_process::{
+    message_sizes, start_raw_server, wait_for_file, write_atomically, Peer,
+};
+use crate::omniorb_peers::Program;
 
 /// `armillary bench …`
 #[derive(Debug, Args)]
@@ -175,7 +178,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             port_file,
             request_size,
             reply_size,
-        } => serve_raw(&port_file, request_size, reply_size),
+        } => crate::bench_process::serve_raw(&port_file, request_size, reply_size),
     };
     match result {
         Ok(code) => code,
@@ -213,12 +216,6 @@ impl Servant for Echo {
     }
 }
 
-pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 fn serve_echo(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
     let (orb, _) = Orb::init(["-ORBConcurrency", concurrency]).map_err(|e| e.to_string())?;
     let poa = orb.root_poa();
@@ -230,78 +227,6 @@ fn serve_echo(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
     write_atomically(ior_file, &orb.object_to_string(&obj))?;
     orb.run().map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn serve_raw(port_file: &Path, request_size: usize, reply_size: usize) -> Result<ExitCode, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    write_atomically(port_file, &port.to_string())?;
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        let _ = stream.set_nodelay(true);
-        let mut request = vec![0u8; request_size];
-        let reply = vec![0u8; reply_size];
-        while stream.read_exact(&mut request).is_ok() {
-            if stream.write_all(&reply).is_err() {
-                break;
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Starts `armillary bench serve-raw` answering each `request_size`-byte
-/// message with a `reply_size`-byte one; returns it and its port.
-pub(crate) fn start_raw_server(
-    dir: &Path,
-    request_size: usize,
-    reply_size: usize,
-) -> Result<(Peer, u16), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let port_file = dir.join("raw.port");
-    let _ = std::fs::remove_file(&port_file);
-    let server = Peer(
-        Command::new(&exe)
-            .args(["bench", "serve-raw", "--port-file"])
-            .arg(&port_file)
-            .args([
-                "--request-size",
-                &request_size.to_string(),
-                "--reply-size",
-                &reply_size.to_string(),
-            ])
-            .spawn()
-            .map_err(|e| format!("cannot start the raw TCP server: {e}"))?,
-    );
-    let port = wait_for_file(&port_file)?
-        .parse()
-        .map_err(|_| "bad raw port".to_string())?;
-    Ok((server, port))
-}
-
-/// A child process killed when dropped.
-pub(crate) struct Peer(pub(crate) Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-pub(crate) fn wait_for_file(path: &Path) -> Result<String, String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if !text.trim().is_empty() {
-                return Ok(text.trim().to_owned());
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{} was never written", path.display()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -329,82 +254,6 @@ impl Samples {
     }
 }
 
-/// The Request and Reply sizes of one `echo_longlong` call to `obj`.
-pub(crate) fn message_sizes(obj: &ObjectRef) -> (usize, usize) {
-    let key = obj
-        .ior()
-        .iiop_profiles()
-        .first()
-        .map(|p| p.object_key.clone())
-        .unwrap_or_default();
-    let request = MessageBody::Request(RequestHeader {
-        request_id: 1,
-        response_flags: 3,
-        reserved: [0; 3],
-        target: TargetAddress::Key(key),
-        operation: "echo_longlong".into(),
-        service_contexts: Vec::new(),
-        requesting_principal: Vec::new(),
-    });
-    let reply = MessageBody::Reply(ReplyHeader {
-        request_id: 1,
-        reply_status: ReplyStatus::NoException,
-        service_contexts: Vec::new(),
-    });
-    let size = |body: &MessageBody| {
-        MessageBuilder::new(GiopVersion::V1_2, ByteOrder::NATIVE, body)
-            .map(|mut b| {
-                b.body().write_longlong(0);
-                b.finish(false).len()
-            })
-            .unwrap_or(64)
-    };
-    (size(&request), size(&reply))
-}
-
-fn workspace_root() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    exe.ancestors()
-        .find(|p| p.join("tests/interop/cpp/Makefile").exists())
-        .map(Path::to_path_buf)
-}
-
-/// The omniORB peers, built if omniORB is installed.
-pub(crate) fn omniorb_peers() -> Option<PathBuf> {
-    if !Path::new("/usr/include/omniORB4/CORBA.h").exists() {
-        return None;
-    }
-    let root = workspace_root()?;
-    let out = root.join("target/interop-cpp");
-    let ok = Command::new("make")
-        .arg("-s")
-        .arg(format!("OUT={}", out.display()))
-        .current_dir(root.join("tests/interop/cpp"))
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    ok.then_some(out)
-}
-
-/// omniORB's `interop_server` from `peers` on loopback, its IOR written to
-/// `dir/omni.ior`; returns it (killed when dropped) once the IOR is there.
-pub(crate) fn start_omniorb_server(peers: &Path, dir: &Path) -> Result<(Peer, PathBuf), String> {
-    let file = dir.join("omni.ior");
-    let _ = std::fs::remove_file(&file);
-    let server = Peer(
-        Command::new(peers.join("interop_server"))
-            .arg("--ior-file")
-            .arg(&file)
-            .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start omniORB's interop_server: {e}"))?,
-    );
-    wait_for_file(&file)?;
-    Ok((server, file))
-}
-
 fn latency(
     calls: usize,
     rounds: usize,
@@ -417,6 +266,9 @@ fn latency(
         crate::bench_report::Pinning::Here(pinning) => pinning,
     };
     eprintln!("pinning: {pinning}");
+    // omniORB's peers, built first if they are not yet; none (said once on
+    // stderr) when they cannot be.
+    let omni = crate::omniorb_peers::find();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir().join(format!("armillary-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -466,18 +318,14 @@ fn latency(
     let mut reply = vec![0u8; reply_size];
 
     // Contender 3: omniORB client → omniORB server.
-    let omni = omniorb_peers();
     let mut _omni_server = None;
-    let omni_ior = match &omni {
+    let omni_ior = match omni {
         Some(peers) => {
-            let (server, file) = start_omniorb_server(peers, &dir)?;
+            let (server, file) = peers.start_server(&dir)?;
             _omni_server = Some(server);
             Some(file)
         }
-        None => {
-            eprintln!("omniORB is not installed: no omniORB contender");
-            None
-        }
+        None => None,
     };
 
     let per_round = (calls / rounds).max(1);
@@ -514,9 +362,9 @@ fn latency(
             tcp.micros.push(t.elapsed().as_secs_f64() * 1e6);
         }
         bar.inc(1);
-        if let (Some(peers), Some(file)) = (&omni, &omni_ior) {
+        if let (Some(peers), Some(file)) = (omni, &omni_ior) {
             bar.set_message(format!("round {} omniORB", round + 1));
-            let out = Command::new(peers.join("bench_client"))
+            let out = Command::new(peers.program(Program::BenchClient))
                 .arg(file)
                 .arg(per_round.to_string())
                 .output()

@@ -43,7 +43,8 @@
 //!   `Orb::get_next_response`, many in flight;
 //! - `omniorb_ami`: omniORB's AMI client (`tests/interop/cpp/
 //!   ami_bench_client.cc`, `sendc_` and a reply handler) against omniORB's
-//!   server (`interop_server`), in the same run, as the baseline;
+//!   server (`interop_server`), in the same run, as the baseline (built
+//!   on first use into a cache directory, see `omniorb_peers`);
 //! - `raw_tcp`: no ORB, the same traffic over raw TCP, pipelined: messages
 //!   of the sizes of the GIOP request and reply, one thread writing each
 //!   request on its own, one reading the replies, `armillary bench
@@ -60,7 +61,8 @@
 //! machine's CPUs as the scheduler places them.
 //!
 //! **JSON** (`--json FILE`), every key always present, a form that was
-//! not measured (omniORB not installed, AMI not available) is `null`:
+//! not measured (not asked for, or omniORB's peers cannot be built: the
+//! reason is said on standard error) is `null`:
 //! - `latency.smi`, `latency.ami_callback`, `latency.ami_future`,
 //!   `latency.dii_deferred`: each `{calls, min_us, avg_us, max_us,
 //!   jitter_us}`;
@@ -89,10 +91,9 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::bench_cmd::{
-    message_sizes, omniorb_peers, start_omniorb_server, start_raw_server, wait_for_file, Peer,
-};
+use crate::bench_process::{message_sizes, start_raw_server, wait_for_file, Peer};
 use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars, Summary};
+use crate::omniorb_peers::{OmniorbPeers, Program};
 
 /// The Rust generated from `invocation_bench.idl`.
 // The server side (servant trait, skeleton) is generated but unused here:
@@ -318,8 +319,15 @@ fn run_in(options: &InvocationOptions, dir: &Path) -> Result<ExitCode, String> {
         write_json(out, &latency)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // omniORB's peers, built first if they are not yet; none (said once
+    // on stderr) when they cannot be.
+    let omniorb = if options.measures("omniorb_ami") {
+        crate::omniorb_peers::find()
+    } else {
+        None
+    };
     let (latency, latency_pinning) = pinned_latency(options, dir)?;
-    let throughput = throughput_phase(options, dir)?;
+    let throughput = throughput_phase(options, dir, omniorb)?;
 
     println!(
         "Table 1: latency of {} two-way calls, one at a time (µs; {latency_pinning})",
@@ -516,7 +524,11 @@ fn timed_calls(
 }
 
 /// Table 2: each form's calls as fast as it can make them.
-fn throughput_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::Value, String> {
+fn throughput_phase(
+    options: &InvocationOptions,
+    dir: &Path,
+    omniorb: Option<&OmniorbPeers>,
+) -> Result<serde_json::Value, String> {
     let in_flight = options.in_flight.max(1);
     let c = Contender::start(dir, &options.concurrency, in_flight)?;
     let calls = options.throughput_calls.max(1);
@@ -529,7 +541,10 @@ fn throughput_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_jso
             "smi_220" => smi_threads(&c.echo, 220, calls)?,
             "smi_7" => smi_threads(&c.echo, 7, calls)?,
             "dii_deferred" => dii_deferred(&c, calls, in_flight)?,
-            "omniorb_ami" => omniorb_ami(dir, calls, in_flight)?,
+            "omniorb_ami" => match omniorb {
+                Some(peers) => omniorb_ami(peers, dir, calls, in_flight)?,
+                None => serde_json::Value::Null,
+            },
             "ami_callback" => ami_callback(&c, calls, in_flight)?,
             "ami_future" => ami_future(&c, calls, in_flight)?,
             "raw_tcp" => raw_tcp(&c, dir, calls, in_flight)?,
@@ -630,15 +645,15 @@ fn dii_deferred(
     }))
 }
 
-/// omniORB's AMI client against omniORB's server; `null` when omniORB is
-/// not installed.
-fn omniorb_ami(dir: &Path, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
-    let Some(peers) = omniorb_peers() else {
-        eprintln!("omniORB is not installed: no omniorb_ami baseline");
-        return Ok(serde_json::Value::Null);
-    };
-    let (_server, ior_file) = start_omniorb_server(&peers, dir)?;
-    let out = Command::new(peers.join("ami_bench_client"))
+/// omniORB's AMI client against omniORB's server.
+fn omniorb_ami(
+    peers: &OmniorbPeers,
+    dir: &Path,
+    calls: usize,
+    in_flight: usize,
+) -> Result<serde_json::Value, String> {
+    let (_server, ior_file) = peers.start_server(dir)?;
+    let out = Command::new(peers.program(Program::AmiBenchClient))
         .arg(&ior_file)
         .arg(calls.to_string())
         .arg(in_flight.to_string())

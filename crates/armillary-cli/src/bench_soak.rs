@@ -29,7 +29,7 @@ use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::{ObjectRef, Orb, Servant, ServerRequest};
 use serde_json::json;
 
-use crate::bench_cmd::{wait_for_file, write_atomically, Peer};
+use crate::bench_process::{wait_for_file, write_atomically, Peer};
 
 /// What `armillary bench soak` is asked to do.
 pub struct SoakOptions {

@@ -10,12 +10,14 @@ use clap::{Parser, Subcommand};
 mod bench_cmd;
 mod bench_idl;
 mod bench_invocation;
+mod bench_process;
 mod bench_report;
 mod bench_soak;
 mod bench_threading;
 mod demo_cmd;
 mod idl_cmd;
 mod ior_cmd;
+mod omniorb_peers;
 
 /// Armillary, a CORBA ORB for Rust.
 #[derive(Debug, Parser)]

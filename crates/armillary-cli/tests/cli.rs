@@ -1,11 +1,24 @@
 //! The `armillary` command as a user runs it: `ior` output, JSON and error
-//! messages, `demo`, and `bench idl` errors.
+//! messages, `demo`, the benchmarks, and the cache of omniORB's peer
+//! programs that the benchmarks build.
 
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Runs `armillary ARGS`: exit code, standard output, standard error.
+/// omniORB's peers are built into (and reused from) a cache in the target
+/// directory, wherever that is, never the user's own cache.
 fn run(args: &[&str]) -> (i32, String, String) {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("armillary-cache");
+    run_with(args, &[("ARMILLARY_CACHE_DIR", cache.as_os_str())])
+}
+
+/// Runs `armillary ARGS` with `env` added to its environment.
+fn run_with(args: &[&str], env: &[(&str, &OsStr)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_armillary"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     (
@@ -374,7 +387,11 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     }
     assert_eq!(throughput["smi_220"]["threads"], 220, "{report}");
     assert_eq!(throughput["smi_7"]["threads"], 7, "{report}");
-    let omniorb = std::path::Path::new("/usr/include/omniORB4/CORBA.h").exists();
+    let omniorb = Path::new("/usr/include/omniORB4/CORBA.h").exists();
+    assert!(
+        !omniorb || !err.contains("no omniORB baseline"),
+        "omniORB is installed, yet: {err}"
+    );
     for form in [
         "smi_220",
         "smi_7",
@@ -447,5 +464,119 @@ fn bench_invocation_measures_only_the_forms_asked_for() {
         assert!(report["throughput"][form].is_null(), "{form}: {report}");
     }
     assert!(out.contains("not measured"), "{out}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A fresh directory for one test, under the target directory.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `bench invocation` measuring omniORB's AMI baseline only, with
+/// omniORB's peers cached in `cache`, and `env` added; returns standard
+/// error and the JSON's `throughput.omniorb_ami`.
+fn omniorb_ami_only(cache: &Path, env: &[(&str, &OsStr)]) -> (String, serde_json::Value) {
+    let json = cache.with_extension("json");
+    let mut env = env.to_vec();
+    env.push(("ARMILLARY_CACHE_DIR", cache.as_os_str()));
+    let (code, out, err) = run_with(
+        &[
+            "bench",
+            "invocation",
+            "--forms",
+            "omniorb_ami",
+            "--calls",
+            "1",
+            "--throughput-calls",
+            "50",
+            "--cpus",
+            "none",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (err, report["throughput"]["omniorb_ami"].clone())
+}
+
+/// The builds in a peers cache (its hidden work directories left out).
+fn builds(cache: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(cache.join("peers")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn bench_builds_omniorb_peers_once_into_its_cache_and_reuses_them() {
+    if !armillary_testkit::omniorb_available() {
+        return;
+    }
+    let dir = fresh_dir("peers-cache");
+    let cache = dir.join("cache");
+    let (err, ami) = omniorb_ami_only(&cache, &[]);
+    assert!(ami["calls_per_s"].as_f64().unwrap() > 0.0, "{ami}\n{err}");
+    assert_eq!(
+        err.matches("building omniORB's peer programs into").count(),
+        1,
+        "{err}"
+    );
+    let built = builds(&cache);
+    assert_eq!(built.len(), 1, "{built:?}");
+    for program in ["interop_server", "bench_client", "ami_bench_client"] {
+        assert!(
+            cache.join("peers").join(&built[0]).join(program).is_file(),
+            "no {program}"
+        );
+    }
+    // The second run finds them: nothing is built again.
+    let (err, ami) = omniorb_ami_only(&cache, &[]);
+    assert!(ami["calls_per_s"].as_f64().unwrap() > 0.0, "{ami}\n{err}");
+    assert!(!err.contains("building"), "{err}");
+    assert_eq!(builds(&cache), built);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bench_without_omniidl_says_what_to_install_once_and_reports_null() {
+    // A PATH with the build's other tools (those installed) but no omniidl.
+    let dir = fresh_dir("no-omniidl");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for tool in ["make", "g++", "pkg-config"] {
+        if let Some(found) = std::env::split_paths(&path)
+            .map(|d| d.join(tool))
+            .find(|p| p.is_file())
+        {
+            std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+        }
+    }
+    let cache = dir.join("cache");
+    let (err, ami) = omniorb_ami_only(&cache, &[("PATH", bin.as_os_str())]);
+    assert!(ami.is_null(), "{ami}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("no omniORB baseline: "))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("omniidl (omniORB's IDL compiler)"),
+        "{err}"
+    );
+    let install = said[0].split("`apt-get install -y ").nth(1).unwrap_or("");
+    assert!(install.split([' ', '`']).any(|p| p == "omniidl"), "{err}");
+    assert!(!err.contains("building"), "{err}");
+    assert!(builds(&cache).is_empty(), "{:?}", builds(&cache));
     let _ = std::fs::remove_dir_all(dir);
 }

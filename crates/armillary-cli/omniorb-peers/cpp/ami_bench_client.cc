@@ -1,0 +1,1 @@
+../../../../tests/interop/cpp/ami_bench_client.cc

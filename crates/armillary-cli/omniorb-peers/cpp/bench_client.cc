@@ -1,0 +1,1 @@
+../../../../tests/interop/cpp/bench_client.cc
