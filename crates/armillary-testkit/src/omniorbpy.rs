@@ -69,7 +69,13 @@ pub fn omniorbpy() -> &'static OmniOrbPy {
             );
             run(
                 Command::new(venv.join("bin/python"))
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--quiet",
+                        "--disable-pip-version-check",
+                    ])
                     .arg("-r")
                     .arg(requirements_file()),
                 "pip install -r tests/interop/python/requirements.txt (from PyPI)",
@@ -80,19 +86,23 @@ pub fn omniorbpy() -> &'static OmniOrbPy {
         let text = std::fs::read(&idl).expect("differential.idl is readable");
         let stubs = venv.join(format!("stubs-{:016x}", fnv1a(&text)));
         let compiled = stubs.join("compiled");
-        once(&lock, || compiled.exists(), || {
-            let _ = std::fs::remove_dir_all(&stubs);
-            std::fs::create_dir_all(&stubs).expect("the stubs directory can be made");
-            run(
-                Command::new(venv.join("bin/omniidl"))
-                    .arg("-bpython")
-                    .arg("-C")
-                    .arg(&stubs)
-                    .arg(&idl),
-                "omniidl -bpython differential.idl",
-            );
-            std::fs::write(&compiled, "").expect("the stubs can be marked");
-        });
+        once(
+            &lock,
+            || compiled.exists(),
+            || {
+                let _ = std::fs::remove_dir_all(&stubs);
+                std::fs::create_dir_all(&stubs).expect("the stubs directory can be made");
+                run(
+                    Command::new(venv.join("bin/omniidl"))
+                        .arg("-bpython")
+                        .arg("-C")
+                        .arg(&stubs)
+                        .arg(&idl),
+                    "omniidl -bpython differential.idl",
+                );
+                std::fs::write(&compiled, "").expect("the stubs can be marked");
+            },
+        );
         OmniOrbPy {
             python: venv.join("bin/python"),
             stubs,
