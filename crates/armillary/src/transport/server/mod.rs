@@ -17,8 +17,12 @@
 //! messages of all connections share one memory budget, a connection whose
 //! requests or queued replies pile up is not read until they drain
 //! (back-pressure), and connections beyond the connection limit are closed
-//! at once. A peer that closes its sending side gets the replies to what
-//! it sent, then the connection closes; out of descriptors, the acceptor
+//! at once. A peer that closes its sending side (or sends CloseConnection)
+//! gets the replies to what it sent, then the connection closes; one that
+//! sends what cannot be served (a stream the frame decoder rejects, a
+//! message that does not decode, one over the limits) gets the replies to
+//! what it sent before it, then MessageError, then the close, in every
+//! model (nothing after the bad message runs); out of descriptors, the acceptor
 //! waits for a connection to close (or the next tick) instead of spinning.
 //!
 //! **Invariant:** a connection is read by at most one thread at a time
