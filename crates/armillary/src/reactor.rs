@@ -8,7 +8,11 @@
 //! waiting and no hand-off of work between threads. Events one poll
 //! returned beyond the first wait in a queue for the followers, which take
 //! them before they poll again (a leader never sits on events another
-//! thread could be handling).
+//! thread could be handling). Posted tasks are units of work like events:
+//! a thread takes one per turn, and nobody waits in the poll while one is
+//! queued, so the tasks posted together (the requests of one read that
+//! the reading thread hands on: see `transport::server`) run on as many
+//! threads as are free.
 //!
 //! With no server threads at all (`ConcurrencyModel::ApplicationThreads`)
 //! the application drives the same reactor: [`Reactor::turn`] from
@@ -185,16 +189,18 @@ impl Reactor {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    /// Runs posted tasks, then takes one event (a queued one, or, as
-    /// leader, waiting up to `timeout` for one) and handles it. Returns
-    /// whether anything was done.
+    /// Does one unit of work: a posted task, else one event (a queued
+    /// one, or, as leader, waiting up to `timeout` for one), which it
+    /// handles. Returns whether anything was done.
     pub fn turn(self: &Arc<Self>, timeout: Option<Duration>) -> io::Result<bool> {
-        let mut did = self.run_tasks();
-        if let Some(ready) = self.next_event(timeout)? {
-            did |= self.dispatch(ready);
+        if self.run_one_task() {
+            return Ok(true);
         }
-        did |= self.run_tasks();
-        Ok(did)
+        match self.next_event(timeout)? {
+            Some(ready) => Ok(self.dispatch(ready)),
+            // Woken by a posted task.
+            None => Ok(self.run_one_task()),
+        }
     }
 
     /// As [`turn`](Self::turn), but without waiting for the poll while
@@ -202,7 +208,9 @@ impl Reactor {
     /// to do (that thread handles what arrives). For a thread that waits
     /// for something else too (see `transport::wait`).
     pub fn try_turn(self: &Arc<Self>, timeout: Option<Duration>) -> io::Result<Option<bool>> {
-        let mut did = self.run_tasks();
+        if self.run_one_task() {
+            return Ok(Some(true));
+        }
         let queued = self.ready.lock().pop_front();
         let ready = match queued {
             Some(ready) => Some(ready),
@@ -218,15 +226,13 @@ impl Reactor {
                         }
                     }
                 }
-                None if did => return Ok(Some(true)),
                 None => return Ok(None),
             },
         };
-        if let Some(ready) = ready {
-            did |= self.dispatch(ready);
+        match ready {
+            Some(ready) => Ok(Some(self.dispatch(ready))),
+            None => Ok(Some(self.run_one_task())),
         }
-        did |= self.run_tasks();
-        Ok(Some(did))
     }
 
     /// Whether a posted task, a polled event or a due tick is waiting.
@@ -247,9 +253,7 @@ impl Reactor {
     /// or one event (waiting up to `timeout` for one). Returns whether
     /// anything was done.
     pub fn perform_one(self: &Arc<Self>, timeout: Duration) -> io::Result<bool> {
-        let task = self.tasks.lock().pop_front();
-        if let Some(task) = task {
-            task();
+        if self.run_one_task() {
             return Ok(true);
         }
         if self.tick_if_due() {
@@ -282,11 +286,19 @@ impl Reactor {
     }
 
     /// Polls (the caller holds the poll lock) and queues what arrived.
+    /// It does not wait while a task is queued: a thread that polls takes
+    /// no task meanwhile, and the waker that announced the task may have
+    /// woken another poll already (its event does not come again).
     fn poll_into_queue(
         &self,
         guard: &mut (Poll, Events),
         timeout: Option<Duration>,
     ) -> io::Result<()> {
+        let timeout = if self.tasks.lock().is_empty() {
+            timeout
+        } else {
+            Some(Duration::ZERO)
+        };
         let (poll, events) = guard;
         match poll.poll(events, timeout) {
             Ok(()) => {}
@@ -319,23 +331,19 @@ impl Reactor {
         }
     }
 
-    fn run_one_task(&self) -> bool {
+    /// Runs the first posted task, if any: work of this reactor, like a
+    /// handler's (a reply awaited inside it is awaited serving this
+    /// reactor). True if it ran one.
+    fn run_one_task(self: &Arc<Self>) -> bool {
         let task = self.tasks.lock().pop_front();
         match task {
             Some(task) => {
+                let _handling = crate::transport::wait::handling(self);
                 task();
                 true
             }
             None => false,
         }
-    }
-
-    fn run_tasks(&self) -> bool {
-        let mut did = false;
-        while self.run_one_task() {
-            did = true;
-        }
-        did
     }
 
     fn tick_due(&self) -> bool {

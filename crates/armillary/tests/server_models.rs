@@ -991,3 +991,78 @@ fn a_single_thread_poa_serializes_its_upcalls_under_thread_per_request() {
     assert_eq!(latch.max_inside(), 1);
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
+
+/// `wait_for_release` blocks until `release` has run (bounded by
+/// [`DEADLINE`]) and answers 1, or 0 if it never ran; `release` answers
+/// at once.
+#[derive(Default)]
+struct Rendezvous {
+    released: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Servant for Rendezvous {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Rendezvous:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Rendezvous:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let bad = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::No);
+        let _ = req.args().read_long().map_err(bad)?;
+        let released = match req.operation() {
+            "wait_for_release" => {
+                let state = self.released.lock().unwrap();
+                let (state, _) = self
+                    .changed
+                    .wait_timeout_while(state, DEADLINE, |released| !*released)
+                    .unwrap();
+                *state
+            }
+            "release" => {
+                *self.released.lock().unwrap() = true;
+                self.changed.notify_all();
+                true
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        };
+        req.results().write_long(i32::from(released));
+        Ok(())
+    }
+}
+
+/// A thread pool runs each of the requests read together from one
+/// connection on a free thread of its own: a long poll and the request
+/// that ends it, sent in one write, both finish (the thread that read
+/// them hands the second to another thread before it runs the first).
+#[test]
+fn a_thread_pool_runs_requests_read_together_on_several_threads() {
+    let orb = Orb::with_config(model(ConcurrencyModel::ThreadPool(2))).unwrap();
+    let poa = orb.root_poa();
+    poa.manager().activate().unwrap();
+    let rendezvous = Arc::new(Rendezvous::default());
+    let servant: Arc<dyn Servant> = rendezvous.clone();
+    let key = key_of(&poa.servant_to_reference(&servant).unwrap());
+    let mut raw = raw_connection(&orb);
+    for round in 0..3u32 {
+        let (poll, release) = (round * 2 + 1, round * 2 + 2);
+        let batch = [
+            raw_request(poll, &key, "wait_for_release", 0),
+            raw_request(release, &key, "release", 0),
+        ]
+        .concat();
+        raw.write_all(&batch).unwrap();
+        let mut replies = [read_any_reply(&mut raw), read_any_reply(&mut raw)];
+        replies.sort_by_key(|(id, _)| *id);
+        assert_eq!(
+            replies,
+            [(poll, Ok(1)), (release, Ok(1))],
+            "the long poll was released by the request read with it"
+        );
+        *rendezvous.released.lock().unwrap() = false;
+    }
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}

@@ -431,6 +431,11 @@ impl ServerConnection {
                 gate.busy = false;
                 break;
             }
+            if messages.len() > 1 && self.concurrency.promotes_followers() {
+                for (frame, msg) in messages.drain(1..) {
+                    self.hand_to_follower(reactor, frame, msg);
+                }
+            }
             let hold = messages.len() > 1
                 && self.concurrency.coalesces_replies()
                 && self.hold_replies(reactor);
@@ -448,6 +453,22 @@ impl ServerConnection {
                 return;
             }
         }
+    }
+
+    /// Posts a message read with others to the reactor, where a free
+    /// thread takes it in its turn and serves it (see
+    /// [`ServerConcurrency::promotes_followers`]); it is counted as
+    /// running already, and stays so until answered.
+    fn hand_to_follower(&self, reactor: &Arc<Reactor>, frame: Frame, msg: Message) {
+        let Some(in_progress) = self.counted(reactor) else {
+            return;
+        };
+        let in_progress = in_progress.handed_off();
+        let conn = in_progress.conn.clone();
+        let reactor2 = reactor.clone();
+        reactor.post(Box::new(move || {
+            conn.serve(&reactor2, frame, msg, Some(in_progress));
+        }));
     }
 
     /// Whether the connection's requests in progress (with `more` just
@@ -1182,7 +1203,7 @@ impl ServerConnection {
         Some(InProgress {
             conn,
             reactor: reactor.clone(),
-            reader: std::thread::current().id(),
+            reader: Some(std::thread::current().id()),
         })
     }
 
@@ -1450,19 +1471,31 @@ impl ServerConnection {
 
 /// A request of a connection being served: counted in the connection's
 /// `running` while alive. Dropped on another thread than the one that read
-/// it (the concurrency model handed the upcall off), it also does what the
-/// reading thread does after serving: close a connection whose peer is
-/// done, and read on if reading stopped for back-pressure.
+/// it (the concurrency model handed the upcall off), or once handed off
+/// (a follower's task), it also does what the reading thread does after
+/// serving: close a connection whose peer is done, and read on if reading
+/// stopped for back-pressure.
 pub(super) struct InProgress {
     conn: Arc<ServerConnection>,
     reactor: Arc<Reactor>,
-    reader: std::thread::ThreadId,
+    /// The thread that read it, while that thread serves it in the same
+    /// go (it then does the rest itself); `None` once handed off.
+    reader: Option<std::thread::ThreadId>,
+}
+
+impl InProgress {
+    /// The same request, handed to work the reading thread may itself
+    /// take up later (a posted task), after it has done its own rest.
+    fn handed_off(mut self) -> InProgress {
+        self.reader = None;
+        self
+    }
 }
 
 impl Drop for InProgress {
     fn drop(&mut self) {
         self.conn.running.fetch_sub(1, Ordering::SeqCst);
-        if std::thread::current().id() == self.reader {
+        if self.reader == Some(std::thread::current().id()) {
             return;
         }
         self.conn.close_if_finished(&self.reactor);

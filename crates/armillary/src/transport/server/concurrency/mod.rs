@@ -79,6 +79,16 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether the thread that read several requests at once hands all
+    /// but the first to the other reactor threads (Leader/Followers
+    /// promotion: one posted to the reactor per request, each taken by a
+    /// free thread in its turn) before it serves the first itself, so
+    /// that no request waits behind another's upcall while a thread is
+    /// free. For a model whose several reactor threads run what they read.
+    fn promotes_followers(&self) -> bool {
+        false
+    }
+
     /// Runs a request that was read and resolved to a servant: here, on
     /// the thread that read it, or on another thread. The request's reply
     /// is written by [`Dispatch::run`], wherever it runs.

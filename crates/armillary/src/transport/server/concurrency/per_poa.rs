@@ -69,6 +69,11 @@ impl ServerConcurrency for PerPoa {
         self.orb.coalesces_replies()
     }
 
+    /// The ORB's model decides: its threads read, before the POA is known.
+    fn promotes_followers(&self) -> bool {
+        self.orb.promotes_followers()
+    }
+
     fn dispatch(&self, request: Dispatch) {
         match request.poa().policies().concurrency {
             Some(model) if model != self.orb_model => match self.chosen(model) {
