@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -81,6 +81,9 @@ pub(crate) struct Reactor {
     handlers: RwLock<SlotTable<Arc<dyn EventHandler>>>,
     tasks: Mutex<VecDeque<Task>>,
     stopping: AtomicBool,
+    /// Waits in the poll that ended because their time was up, with no
+    /// event and no wake-up (see [`timed_out_waits`](Self::timed_out_waits)).
+    timed_out_waits: AtomicU64,
     /// Whether handlers want `tick` (an idle timeout is configured).
     ticking: bool,
     last_tick: Mutex<Instant>,
@@ -114,6 +117,7 @@ impl Reactor {
             handlers: RwLock::new(SlotTable::default()),
             tasks: Mutex::new(VecDeque::new()),
             stopping: AtomicBool::new(false),
+            timed_out_waits: AtomicU64::new(0),
             ticking,
             last_tick: Mutex::new(Instant::now()),
         }))
@@ -187,6 +191,12 @@ impl Reactor {
 
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// How many waits in the poll have ended because their time was up,
+    /// with no event and no wake-up.
+    pub fn timed_out_waits(&self) -> u64 {
+        self.timed_out_waits.load(Ordering::SeqCst)
     }
 
     /// Does one unit of work: a posted task, else one event (a queued
@@ -304,6 +314,9 @@ impl Reactor {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e),
+        }
+        if events.is_empty() && timeout != Some(Duration::ZERO) {
+            self.timed_out_waits.fetch_add(1, Ordering::SeqCst);
         }
         let mut queue = self.ready.lock();
         queue.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ready {

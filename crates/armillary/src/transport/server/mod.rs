@@ -120,6 +120,11 @@ pub struct ServerStats {
     pub connections_open: usize,
     /// Bytes the partly received messages of every connection hold now.
     pub partial_bytes: usize,
+    /// Waits for the server's events (by its threads, by application
+    /// threads in `Orb::run` or `Orb::perform_work`, by a thread that
+    /// serves while it waits for a reply) that ended because their time
+    /// was up, with nothing to do.
+    pub timed_out_waits: u64,
 }
 
 /// What the listeners and connections of one server share: the limits
@@ -162,8 +167,9 @@ impl Shared {
         }
     }
 
-    fn stats(&self) -> ServerStats {
+    fn stats(&self, reactor: &Reactor) -> ServerStats {
         ServerStats {
+            timed_out_waits: reactor.timed_out_waits(),
             accept_calls: self.accept_calls.load(Ordering::SeqCst),
             accept_failures: self.accept_failures.load(Ordering::SeqCst),
             connections_refused: self.refused.load(Ordering::SeqCst),
@@ -411,7 +417,7 @@ impl Server {
 
     /// What the server has done and holds now.
     pub(crate) fn stats(&self) -> ServerStats {
-        self.shared.stats()
+        self.shared.stats(&self.reactor)
     }
 
     /// The (host, port) pairs IORs publish.
