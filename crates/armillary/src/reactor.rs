@@ -19,6 +19,14 @@
 //! `Orb::run`, [`Reactor::work_pending`] and [`Reactor::perform_one`] from
 //! `Orb::work_pending` and `Orb::perform_work`.
 //!
+//! The reactor has no timer of its own: a thread waits in the poll until
+//! an event, a posted task (the waker), [`stop`](Reactor::stop), or the
+//! next round of ticks a handler asked for at one of its deadlines
+//! ([`Reactor::tick_at`]: idle and message timeouts, a paused acceptor's
+//! retry, asynchronous requests' deadlines). An idle server with no
+//! deadline near does not wake up, and whatever it must do next wakes it
+//! at once.
+//!
 //! **Invariant:** the poll lock is never held while a handler runs.
 
 use std::collections::VecDeque;
@@ -38,8 +46,10 @@ pub(crate) trait EventHandler: Send + Sync + 'static {
     /// the handler serialises its own reads.
     fn ready(&self, reactor: &Arc<Reactor>, readiness: Readiness);
 
-    /// Called about once a second (for idle checks); the default does
-    /// nothing.
+    /// A round of ticks, at a time some handler asked for with
+    /// [`Reactor::tick_at`] (one of its deadlines), on every handler: each
+    /// checks its own deadlines, and asks again for those still ahead.
+    /// The default does nothing.
     fn tick(&self, _reactor: &Arc<Reactor>) {}
 }
 
@@ -48,7 +58,8 @@ const WAKER: Token = Token(usize::MAX);
 /// A posted piece of work, run by an event loop thread.
 pub(crate) type Task = Box<dyn FnOnce() + Send>;
 
-/// How often handlers' `tick` runs (idle checks).
+/// The least time between two rounds of ticks: deadlines that fall close
+/// together are checked in one round, at most that late.
 pub(crate) const TICK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What one event says about a socket.
@@ -84,8 +95,10 @@ pub(crate) struct Reactor {
     /// Waits in the poll that ended because their time was up, with no
     /// event and no wake-up (see [`timed_out_waits`](Self::timed_out_waits)).
     timed_out_waits: AtomicU64,
-    /// Whether handlers want `tick` (an idle timeout is configured).
-    ticking: bool,
+    /// When the next round of ticks is due, as handlers asked
+    /// ([`tick_at`](Self::tick_at)); `None`: no handler has a deadline.
+    next_tick: Mutex<Option<Instant>>,
+    /// When the last round ran.
     last_tick: Mutex<Instant>,
 }
 
@@ -103,9 +116,8 @@ fn slot(token: Token) -> SlotRef {
 }
 
 impl Reactor {
-    /// A reactor; with `ticking`, handlers' `tick` runs about every
-    /// [`TICK_INTERVAL`] (see [`tick_if_due`](Self::tick_if_due)).
-    pub fn new(ticking: bool) -> io::Result<Arc<Reactor>> {
+    /// A reactor, with no handler and no deadline yet.
+    pub fn new() -> io::Result<Arc<Reactor>> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(&registry, WAKER)?;
@@ -118,7 +130,7 @@ impl Reactor {
             tasks: Mutex::new(VecDeque::new()),
             stopping: AtomicBool::new(false),
             timed_out_waits: AtomicU64::new(0),
-            ticking,
+            next_tick: Mutex::new(None),
             last_tick: Mutex::new(Instant::now()),
         }))
     }
@@ -259,9 +271,9 @@ impl Reactor {
         Ok(!self.ready.lock().is_empty())
     }
 
-    /// Does one unit of work: one posted task, or the idle ticks when due,
-    /// or one event (waiting up to `timeout` for one). Returns whether
-    /// anything was done.
+    /// Does one unit of work: one posted task, or the round of ticks when
+    /// due, or one event (waiting up to `timeout` for one). Returns
+    /// whether anything was done.
     pub fn perform_one(self: &Arc<Self>, timeout: Duration) -> io::Result<bool> {
         if self.run_one_task() {
             return Ok(true);
@@ -277,12 +289,21 @@ impl Reactor {
     }
 
     /// One event: a queued one if there is one, else (as leader) the
-    /// first of those that arrive within `timeout`.
+    /// first of those that arrive within `timeout`. With a timeout it
+    /// waits no longer than that for the lead either (another thread may
+    /// be waiting in the poll with none).
     fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Ready>> {
         if let Some(ready) = self.ready.lock().pop_front() {
             return Ok(Some(ready));
         }
-        let mut guard = self.poll.lock();
+        let mut guard = match timeout {
+            Some(timeout) => match self.poll.try_lock_for(timeout) {
+                Some(guard) => guard,
+                // That thread handles what arrives.
+                None => return Ok(self.ready.lock().pop_front()),
+            },
+            None => self.poll.lock(),
+        };
         // While this thread waited for leadership, the previous leader may
         // have queued more than it took.
         if let Some(ready) = self.ready.lock().pop_front() {
@@ -295,19 +316,26 @@ impl Reactor {
         // takes the next queued event, if any.
     }
 
-    /// Polls (the caller holds the poll lock) and queues what arrived.
-    /// It does not wait while a task is queued: a thread that polls takes
-    /// no task meanwhile, and the waker that announced the task may have
+    /// Polls (the caller holds the poll lock) and queues what arrived,
+    /// waiting up to `timeout` (`None`: for ever) and no later than the
+    /// next round of ticks. It does not wait while a task is queued or
+    /// the reactor is stopping: the waker that announced either may have
     /// woken another poll already (its event does not come again).
     fn poll_into_queue(
         &self,
         guard: &mut (Poll, Events),
         timeout: Option<Duration>,
     ) -> io::Result<()> {
-        let timeout = if self.tasks.lock().is_empty() {
-            timeout
-        } else {
+        let timeout = if self.is_stopping() || !self.tasks.lock().is_empty() {
             Some(Duration::ZERO)
+        } else {
+            match *self.next_tick.lock() {
+                Some(at) => {
+                    let until = at.saturating_duration_since(Instant::now());
+                    Some(timeout.map_or(until, |t| t.min(until)))
+                }
+                None => timeout,
+            }
         };
         let (poll, events) = guard;
         match poll.poll(events, timeout) {
@@ -359,24 +387,38 @@ impl Reactor {
         }
     }
 
-    fn tick_due(&self) -> bool {
-        self.ticking && self.last_tick.lock().elapsed() >= TICK_INTERVAL
+    /// Asks for a round of ticks at `at` (a handler's deadline), or as
+    /// soon after it as rounds may come ([`TICK_INTERVAL`] apart). A
+    /// thread waiting in the poll for a later time is woken to wait for
+    /// this one instead.
+    pub fn tick_at(&self, at: Instant) {
+        let at = at.max(*self.last_tick.lock() + TICK_INTERVAL);
+        {
+            let mut next = self.next_tick.lock();
+            if next.is_some_and(|next| next <= at) {
+                return;
+            }
+            *next = Some(at);
+        }
+        let _ = self.waker.wake();
     }
 
-    /// Calls every handler's `tick` if the last round was at least
-    /// [`TICK_INTERVAL`] ago (and ticking is on); one thread does so per
-    /// interval however many drive the reactor.
+    fn tick_due(&self) -> bool {
+        self.next_tick.lock().is_some_and(|at| at <= Instant::now())
+    }
+
+    /// Calls every handler's `tick` if a round is due (see
+    /// [`tick_at`](Self::tick_at)); one thread does so per round however
+    /// many drive the reactor.
     pub fn tick_if_due(self: &Arc<Self>) -> bool {
-        if !self.ticking {
-            return false;
-        }
         {
-            let mut last = self.last_tick.lock();
-            if last.elapsed() < TICK_INTERVAL {
-                return false;
+            let mut next = self.next_tick.lock();
+            match *next {
+                Some(at) if at <= Instant::now() => *next = None,
+                _ => return false,
             }
-            *last = Instant::now();
         }
+        *self.last_tick.lock() = Instant::now();
         self.tick_all();
         true
     }

@@ -8,7 +8,9 @@
 //! model keeps between the requests of one connection (documented on
 //! `ConcurrencyModel`): a oneway has run before the next request in the
 //! reactive, thread-per-connection and single-driver application models;
-//! a thread pool may answer a later request while a oneway still runs.
+//! a thread pool may answer a later request while a oneway still runs;
+//! requests read together run on as many free pool threads. And an idle
+//! server has no timer: nothing wakes it but work, and shutdown wakes it.
 //!
 //! No assertion depends on timing: waits for the server are bounded by
 //! generous deadlines that only a broken server reaches.
@@ -1065,4 +1067,63 @@ fn a_thread_pool_runs_requests_read_together_on_several_threads() {
         *rendezvous.released.lock().unwrap() = false;
     }
     orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// An idle server has no timer: its threads (a thread pool's, or the
+/// application's in `Orb::run`) wait for events without a timeout, so
+/// none of their waits times out while nothing happens and an application
+/// ORB has no work pending; shutdown then ends those waits by waking them
+/// (nothing else could).
+#[test]
+fn an_idle_server_waits_without_a_timer_and_shutdown_wakes_it() {
+    for (concurrency, drivers) in [
+        (ConcurrencyModel::ThreadPool(4), 0),
+        (ConcurrencyModel::ApplicationThreads, 3),
+        (ConcurrencyModel::ApplicationThreads, 0),
+    ] {
+        let (server_orb, _, obj) = server(model(concurrency));
+        let runners: Vec<_> = (0..drivers).map(|_| one_driver(&server_orb)).collect();
+        // Some work first: a client's call, and its connection closing.
+        let caller = {
+            let ior = server_orb.object_to_string(&obj);
+            std::thread::spawn(move || {
+                let orb = client();
+                let remote = orb.string_to_object(&ior).unwrap();
+                let got = long_call(&remote, "echo_long", 1);
+                orb.shutdown(WaitForCompletion::Yes).unwrap();
+                got
+            })
+        };
+        let closed = || server_orb.server_stats().unwrap().connections_open == 0;
+        if concurrency == ConcurrencyModel::ApplicationThreads && drivers == 0 {
+            drive_until(&server_orb, || caller.is_finished() && closed());
+        }
+        assert_eq!(caller.join().unwrap(), Ok(1));
+        wait_until("the server has closed the connection", closed);
+        let before = server_orb.server_stats().unwrap().timed_out_waits;
+        // Longer than the ticks (every 500 ms) an idle server used to wake
+        // up for.
+        std::thread::sleep(Duration::from_millis(1600));
+        assert_eq!(
+            server_orb.server_stats().unwrap().timed_out_waits,
+            before,
+            "{concurrency:?} with {drivers} drivers: an idle server woke up on a timer"
+        );
+        if drivers == 0 {
+            assert!(
+                !server_orb.work_pending().unwrap(),
+                "{concurrency:?}: work for an idle server"
+            );
+        }
+        let shutdown = {
+            let orb = server_orb.clone();
+            std::thread::spawn(move || orb.shutdown(WaitForCompletion::Yes))
+        };
+        wait_until("shutdown has returned", || shutdown.is_finished());
+        shutdown.join().unwrap().unwrap();
+        for runner in runners {
+            wait_until("Orb::run has returned", || runner.is_finished());
+            runner.join().unwrap();
+        }
+    }
 }

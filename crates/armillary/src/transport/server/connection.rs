@@ -321,6 +321,9 @@ impl EventHandler for ServerConnection {
             // Data arrived while the gate was held: read it now.
             drop(gate);
             self.read_ready(reactor);
+        } else {
+            drop(gate);
+            self.schedule_deadline(reactor);
         }
     }
 }
@@ -336,6 +339,7 @@ impl ServerConnection {
             ConnStream::Blocking(_) | ConnStream::Closed => None,
         };
         *self.token.lock() = token;
+        self.schedule_deadline(reactor);
         Ok(())
     }
 
@@ -450,6 +454,7 @@ impl ServerConnection {
             }
             self.close_if_finished(reactor);
             if !self.take_resumable() {
+                self.schedule_deadline(reactor);
                 return;
             }
         }
@@ -588,6 +593,33 @@ impl ServerConnection {
                     }
                 }
             }
+        }
+    }
+
+    /// Asks the reactor for a round of ticks at the connection's next
+    /// deadline (the reactor has no timer of its own): the end of the idle
+    /// timeout after its last activity, once nothing is in progress, and
+    /// the end of the message timeout of a message being received. Called
+    /// whenever one of them may have changed: after reading, when its
+    /// last request in progress ends, at a tick. (A thread-per-connection
+    /// connection's thread keeps them itself.)
+    fn schedule_deadline(&self, reactor: &Reactor) {
+        if self.blocking_reader.is_some() || self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let limits = &self.shared.limits;
+        let quiet =
+            self.running.load(Ordering::SeqCst) == 0 && self.held.load(Ordering::SeqCst) == 0;
+        let idle = limits
+            .idle_timeout
+            .filter(|_| quiet)
+            .map(|timeout| *self.last_activity.lock() + timeout);
+        let message = limits
+            .message_timeout
+            .zip(*self.partial_since.lock())
+            .map(|(timeout, since)| since + timeout);
+        if let Some(at) = idle.into_iter().chain(message).min() {
+            reactor.tick_at(at);
         }
     }
 
@@ -1052,6 +1084,8 @@ impl ServerConnection {
                         conn.close_if_finished(&reactor2);
                         if conn.take_resumable() {
                             conn.read_ready(&reactor2);
+                        } else {
+                            conn.schedule_deadline(&reactor2);
                         }
                     }));
                 }));
@@ -1503,6 +1537,8 @@ impl Drop for InProgress {
             let (conn, reactor) = (self.conn.clone(), self.reactor.clone());
             self.reactor
                 .post(Box::new(move || conn.read_ready(&reactor)));
+        } else {
+            self.conn.schedule_deadline(&self.reactor);
         }
     }
 }

@@ -104,7 +104,9 @@ pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
 /// reactor: the reactor reads the connection, so `Orb::run` and
 /// `Orb::perform_work` (application threads), or the server's threads,
 /// deliver AMI replies without a thread of their own. Deadlines of those
-/// requests are then checked at the reactor's ticks (twice a second).
+/// requests are then checked at the reactor's ticks, which the connection
+/// asks for while they are outstanding (at their deadline, twice a second
+/// at least).
 fn read_in_reactor(reactor: Option<&Arc<Reactor>>, conn: &Arc<ClientConnection>) -> bool {
     match reactor {
         Some(reactor) if !reactor.is_stopping() => {
@@ -291,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_waiter_on_the_reactor_serves_it_until_its_reply_comes() {
-        let reactor = Reactor::new(false).unwrap();
+        let reactor = Reactor::new().unwrap();
         let (conn, server) = connected();
         let serving = Serving::Reactor(reactor.clone());
         let served = Arc::new(AtomicUsize::new(0));
@@ -339,7 +341,7 @@ mod tests {
 
     #[test]
     fn a_follower_gets_the_reply_its_leader_read() {
-        let reactor = Reactor::new(false).unwrap();
+        let reactor = Reactor::new().unwrap();
         let lf = Arc::new(LeaderFollowers::default());
         let (conn1, mut server1) = connected();
         let (conn2, mut server2) = connected();
@@ -370,7 +372,7 @@ mod tests {
 
     #[test]
     fn the_reactor_reads_the_replies_of_asynchronous_requests() {
-        let reactor = Reactor::new(false).unwrap();
+        let reactor = Reactor::new().unwrap();
         let (conn, mut server) = connected();
         let slot = Arc::new(DeferredSlot::new(true));
         conn.bind(1, slot.dispatcher(), None);
@@ -408,8 +410,8 @@ mod tests {
 
     #[test]
     fn a_thread_serves_what_it_handles_innermost_first() {
-        let outer = Reactor::new(false).unwrap();
-        let inner = Reactor::new(false).unwrap();
+        let outer = Reactor::new().unwrap();
+        let inner = Reactor::new().unwrap();
         let top = || REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade));
         assert!(top().is_none());
         {
