@@ -591,8 +591,9 @@ impl ClientConnection {
         slot: &SyncSlot,
         deadline: Option<Instant>,
     ) -> Awaited {
-        use super::wait::{Serving, WaitOnRead};
-        self.wait_reply_by(id, slot, deadline, &WaitOnRead, &Serving::Nothing)
+        use super::wait::{Serve, Serving, WaitOnRead};
+        let serving = Serving::from(Serve::Nothing);
+        self.wait_reply_by(id, slot, deadline, &WaitOnRead, &serving)
     }
 
     /// Waits for the reply to `id`, whose dispatcher fills `slot`, until

@@ -257,9 +257,17 @@ impl Dispatch {
         self.connection
     }
 
-    /// Runs the upcall on the calling thread and writes its reply.
+    /// Runs the upcall on the calling thread and writes its reply; for a
+    /// SINGLE_THREAD_MODEL POA whose upcall another thread is in and
+    /// waiting for a reply, that thread runs it inside its wait instead
+    /// (see `poa::single_thread`).
     pub(crate) fn run(self) {
-        (self.run)(self.upcall);
+        match self.upcall.poa().single_thread().cloned() {
+            Some(single) => {
+                single.run_or_hand_over(Box::new(move || (self.run)(self.upcall)));
+            }
+            None => (self.run)(self.upcall),
+        }
     }
 
     /// Answers the request with `exception` (COMPLETED_NO: the upcall
