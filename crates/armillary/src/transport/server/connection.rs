@@ -887,34 +887,57 @@ impl ServerConnection {
         msg: Message,
         in_progress: Option<InProgress>,
     ) {
-        let Some(filter) = &self.shared.filter else {
-            return self.handle(reactor, frame, msg, in_progress, false);
+        let route = match &self.shared.filter {
+            Some(filter) => self.route(filter.as_ref(), &msg),
+            None => Route::Default,
         };
-        let Some((route, answer)) = self.route(filter.as_ref(), &msg) else {
-            return self.handle(reactor, frame, msg, in_progress, false);
+        self.place(reactor, frame, msg, in_progress, route);
+    }
+
+    /// Serves a message where `route` says: as the concurrency model does
+    /// (`Default`: the target POA's model, else the ORB's), or where the
+    /// request filter routed it, which comes first (see
+    /// `request_filter`).
+    fn place(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        msg: Message,
+        in_progress: Option<InProgress>,
+        route: Route,
+    ) {
+        let answer = match &msg.body {
+            MessageBody::Request(h) => Some((
+                msg.header.version,
+                msg.header.byte_order,
+                h.request_id,
+                h.response_expected(),
+            )),
+            _ => None,
         };
         let refuse = |ex: SystemException, in_progress: Option<InProgress>| {
-            let (version, order, request_id, expected) = answer;
-            if expected {
+            if let Some((version, order, request_id, true)) = answer {
                 self.reply_exception(reactor, version, order, request_id, &ex);
             }
             drop(in_progress);
         };
         // The request served on another thread, which runs its upcall
         // itself; it counts as running until then.
-        let elsewhere = |frame: Frame, msg: Message, in_progress: Option<InProgress>| {
+        let elsewhere = |frame: Frame, msg: Message, in_progress: Option<InProgress>, route| {
             let in_progress = in_progress.or_else(|| self.in_progress(reactor));
             let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
             let job: crate::request_filter::Job =
-                Box::new(move || conn.handle(&reactor, frame, msg, in_progress, true));
+                Box::new(move || conn.handle(&reactor, frame, msg, in_progress, route));
             Some(job)
         };
         match route {
-            Route::Default => self.handle(reactor, frame, msg, in_progress, false),
-            Route::IoThread => self.handle(reactor, frame, msg, in_progress, true),
+            Route::Default | Route::IoThread => {
+                self.handle(reactor, frame, msg, in_progress, route)
+            }
             Route::Reject(ex) => refuse(ex, in_progress),
             Route::Lane(name) => {
-                let Some(job) = elsewhere(frame, msg, in_progress) else {
+                let route = Route::Lane(name.clone());
+                let Some(job) = elsewhere(frame, msg, in_progress, route) else {
                     return;
                 };
                 if let Err(job) = self.shared.lanes.run(&name, job) {
@@ -926,7 +949,7 @@ impl ServerConnection {
                 }
             }
             Route::NewThread => {
-                let Some(job) = elsewhere(frame, msg, in_progress) else {
+                let Some(job) = elsewhere(frame, msg, in_progress, Route::NewThread) else {
                     return;
                 };
                 if let Err(job) = crate::request_filter::run_on_new_thread("armillary-request", job)
@@ -941,19 +964,15 @@ impl ServerConnection {
         }
     }
 
-    /// What the request filter decides for a Request message, with what
-    /// it takes to answer it (`None` for other messages, which are served
-    /// as usual).
-    #[allow(clippy::type_complexity)]
-    fn route(
-        &self,
-        filter: &dyn RequestFilter,
-        msg: &Message,
-    ) -> Option<(Route, (GiopVersion, ByteOrder, u32, bool))> {
+    /// What the request filter decides for a Request message (other
+    /// messages are served as usual: `Default`).
+    fn route(&self, filter: &dyn RequestFilter, msg: &Message) -> Route {
         let MessageBody::Request(h) = &msg.body else {
-            return None;
+            return Route::Default;
         };
-        let adapter = self.adapter.upgrade()?;
+        let Some(adapter) = self.adapter.upgrade() else {
+            return Route::Default;
+        };
         let key = target_key(&h.target).unwrap_or_default();
         let info = RequestInfo {
             operation: &h.operation,
@@ -964,33 +983,26 @@ impl ServerConnection {
             request_id: h.request_id,
             response_expected: h.response_expected(),
         };
-        let route = filter.route(&info);
-        let answer = (
-            msg.header.version,
-            msg.header.byte_order,
-            h.request_id,
-            h.response_expected(),
-        );
-        Some((route, answer))
+        filter.route(&info)
     }
 
-    /// Serves one message that was read (`msg`, decoded from `frame`;
-    /// `here`: run its upcall on this thread rather than hand it to the
-    /// concurrency model).
+    /// Serves one message that was read (`msg`, decoded from `frame`) on
+    /// this thread, running a request's upcall here too, unless its
+    /// `route` is `Default` (then the concurrency model decides).
     fn handle(
         &self,
         reactor: &Arc<Reactor>,
         frame: Frame,
         msg: Message,
         in_progress: Option<InProgress>,
-        here: bool,
+        route: Route,
     ) {
         *self.version.lock() = msg.header.version;
         let Some(adapter) = self.adapter.upgrade() else {
             return;
         };
         if matches!(msg.body, MessageBody::Request(_)) {
-            self.request(reactor, &adapter, frame, msg, in_progress, here);
+            self.request(reactor, &adapter, frame, msg, in_progress, route);
             return;
         }
         match &msg.body {
@@ -1040,7 +1052,7 @@ impl ServerConnection {
         frame: Frame,
         msg: Message,
         in_progress: Option<InProgress>,
-        here: bool,
+        route: Route,
     ) {
         let MessageBody::Request(h) = &msg.body else {
             return;
@@ -1157,10 +1169,10 @@ impl ServerConnection {
             }
         };
         let dispatch = Dispatch::new(upcall, operation, self.id, Box::new(run), Box::new(reject));
-        if here {
-            dispatch.run();
-        } else {
+        if route == Route::Default {
             self.concurrency.dispatch(dispatch);
+        } else {
+            dispatch.run();
         }
     }
 
@@ -1249,7 +1261,7 @@ impl ServerConnection {
         };
         if admission == Admission::Run {
             let in_progress = self.in_progress(reactor);
-            self.handle(reactor, frame, msg, in_progress, false);
+            self.handle(reactor, frame, msg, in_progress, Route::Default);
             return;
         }
         let MessageBody::Request(h) = &msg.body else {
