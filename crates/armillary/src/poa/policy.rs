@@ -133,6 +133,9 @@ pub struct Policies {
     /// `WorkerPool` and `ThreadPerObject` hand them to their own threads,
     /// started on the POA's first request and shared by every POA that
     /// chose the same model. A child POA does not inherit its parent's.
+    /// A request filter's route comes first: the POA's model runs the
+    /// requests the filter leaves to it (`Route::Default`, see
+    /// [`RequestFilter`](crate::RequestFilter)).
     ///
     /// ```
     /// use armillary::config::ConcurrencyModel;

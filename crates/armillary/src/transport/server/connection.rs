@@ -897,7 +897,8 @@ impl ServerConnection {
     /// Serves a message where `route` says: as the concurrency model does
     /// (`Default`: the target POA's model, else the ORB's), or where the
     /// request filter routed it, which comes first (see
-    /// `request_filter`).
+    /// `request_filter`). The route stays with the request: one a holding
+    /// POA manager parks is placed by it again when released.
     fn place(
         &self,
         reactor: &Arc<Reactor>,
@@ -1083,7 +1084,7 @@ impl ServerConnection {
                 // then the connection is not idle.
                 let Some(conn) = self.me.upgrade() else {
                     // Unreachable: a thread serving the connection holds it.
-                    self.answer_held(reactor, frame, Admission::Discard);
+                    self.answer_held(reactor, frame, Admission::Discard, route);
                     return;
                 };
                 self.held.fetch_add(1, Ordering::SeqCst);
@@ -1091,7 +1092,7 @@ impl ServerConnection {
                 manager.hold(Box::new(move |admission| {
                     let reactor2 = reactor.clone();
                     reactor.post(Box::new(move || {
-                        conn.answer_held(&reactor2, frame, admission);
+                        conn.answer_held(&reactor2, frame, admission, route);
                         conn.held.fetch_sub(1, Ordering::SeqCst);
                         conn.close_if_finished(&reactor2);
                         if conn.take_resumable() {
@@ -1254,14 +1255,21 @@ impl ServerConnection {
     }
 
     /// Carries out the decision a POA manager took on a held request: run
-    /// it now, or answer TRANSIENT (discarding) or OBJ_ADAPTER (inactive).
-    fn answer_held(&self, reactor: &Arc<Reactor>, frame: Frame, admission: Admission) {
+    /// it now, where its `route` says (the request filter is not asked
+    /// again), or answer TRANSIENT (discarding) or OBJ_ADAPTER (inactive).
+    fn answer_held(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        admission: Admission,
+        route: Route,
+    ) {
         let Ok(msg) = Message::decode(&frame.bytes) else {
             return;
         };
         if admission == Admission::Run {
             let in_progress = self.in_progress(reactor);
-            self.handle(reactor, frame, msg, in_progress, Route::Default);
+            self.place(reactor, frame, msg, in_progress, route);
             return;
         }
         let MessageBody::Request(h) = &msg.body else {
