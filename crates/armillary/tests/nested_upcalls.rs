@@ -343,9 +343,10 @@ impl Servant for StmServant {
     }
 }
 
-/// In B: `call_back` answers what its target's `answer` answers.
+/// In B: `call_back` answers what its targets' `answer` answers (the
+/// same for each, or INTERNAL).
 struct CallsBack {
-    target: ObjectRef,
+    targets: Vec<ObjectRef>,
 }
 
 impl Servant for CallsBack {
@@ -358,9 +359,18 @@ impl Servant for CallsBack {
     }
 
     fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
-        let v = long_op(&self.target, "answer")?;
-        req.results().write_long(v);
-        Ok(())
+        let answers = self
+            .targets
+            .iter()
+            .map(|target| long_op(target, "answer"))
+            .collect::<Result<Vec<i32>, _>>()?;
+        match answers.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|a| a == first) => {
+                req.results().write_long(*first);
+                Ok(())
+            }
+            _ => Err(SystemException::internal(0, CompletionStatus::No)),
+        }
     }
 }
 
@@ -375,8 +385,9 @@ fn long_op(obj: &ObjectRef, operation: &str) -> Result<i32, SystemException> {
 }
 
 /// A (in `model`, waiting as `wait`) serves `call_peer` and `answer` in a
-/// SINGLE_THREAD_MODEL POA; B calls A's `answer` back from inside A's
-/// `call_peer`. Twice, then a few callers at once.
+/// SINGLE_THREAD_MODEL POA; B calls `answer` back on A's calling servant
+/// and on another object of its POA from inside A's `call_peer`. Twice,
+/// then a few callers at once.
 fn single_thread_callback(model: ConcurrencyModel, wait: WaitStrategy) {
     use armillary::poa::{Policy, ThreadPolicy};
     let a = Orb::with_config(config(model, wait)).unwrap();
@@ -416,8 +427,13 @@ fn single_thread_callback(model: ConcurrencyModel, wait: WaitStrategy) {
     let b = Orb::with_config(config(ConcurrencyModel::ThreadPool(2), wait)).unwrap();
     let b_root = b.root_poa();
     b_root.manager().activate().unwrap();
+    // Back into the calling servant itself, and into another object of
+    // its POA.
     let calls_back: Arc<dyn Servant> = Arc::new(CallsBack {
-        target: b.string_to_object(&answerer_ior).unwrap(),
+        targets: vec![
+            b.string_to_object(&caller_ior).unwrap(),
+            b.string_to_object(&answerer_ior).unwrap(),
+        ],
     });
     let calls_back = b_root.servant_to_reference(&calls_back).unwrap();
     *caller.peer.lock().unwrap() = Some(
