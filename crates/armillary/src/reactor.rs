@@ -413,12 +413,15 @@ impl Reactor {
     pub fn tick_if_due(self: &Arc<Self>) -> bool {
         {
             let mut next = self.next_tick.lock();
+            let now = Instant::now();
             match *next {
-                Some(at) if at <= Instant::now() => *next = None,
+                Some(at) if at <= now => *next = None,
                 _ => return false,
             }
+            // Before anyone can ask for the next round (as the handlers
+            // do below), which comes `TICK_INTERVAL` after this one.
+            *self.last_tick.lock() = now;
         }
-        *self.last_tick.lock() = Instant::now();
         self.tick_all();
         true
     }
