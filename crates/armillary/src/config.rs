@@ -91,7 +91,9 @@ pub enum ConcurrencyModel {
     SingleThreadedReactive,
     /// N threads share the reactor; one leads (waits for events) while the
     /// others follow (Leader/Followers). Requests of one connection may
-    /// run concurrently and in any order, oneways included (see above).
+    /// run concurrently and in any order, oneways included (see above):
+    /// requests read together run on as many free threads, none waits
+    /// behind another's upcall while a thread is free.
     ThreadPool(usize),
     /// Every connection gets a thread that blocks reading it and runs its
     /// requests (the reactor only accepts), in the order they arrived.

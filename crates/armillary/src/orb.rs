@@ -237,10 +237,6 @@ impl Poa {
     }
 }
 
-/// How long `run` on an application thread waits for events before it looks
-/// at the clock (idle checks) and for shutdown.
-const RUN_WAIT: Duration = Duration::from_millis(500);
-
 fn shut_down_error() -> SystemException {
     SystemException::bad_inv_order(minor::ORB_SHUT_DOWN, CompletionStatus::No)
 }
@@ -597,22 +593,22 @@ impl Orb {
                     match current {
                         Some(server) if server.failed() => return Err(reactor_failed()),
                         Some(server) if server.driven_by_application() => break server,
-                        // The server's threads serve: look at them now and
-                        // then, in case their reactor fails.
-                        Some(_) => {
-                            core.shutdown_signal.wait_for(&mut guard, RUN_WAIT);
-                        }
+                        // The server's threads serve: `shutdown` and a
+                        // failure of their reactor signal.
+                        Some(_) => core.shutdown_signal.wait(&mut guard),
                         // Nothing to drive yet: `shutdown`, the server's
                         // start and a queued AMI callback all signal.
                         None => core.shutdown_signal.wait(&mut guard),
                     }
                 }
             };
-            // Queued AMI callbacks wait at most one round of the reactor.
+            // Queued AMI callbacks wait at most one round of the reactor;
+            // else it waits until something happens (a callback queued
+            // meanwhile wakes it, and so does `shutdown`).
             let wait = if core.callbacks.is_empty() {
-                RUN_WAIT
+                None
             } else {
-                Duration::ZERO
+                Some(Duration::ZERO)
             };
             if server.drive(wait).is_err() && !core.shut_down.load(Ordering::SeqCst) {
                 return Err(reactor_failed());
@@ -1461,6 +1457,11 @@ impl ObjectAdapter for OrbCore {
     fn decoding_scope(&self) -> Option<crate::object::DecodingScope> {
         let me: Arc<dyn Invoker> = self.me.upgrade()?;
         Some(crate::object::DecodingScope::enter(me))
+    }
+
+    fn server_failed(&self) {
+        let _guard = self.shutdown_lock.lock();
+        self.shutdown_signal.notify_all();
     }
 }
 

@@ -8,18 +8,30 @@
 //! waiting and no hand-off of work between threads. Events one poll
 //! returned beyond the first wait in a queue for the followers, which take
 //! them before they poll again (a leader never sits on events another
-//! thread could be handling).
+//! thread could be handling). Posted tasks are units of work like events:
+//! a thread takes one per turn, and nobody waits in the poll while one is
+//! queued, so the tasks posted together (the requests of one read that
+//! the reading thread hands on: see `transport::server`) run on as many
+//! threads as are free.
 //!
 //! With no server threads at all (`ConcurrencyModel::ApplicationThreads`)
 //! the application drives the same reactor: [`Reactor::turn`] from
 //! `Orb::run`, [`Reactor::work_pending`] and [`Reactor::perform_one`] from
 //! `Orb::work_pending` and `Orb::perform_work`.
 //!
+//! The reactor has no timer of its own: a thread waits in the poll until
+//! an event, a posted task (the waker), [`stop`](Reactor::stop), or the
+//! next round of ticks a handler asked for at one of its deadlines
+//! ([`Reactor::tick_at`]: idle and message timeouts, a paused acceptor's
+//! retry, asynchronous requests' deadlines). An idle server with no
+//! deadline near does not wake up, and whatever it must do next wakes it
+//! at once.
+//!
 //! **Invariant:** the poll lock is never held while a handler runs.
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,8 +46,10 @@ pub(crate) trait EventHandler: Send + Sync + 'static {
     /// the handler serialises its own reads.
     fn ready(&self, reactor: &Arc<Reactor>, readiness: Readiness);
 
-    /// Called about once a second (for idle checks); the default does
-    /// nothing.
+    /// A round of ticks, at a time some handler asked for with
+    /// [`Reactor::tick_at`] (one of its deadlines), on every handler: each
+    /// checks its own deadlines, and asks again for those still ahead.
+    /// The default does nothing.
     fn tick(&self, _reactor: &Arc<Reactor>) {}
 }
 
@@ -44,7 +58,8 @@ const WAKER: Token = Token(usize::MAX);
 /// A posted piece of work, run by an event loop thread.
 pub(crate) type Task = Box<dyn FnOnce() + Send>;
 
-/// How often handlers' `tick` runs (idle checks).
+/// The least time between two rounds of ticks: deadlines that fall close
+/// together are checked in one round, at most that late.
 pub(crate) const TICK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What one event says about a socket.
@@ -77,8 +92,13 @@ pub(crate) struct Reactor {
     handlers: RwLock<SlotTable<Arc<dyn EventHandler>>>,
     tasks: Mutex<VecDeque<Task>>,
     stopping: AtomicBool,
-    /// Whether handlers want `tick` (an idle timeout is configured).
-    ticking: bool,
+    /// Waits in the poll that ended because their time was up, with no
+    /// event and no wake-up (see [`timed_out_waits`](Self::timed_out_waits)).
+    timed_out_waits: AtomicU64,
+    /// When the next round of ticks is due, as handlers asked
+    /// ([`tick_at`](Self::tick_at)); `None`: no handler has a deadline.
+    next_tick: Mutex<Option<Instant>>,
+    /// When the last round ran.
     last_tick: Mutex<Instant>,
 }
 
@@ -96,9 +116,8 @@ fn slot(token: Token) -> SlotRef {
 }
 
 impl Reactor {
-    /// A reactor; with `ticking`, handlers' `tick` runs about every
-    /// [`TICK_INTERVAL`] (see [`tick_if_due`](Self::tick_if_due)).
-    pub fn new(ticking: bool) -> io::Result<Arc<Reactor>> {
+    /// A reactor, with no handler and no deadline yet.
+    pub fn new() -> io::Result<Arc<Reactor>> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(&registry, WAKER)?;
@@ -110,7 +129,8 @@ impl Reactor {
             handlers: RwLock::new(SlotTable::default()),
             tasks: Mutex::new(VecDeque::new()),
             stopping: AtomicBool::new(false),
-            ticking,
+            timed_out_waits: AtomicU64::new(0),
+            next_tick: Mutex::new(None),
             last_tick: Mutex::new(Instant::now()),
         }))
     }
@@ -185,16 +205,24 @@ impl Reactor {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    /// Runs posted tasks, then takes one event (a queued one, or, as
-    /// leader, waiting up to `timeout` for one) and handles it. Returns
-    /// whether anything was done.
+    /// How many waits in the poll have ended because their time was up,
+    /// with no event and no wake-up.
+    pub fn timed_out_waits(&self) -> u64 {
+        self.timed_out_waits.load(Ordering::SeqCst)
+    }
+
+    /// Does one unit of work: a posted task, else one event (a queued
+    /// one, or, as leader, waiting up to `timeout` for one), which it
+    /// handles. Returns whether anything was done.
     pub fn turn(self: &Arc<Self>, timeout: Option<Duration>) -> io::Result<bool> {
-        let mut did = self.run_tasks();
-        if let Some(ready) = self.next_event(timeout)? {
-            did |= self.dispatch(ready);
+        if self.run_one_task() {
+            return Ok(true);
         }
-        did |= self.run_tasks();
-        Ok(did)
+        match self.next_event(timeout)? {
+            Some(ready) => Ok(self.dispatch(ready)),
+            // Woken by a posted task.
+            None => Ok(self.run_one_task()),
+        }
     }
 
     /// As [`turn`](Self::turn), but without waiting for the poll while
@@ -202,7 +230,9 @@ impl Reactor {
     /// to do (that thread handles what arrives). For a thread that waits
     /// for something else too (see `transport::wait`).
     pub fn try_turn(self: &Arc<Self>, timeout: Option<Duration>) -> io::Result<Option<bool>> {
-        let mut did = self.run_tasks();
+        if self.run_one_task() {
+            return Ok(Some(true));
+        }
         let queued = self.ready.lock().pop_front();
         let ready = match queued {
             Some(ready) => Some(ready),
@@ -218,15 +248,13 @@ impl Reactor {
                         }
                     }
                 }
-                None if did => return Ok(Some(true)),
                 None => return Ok(None),
             },
         };
-        if let Some(ready) = ready {
-            did |= self.dispatch(ready);
+        match ready {
+            Some(ready) => Ok(Some(self.dispatch(ready))),
+            None => Ok(Some(self.run_one_task())),
         }
-        did |= self.run_tasks();
-        Ok(Some(did))
     }
 
     /// Whether a posted task, a polled event or a due tick is waiting.
@@ -243,13 +271,11 @@ impl Reactor {
         Ok(!self.ready.lock().is_empty())
     }
 
-    /// Does one unit of work: one posted task, or the idle ticks when due,
-    /// or one event (waiting up to `timeout` for one). Returns whether
-    /// anything was done.
+    /// Does one unit of work: one posted task, or the round of ticks when
+    /// due, or one event (waiting up to `timeout` for one). Returns
+    /// whether anything was done.
     pub fn perform_one(self: &Arc<Self>, timeout: Duration) -> io::Result<bool> {
-        let task = self.tasks.lock().pop_front();
-        if let Some(task) = task {
-            task();
+        if self.run_one_task() {
             return Ok(true);
         }
         if self.tick_if_due() {
@@ -263,12 +289,21 @@ impl Reactor {
     }
 
     /// One event: a queued one if there is one, else (as leader) the
-    /// first of those that arrive within `timeout`.
+    /// first of those that arrive within `timeout`. With a timeout it
+    /// waits no longer than that for the lead either (another thread may
+    /// be waiting in the poll with none).
     fn next_event(&self, timeout: Option<Duration>) -> io::Result<Option<Ready>> {
         if let Some(ready) = self.ready.lock().pop_front() {
             return Ok(Some(ready));
         }
-        let mut guard = self.poll.lock();
+        let mut guard = match timeout {
+            Some(timeout) => match self.poll.try_lock_for(timeout) {
+                Some(guard) => guard,
+                // That thread handles what arrives.
+                None => return Ok(self.ready.lock().pop_front()),
+            },
+            None => self.poll.lock(),
+        };
         // While this thread waited for leadership, the previous leader may
         // have queued more than it took.
         if let Some(ready) = self.ready.lock().pop_front() {
@@ -281,17 +316,35 @@ impl Reactor {
         // takes the next queued event, if any.
     }
 
-    /// Polls (the caller holds the poll lock) and queues what arrived.
+    /// Polls (the caller holds the poll lock) and queues what arrived,
+    /// waiting up to `timeout` (`None`: for ever) and no later than the
+    /// next round of ticks. It does not wait while a task is queued or
+    /// the reactor is stopping: the waker that announced either may have
+    /// woken another poll already (its event does not come again).
     fn poll_into_queue(
         &self,
         guard: &mut (Poll, Events),
         timeout: Option<Duration>,
     ) -> io::Result<()> {
+        let timeout = if self.is_stopping() || !self.tasks.lock().is_empty() {
+            Some(Duration::ZERO)
+        } else {
+            match *self.next_tick.lock() {
+                Some(at) => {
+                    let until = at.saturating_duration_since(Instant::now());
+                    Some(timeout.map_or(until, |t| t.min(until)))
+                }
+                None => timeout,
+            }
+        };
         let (poll, events) = guard;
         match poll.poll(events, timeout) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e),
+        }
+        if events.is_empty() && timeout != Some(Duration::ZERO) {
+            self.timed_out_waits.fetch_add(1, Ordering::SeqCst);
         }
         let mut queue = self.ready.lock();
         queue.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ready {
@@ -319,10 +372,14 @@ impl Reactor {
         }
     }
 
-    fn run_one_task(&self) -> bool {
+    /// Runs the first posted task, if any: work of this reactor, like a
+    /// handler's (a reply awaited inside it is awaited serving this
+    /// reactor). True if it ran one.
+    fn run_one_task(self: &Arc<Self>) -> bool {
         let task = self.tasks.lock().pop_front();
         match task {
             Some(task) => {
+                let _handling = crate::transport::wait::handling(self);
                 task();
                 true
             }
@@ -330,31 +387,40 @@ impl Reactor {
         }
     }
 
-    fn run_tasks(&self) -> bool {
-        let mut did = false;
-        while self.run_one_task() {
-            did = true;
+    /// Asks for a round of ticks at `at` (a handler's deadline), or as
+    /// soon after it as rounds may come ([`TICK_INTERVAL`] apart). A
+    /// thread waiting in the poll for a later time is woken to wait for
+    /// this one instead.
+    pub fn tick_at(&self, at: Instant) {
+        let at = at.max(*self.last_tick.lock() + TICK_INTERVAL);
+        {
+            let mut next = self.next_tick.lock();
+            if next.is_some_and(|next| next <= at) {
+                return;
+            }
+            *next = Some(at);
         }
-        did
+        let _ = self.waker.wake();
     }
 
     fn tick_due(&self) -> bool {
-        self.ticking && self.last_tick.lock().elapsed() >= TICK_INTERVAL
+        self.next_tick.lock().is_some_and(|at| at <= Instant::now())
     }
 
-    /// Calls every handler's `tick` if the last round was at least
-    /// [`TICK_INTERVAL`] ago (and ticking is on); one thread does so per
-    /// interval however many drive the reactor.
+    /// Calls every handler's `tick` if a round is due (see
+    /// [`tick_at`](Self::tick_at)); one thread does so per round however
+    /// many drive the reactor.
     pub fn tick_if_due(self: &Arc<Self>) -> bool {
-        if !self.ticking {
-            return false;
-        }
         {
-            let mut last = self.last_tick.lock();
-            if last.elapsed() < TICK_INTERVAL {
-                return false;
+            let mut next = self.next_tick.lock();
+            let now = Instant::now();
+            match *next {
+                Some(at) if at <= now => *next = None,
+                _ => return false,
             }
-            *last = Instant::now();
+            // Before anyone can ask for the next round (as the handlers
+            // do below), which comes `TICK_INTERVAL` after this one.
+            *self.last_tick.lock() = now;
         }
         self.tick_all();
         true

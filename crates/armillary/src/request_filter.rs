@@ -2,6 +2,20 @@
 //! survey of threading architectures): the public [`RequestFilter`], what
 //! it sees ([`RequestInfo`]) and decides ([`Route`]), and the server-side
 //! lanes and new-thread runner that carry its decisions out.
+//!
+//! **Precedence: the filter first, then the POA's model, then the ORB's.**
+//! The filter is the application's decision about one request, made with
+//! its target POA in view ([`RequestInfo::poa_path`]); a POA's
+//! `Policy::Concurrency` is a standing choice for all its requests. So a
+//! route the filter chooses (a lane, a new thread, the I/O thread, a
+//! rejection) is where the request runs, whatever model its POA chose, and
+//! [`Route::Default`] leaves it to the POA's model (or the ORB's, when the
+//! POA chose none). A filter that wants a POA's requests to run as the POA
+//! says answers `Default` for them. The route holds for the request's
+//! whole life: a request a holding POA manager parks runs where its route
+//! says once released (the filter is not asked again). A POA's
+//! SINGLE_THREAD_MODEL is no model but a serialisation: it holds wherever
+//! the request runs.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -44,8 +58,10 @@ use crate::poa::ObjectId;
 ///
 /// The filter runs on the thread that read the request, before the POA
 /// looks for the servant: it should decide quickly and never block. What
-/// it decides holds for that one request; the POA's SINGLE_THREAD_MODEL
-/// still serializes a POA's upcalls wherever they run.
+/// it decides holds for that one request, before the target POA's own
+/// model (`Policy::Concurrency`), which only `Route::Default` defers to
+/// (see the module docs); the POA's SINGLE_THREAD_MODEL still serializes
+/// a POA's upcalls wherever they run.
 ///
 /// A closure `Fn(&RequestInfo<'_>) -> Route` is a filter.
 pub trait RequestFilter: Send + Sync + 'static {
@@ -67,8 +83,9 @@ where
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Route {
-    /// Where the ORB's concurrency model (or the target POA's) would run
-    /// it.
+    /// Where the target POA's concurrency model (`Policy::Concurrency`)
+    /// runs it, or the ORB's when the POA chose none. Every other route
+    /// comes before the POA's model.
     Default,
     /// On the lane (a pool of threads) of this name, in the order the
     /// lane received its requests. A lane the configuration does not name

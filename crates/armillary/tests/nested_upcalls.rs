@@ -12,6 +12,10 @@
 //! The same with the exclusive transport, where each nested call opens
 //! (or reuses) a connection of its own.
 //!
+//! And a callback into a POA with the SINGLE_THREAD_MODEL policy, in every
+//! model of `ConcurrencyModel::menu`: it runs (on the thread that waits
+//! inside the POA's upcall), and the POA never runs two upcalls at once.
+//!
 //! Every call has a call timeout, so a regression fails with TIMEOUT
 //! rather than hanging: a hang is the failure this file looks for. The
 //! combinations that cannot be made safe (wait on read with a model that
@@ -269,4 +273,214 @@ fn a_combination_that_would_deadlock_is_refused_at_init() {
         "read",
     ]);
     assert!(accepted.is_ok());
+}
+
+// SINGLE_THREAD_MODEL: A's servant, in a POA with that policy, calls B;
+// B's servant calls back into A's POA. The callback must run (on the
+// thread that waits inside A's upcall), and the POA must still run one
+// upcall at a time: never two on different threads at once.
+
+/// The upcalls in progress in one POA, by thread, and how often one began
+/// while another thread had one in progress.
+#[derive(Default)]
+struct Serialized {
+    inside: Mutex<Vec<std::thread::ThreadId>>,
+    overlaps: std::sync::atomic::AtomicUsize,
+}
+
+impl Serialized {
+    fn enter(&self) {
+        let me = std::thread::current().id();
+        let mut inside = self.inside.lock().unwrap();
+        if inside.iter().any(|t| *t != me) {
+            self.overlaps
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        inside.push(me);
+    }
+
+    fn leave(&self) {
+        let me = std::thread::current().id();
+        let mut inside = self.inside.lock().unwrap();
+        if let Some(i) = inside.iter().rposition(|t| *t == me) {
+            inside.remove(i);
+        }
+    }
+}
+
+/// In A's single-thread POA: `call_peer` answers its peer's `call_back`
+/// plus one; `answer` answers 41. Both record their upcalls in the POA's
+/// [`Serialized`].
+struct StmServant {
+    peer: Mutex<Option<ObjectRef>>,
+    poa: Arc<Serialized>,
+}
+
+impl Servant for StmServant {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Stm:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Stm:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        self.poa.enter();
+        let outcome = match req.operation() {
+            "call_peer" => {
+                let peer = self.peer.lock().unwrap().clone();
+                let peer =
+                    peer.ok_or_else(|| SystemException::internal(0, CompletionStatus::No))?;
+                long_op(&peer, "call_back").map(|v| v + 1)
+            }
+            "answer" => Ok(41),
+            _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        };
+        self.poa.leave();
+        req.results().write_long(outcome?);
+        Ok(())
+    }
+}
+
+/// In B: `call_back` answers what its targets' `answer` answers (the
+/// same for each, or INTERNAL).
+struct CallsBack {
+    targets: Vec<ObjectRef>,
+}
+
+impl Servant for CallsBack {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/CallsBack:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/CallsBack:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let answers = self
+            .targets
+            .iter()
+            .map(|target| long_op(target, "answer"))
+            .collect::<Result<Vec<i32>, _>>()?;
+        match answers.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|a| a == first) => {
+                req.results().write_long(*first);
+                Ok(())
+            }
+            _ => Err(SystemException::internal(0, CompletionStatus::No)),
+        }
+    }
+}
+
+/// A call of `operation`, which takes nothing and answers a long.
+fn long_op(obj: &ObjectRef, operation: &str) -> Result<i32, SystemException> {
+    obj.invoke(operation, &|_| Ok(()), |reply| match reply {
+        ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+        ReplyBody::UserException { .. } => {
+            Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+        }
+    })
+}
+
+/// A (in `model`, waiting as `wait`) serves `call_peer` and `answer` in a
+/// SINGLE_THREAD_MODEL POA; B calls `answer` back on A's calling servant
+/// and on another object of its POA from inside A's `call_peer`. Twice,
+/// then a few callers at once.
+fn single_thread_callback(model: ConcurrencyModel, wait: WaitStrategy) {
+    use armillary::poa::{Policy, ThreadPolicy};
+    let a = Orb::with_config(config(model, wait)).unwrap();
+    // Two application threads, so that another thread than the waiting
+    // one may read the callback.
+    let drivers: Vec<_> = (0..2)
+        .filter(|_| model == ConcurrencyModel::ApplicationThreads)
+        .map(|_| {
+            let a = a.clone();
+            std::thread::spawn(move || a.run().unwrap())
+        })
+        .collect();
+    let root = a.root_poa();
+    root.manager().activate().unwrap();
+    let stm = root
+        .create_poa(
+            "stm",
+            Some(root.manager()),
+            &[Policy::Thread(ThreadPolicy::SingleThread)],
+        )
+        .unwrap();
+    let serialized = Arc::new(Serialized::default());
+    let activate = |poa: &armillary::poa::Poa| {
+        let servant = Arc::new(StmServant {
+            peer: Mutex::new(None),
+            poa: serialized.clone(),
+        });
+        let id = poa.activate_object(servant.clone()).unwrap();
+        (
+            servant,
+            a.object_to_string(&poa.id_to_reference(id).unwrap()),
+        )
+    };
+    let (caller, caller_ior) = activate(&stm);
+    let (_, answerer_ior) = activate(&stm);
+
+    let b = Orb::with_config(config(ConcurrencyModel::ThreadPool(2), wait)).unwrap();
+    let b_root = b.root_poa();
+    b_root.manager().activate().unwrap();
+    // Back into the calling servant itself, and into another object of
+    // its POA.
+    let calls_back: Arc<dyn Servant> = Arc::new(CallsBack {
+        targets: vec![
+            b.string_to_object(&caller_ior).unwrap(),
+            b.string_to_object(&answerer_ior).unwrap(),
+        ],
+    });
+    let calls_back = b_root.servant_to_reference(&calls_back).unwrap();
+    *caller.peer.lock().unwrap() = Some(
+        a.string_to_object(&b.object_to_string(&calls_back))
+            .unwrap(),
+    );
+
+    let client = Orb::with_config(config(ConcurrencyModel::ThreadPool(2), wait)).unwrap();
+    let remote = client.string_to_object(&caller_ior).unwrap();
+    for round in 0..2 {
+        assert_eq!(
+            long_op(&remote, "call_peer"),
+            Ok(42),
+            "{model:?} with {wait:?}, round {round}"
+        );
+    }
+    // Callers at once: the POA still runs one upcall at a time.
+    let callers: Vec<_> = (0..3)
+        .map(|_| {
+            let remote = remote.clone();
+            std::thread::spawn(move || long_op(&remote, "call_peer"))
+        })
+        .collect();
+    for c in callers {
+        assert_eq!(c.join().unwrap(), Ok(42), "{model:?} with {wait:?}");
+    }
+    assert_eq!(
+        serialized
+            .overlaps
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{model:?} with {wait:?}: two upcalls of the POA ran at once"
+    );
+    *caller.peer.lock().unwrap() = None;
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    b.shutdown(WaitForCompletion::Yes).unwrap();
+    a.shutdown(WaitForCompletion::No).unwrap();
+    for d in drivers {
+        d.join().unwrap();
+    }
+}
+
+#[test]
+fn a_callback_into_a_single_thread_poa_is_served_in_every_model() {
+    for model in ConcurrencyModel::menu(2) {
+        let wait = OrbConfig::new().concurrency(model).get_wait_strategy();
+        single_thread_callback(model, wait);
+    }
+    single_thread_callback(ConcurrencyModel::ThreadPool(2), WaitStrategy::Read);
 }

@@ -11,7 +11,9 @@
 //! holds replies (a synchronous call, or a future it blocks on) first
 //! writes them: the peer here answers only once the client has the
 //! earlier reply, so holding it over the call would deadlock (bounded by
-//! the peer's 10 s wait, which the test then sees).
+//! the peer's 10 s wait, which the test then sees). And requests read
+//! together with a malformed message are answered before its MessageError,
+//! in every model.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -503,4 +505,57 @@ fn replies_held_when_garbage_follows_go_out_before_message_error() {
         armillary::giop::giop::MessageType::MessageError
     );
     assert_eq!(read_message(&mut c).unwrap(), None, "then the close");
+}
+
+/// Bytes the frame decoder rejects: a 12-byte header without the GIOP
+/// magic.
+const NOT_GIOP: &[u8] = b"XXXX\x01\x02\x01\x00\x00\x00\x00\x00";
+
+/// A whole GIOP 1.2 Request whose header ends before its target: the
+/// frame decoder takes it, the request does not decode.
+const BAD_REQUEST: &[u8] = b"GIOP\x01\x02\x01\x00\x08\x00\x00\x00\x03\x00\x00\x00\x03\x00\x00\x00";
+
+/// Two good requests, then `bad`, then a third good request, in one
+/// write, to a server in every model: the two are answered (in any
+/// order), then comes MessageError, then the close; what follows the bad
+/// message is never run.
+#[test]
+fn good_requests_before_a_malformed_message_are_answered_in_every_model() {
+    for model in ConcurrencyModel::menu(2) {
+        for (what, bad) in [("a frame", NOT_GIOP), ("a request", BAD_REQUEST)] {
+            let setup = Setup::start(model);
+            let mut c = setup.connect();
+            let echo = |id: u32, v: i32| {
+                request(
+                    GiopVersion::V1_2,
+                    ByteOrder::Little,
+                    id,
+                    &setup.key,
+                    "echo_long",
+                    Some(v),
+                )
+            };
+            let batch = [echo(1, 11), echo(2, 22), bad.to_vec(), echo(3, 33)].concat();
+            c.write_all(&batch).unwrap();
+            let mut replies: Vec<(u32, i32)> = (0..2)
+                .map(|_| {
+                    let bytes = read_message(&mut c).unwrap();
+                    reply_long(&bytes.unwrap_or_else(|| panic!("{model}, {what}: closed")))
+                })
+                .collect();
+            replies.sort();
+            assert_eq!(replies, [(1, 11), (2, 22)], "{model}, {what}");
+            let error = read_message(&mut c).unwrap().expect("MessageError");
+            assert_eq!(
+                Message::decode(&error).unwrap().header.message_type,
+                armillary::giop::giop::MessageType::MessageError,
+                "{model}, {what}"
+            );
+            assert_eq!(
+                read_message(&mut c).unwrap(),
+                None,
+                "{model}, {what}: then the close"
+            );
+        }
+    }
 }

@@ -4,8 +4,10 @@
 //! a lane runs the request on the lane's threads, `NewThread` on a thread
 //! of its own, `IoThread`/`Default` on the thread that read it, `Reject`
 //! answers with the filter's exception, an unknown lane with OBJ_ADAPTER —
-//! in every concurrency model. No assertion depends on timing: a parked
-//! request is observed with bounded waits.
+//! in every concurrency model; and the filter's route comes before a
+//! POA's own model, for the whole life of the request (held and released
+//! too). No assertion depends on timing: a parked request is observed
+//! with bounded waits.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -270,4 +272,85 @@ fn an_overload_filter_rejects_with_transient_and_recovers() {
     call(&served.obj, "done").unwrap();
     assert_eq!(in_lane.load(Ordering::SeqCst), 0);
     assert_eq!(call(&served.obj, "again").unwrap(), "lane-one-0");
+}
+
+/// The filter comes first, the POA's model second: a POA that chose its
+/// own model (`Policy::Concurrency`, a worker pool here) runs there the
+/// requests the filter leaves to it (`Default`), and the filter's lane,
+/// new thread and I/O thread win over it. A route holds for the request's
+/// whole life: one a holding POA manager parks runs where the filter sent
+/// it when the manager lets it go (the filter is not asked again).
+#[test]
+fn the_filters_route_comes_before_the_poas_model_even_for_held_requests() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = asked.clone();
+    let server = Orb::with_config(
+        OrbConfig::new()
+            .concurrency(ConcurrencyModel::ThreadPool(2))
+            .lane("slow", 1)
+            .request_filter(move |r: &RequestInfo<'_>| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                by_operation(r)
+            }),
+    )
+    .unwrap();
+    let root = server.root_poa();
+    root.manager().activate().unwrap();
+    // A manager of its own (holding at first).
+    let poa = root
+        .create_poa(
+            "Own",
+            None,
+            &[
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+                Policy::Concurrency(ConcurrencyModel::WorkerPool {
+                    workers: 1,
+                    queue: 8,
+                }),
+            ],
+        )
+        .unwrap();
+    let manager = poa.manager();
+    manager.activate().unwrap();
+    poa.activate_object_with_id("where", Arc::new(WhereAmI::default()))
+        .unwrap();
+    let ior = server.object_to_string(&poa.id_to_reference("where").unwrap());
+    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let obj = client.string_to_object(&ior).unwrap();
+
+    let placed = |op: &str| call(&obj, op).unwrap();
+    assert_eq!(placed("default"), "armillary-worker");
+    assert_eq!(placed("lane"), "lane-slow-0");
+    assert_eq!(placed("new"), "armillary-request");
+    assert!(placed("io").starts_with("armillary-reactor"));
+
+    manager.hold_requests(WaitForCompletion::No).unwrap();
+    let ops = ["default", "lane", "new", "io"];
+    let callers: Vec<_> = ops
+        .iter()
+        .map(|op| {
+            let (obj, op) = (obj.clone(), op.to_string());
+            std::thread::spawn(move || call(&obj, &op))
+        })
+        .collect();
+    wait_until("every request is held", || {
+        manager.held_count() == ops.len()
+    });
+    let asked_before = asked.load(Ordering::SeqCst);
+    manager.activate().unwrap();
+    let threads: Vec<String> = callers
+        .into_iter()
+        .map(|c| c.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(threads[0], "armillary-worker", "{threads:?}");
+    assert_eq!(threads[1], "lane-slow-0", "{threads:?}");
+    assert_eq!(threads[2], "armillary-request", "{threads:?}");
+    assert!(threads[3].starts_with("armillary-reactor"), "{threads:?}");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        asked_before,
+        "the filter was asked again"
+    );
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }

@@ -8,7 +8,9 @@
 //! model keeps between the requests of one connection (documented on
 //! `ConcurrencyModel`): a oneway has run before the next request in the
 //! reactive, thread-per-connection and single-driver application models;
-//! a thread pool may answer a later request while a oneway still runs.
+//! a thread pool may answer a later request while a oneway still runs;
+//! requests read together run on as many free pool threads. And an idle
+//! server has no timer: nothing wakes it but work, and shutdown wakes it.
 //!
 //! No assertion depends on timing: waits for the server are bounded by
 //! generous deadlines that only a broken server reaches.
@@ -990,4 +992,138 @@ fn a_single_thread_poa_serializes_its_upcalls_under_thread_per_request() {
     assert_eq!(replies, [(1, Ok(1)), (2, Ok(2))]);
     assert_eq!(latch.max_inside(), 1);
     orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// `wait_for_release` blocks until `release` has run (bounded by
+/// [`DEADLINE`]) and answers 1, or 0 if it never ran; `release` answers
+/// at once.
+#[derive(Default)]
+struct Rendezvous {
+    released: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Servant for Rendezvous {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Rendezvous:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == "IDL:Test/Rendezvous:1.0"
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let bad = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::No);
+        let _ = req.args().read_long().map_err(bad)?;
+        let released = match req.operation() {
+            "wait_for_release" => {
+                let state = self.released.lock().unwrap();
+                let (state, _) = self
+                    .changed
+                    .wait_timeout_while(state, DEADLINE, |released| !*released)
+                    .unwrap();
+                *state
+            }
+            "release" => {
+                *self.released.lock().unwrap() = true;
+                self.changed.notify_all();
+                true
+            }
+            _ => return Err(SystemException::bad_operation(0, CompletionStatus::No)),
+        };
+        req.results().write_long(i32::from(released));
+        Ok(())
+    }
+}
+
+/// A thread pool runs each of the requests read together from one
+/// connection on a free thread of its own: a long poll and the request
+/// that ends it, sent in one write, both finish (the thread that read
+/// them hands the second to another thread before it runs the first).
+#[test]
+fn a_thread_pool_runs_requests_read_together_on_several_threads() {
+    let orb = Orb::with_config(model(ConcurrencyModel::ThreadPool(2))).unwrap();
+    let poa = orb.root_poa();
+    poa.manager().activate().unwrap();
+    let rendezvous = Arc::new(Rendezvous::default());
+    let servant: Arc<dyn Servant> = rendezvous.clone();
+    let key = key_of(&poa.servant_to_reference(&servant).unwrap());
+    let mut raw = raw_connection(&orb);
+    for round in 0..3u32 {
+        let (poll, release) = (round * 2 + 1, round * 2 + 2);
+        let batch = [
+            raw_request(poll, &key, "wait_for_release", 0),
+            raw_request(release, &key, "release", 0),
+        ]
+        .concat();
+        raw.write_all(&batch).unwrap();
+        let mut replies = [read_any_reply(&mut raw), read_any_reply(&mut raw)];
+        replies.sort_by_key(|(id, _)| *id);
+        assert_eq!(
+            replies,
+            [(poll, Ok(1)), (release, Ok(1))],
+            "the long poll was released by the request read with it"
+        );
+        *rendezvous.released.lock().unwrap() = false;
+    }
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// An idle server has no timer: its threads (a thread pool's, or the
+/// application's in `Orb::run`) wait for events without a timeout, so
+/// none of their waits times out while nothing happens and an application
+/// ORB has no work pending; shutdown then ends those waits by waking them
+/// (nothing else could).
+#[test]
+fn an_idle_server_waits_without_a_timer_and_shutdown_wakes_it() {
+    for (concurrency, drivers) in [
+        (ConcurrencyModel::ThreadPool(4), 0),
+        (ConcurrencyModel::ApplicationThreads, 3),
+        (ConcurrencyModel::ApplicationThreads, 0),
+    ] {
+        let (server_orb, _, obj) = server(model(concurrency));
+        let runners: Vec<_> = (0..drivers).map(|_| one_driver(&server_orb)).collect();
+        // Some work first: a client's call, and its connection closing.
+        let caller = {
+            let ior = server_orb.object_to_string(&obj);
+            std::thread::spawn(move || {
+                let orb = client();
+                let remote = orb.string_to_object(&ior).unwrap();
+                let got = long_call(&remote, "echo_long", 1);
+                orb.shutdown(WaitForCompletion::Yes).unwrap();
+                got
+            })
+        };
+        let closed = || server_orb.server_stats().unwrap().connections_open == 0;
+        if concurrency == ConcurrencyModel::ApplicationThreads && drivers == 0 {
+            drive_until(&server_orb, || caller.is_finished() && closed());
+        }
+        assert_eq!(caller.join().unwrap(), Ok(1));
+        wait_until("the server has closed the connection", closed);
+        let before = server_orb.server_stats().unwrap().timed_out_waits;
+        // Longer than the ticks (every 500 ms) an idle server used to wake
+        // up for.
+        std::thread::sleep(Duration::from_millis(1600));
+        assert_eq!(
+            server_orb.server_stats().unwrap().timed_out_waits,
+            before,
+            "{concurrency:?} with {drivers} drivers: an idle server woke up on a timer"
+        );
+        if drivers == 0 {
+            assert!(
+                !server_orb.work_pending().unwrap(),
+                "{concurrency:?}: work for an idle server"
+            );
+        }
+        let shutdown = {
+            let orb = server_orb.clone();
+            std::thread::spawn(move || orb.shutdown(WaitForCompletion::Yes))
+        };
+        wait_until("shutdown has returned", || shutdown.is_finished());
+        shutdown.join().unwrap().unwrap();
+        for runner in runners {
+            wait_until("Orb::run has returned", || runner.is_finished());
+            runner.join().unwrap();
+        }
+    }
 }

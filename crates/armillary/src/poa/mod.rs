@@ -17,13 +17,14 @@ mod manager;
 pub(crate) mod object_id;
 mod policy;
 mod servant_manager;
+pub(crate) mod single_thread;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
-use parking_lot::{Condvar, Mutex, ReentrantMutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::completion::WaitForCompletion;
 use crate::object::{Interface, ObjectRef};
@@ -299,7 +300,9 @@ struct PoaInner {
     registry: Arc<PoaRegistry>,
     slot: RwLock<SlotRef>,
     state: RwLock<PoaState>,
-    single_thread: Option<ReentrantMutex<()>>,
+    /// The serialisation of a SINGLE_THREAD_MODEL (or MAIN_THREAD_MODEL)
+    /// POA's upcalls.
+    single_thread: Option<Arc<single_thread::SingleThread>>,
     incarnating: Mutex<HashSet<ObjectId>>,
     incarnated: Condvar,
     next_id: AtomicU64,
@@ -435,7 +438,7 @@ impl Upcall {
 
     /// Runs the servant on `request`.
     pub(crate) fn run(self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
-        let _serial = self.poa.inner.single_thread.as_ref().map(|m| m.lock());
+        let _serial = self.poa.inner.single_thread.as_ref().map(|s| s.enter());
         let frame = current::enter(
             self.poa.clone(),
             self.object_id.clone(),
@@ -502,7 +505,7 @@ impl PoaRegistry {
                 registry: self.clone(),
                 slot: RwLock::new(SlotRef::NONE),
                 state: RwLock::new(PoaState::default()),
-                single_thread: single.then(|| ReentrantMutex::new(())),
+                single_thread: single.then(Arc::default),
                 incarnating: Mutex::new(HashSet::new()),
                 incarnated: Condvar::new(),
                 next_id: AtomicU64::new(1),
@@ -661,6 +664,12 @@ impl Poa {
     /// A number that tells this POA apart from every other POA alive.
     pub(crate) fn identity(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// The serialisation of this POA's upcalls, when its thread policy
+    /// asks for one (SINGLE_THREAD_MODEL, MAIN_THREAD_MODEL).
+    pub(crate) fn single_thread(&self) -> Option<&Arc<single_thread::SingleThread>> {
+        self.inner.single_thread.as_ref()
     }
 
     /// The child POAs.

@@ -8,7 +8,11 @@ pub enum ThreadPolicy {
     #[default]
     OrbControlled,
     /// At most one request at a time for the whole POA (re-entrant for
-    /// nested upcalls on the same thread).
+    /// nested upcalls on the same thread). A request for the POA that
+    /// another thread takes while an upcall of the POA waits for a reply
+    /// (a callback: A's servant calls B, which calls A back) runs on the
+    /// waiting thread, inside its wait, in every concurrency model: never
+    /// two upcalls of the POA at once, and no deadlock.
     SingleThread,
     /// Requests run only on the thread that runs the ORB's main loop; in
     /// Armillary they are serialised like `SingleThread`.
@@ -129,6 +133,9 @@ pub struct Policies {
     /// `WorkerPool` and `ThreadPerObject` hand them to their own threads,
     /// started on the POA's first request and shared by every POA that
     /// chose the same model. A child POA does not inherit its parent's.
+    /// A request filter's route comes first: the POA's model runs the
+    /// requests the filter leaves to it (`Route::Default`, see
+    /// [`RequestFilter`](crate::RequestFilter)).
     ///
     /// ```
     /// use armillary::config::ConcurrencyModel;

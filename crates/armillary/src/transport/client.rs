@@ -185,13 +185,15 @@ impl EventHandler for RepliesReady {
 
     /// Ends the requests whose deadline passed, and reads what a caller
     /// that stopped leading left in the socket (no new event announces
-    /// bytes that arrived while it read).
+    /// bytes that arrived while it read); then asks for the next look
+    /// while asynchronous requests are outstanding.
     fn tick(&self, reactor: &Arc<Reactor>) {
         let Some(conn) = self.0.upgrade() else {
             return;
         };
         conn.expire();
         self.ready(reactor, crate::reactor::Readiness::default());
+        conn.schedule_check(reactor);
     }
 }
 
@@ -589,8 +591,9 @@ impl ClientConnection {
         slot: &SyncSlot,
         deadline: Option<Instant>,
     ) -> Awaited {
-        use super::wait::{Serving, WaitOnRead};
-        self.wait_reply_by(id, slot, deadline, &WaitOnRead, &Serving::Nothing)
+        use super::wait::{Serve, Serving, WaitOnRead};
+        let serving = Serving::from(Serve::Nothing);
+        self.wait_reply_by(id, slot, deadline, &WaitOnRead, &serving)
     }
 
     /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
@@ -842,6 +845,26 @@ impl ClientConnection {
         if self.drain() {
             reactor.post(Box::new(|| {}));
         }
+        self.schedule_check(reactor);
+    }
+
+    /// While asynchronous requests the reactor reads for are outstanding,
+    /// asks it for a tick (it has no timer of its own) at their earliest
+    /// deadline, and within [`TICK_INTERVAL`](crate::reactor::TICK_INTERVAL)
+    /// at the latest, for bytes a caller that stopped leading left unread.
+    fn schedule_check(&self, reactor: &Reactor) {
+        let next = {
+            let state = self.state.lock();
+            if state.closed.is_some() || state.dispatchers.readerless() == 0 {
+                return;
+            }
+            let soon = Instant::now() + crate::reactor::TICK_INTERVAL;
+            state
+                .dispatchers
+                .next_expiry()
+                .map_or(soon, |expiry| expiry.min(soon))
+        };
+        reactor.tick_at(next);
     }
 
     /// Reads every reply that has arrived, without blocking, unless a

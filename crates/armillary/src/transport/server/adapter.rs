@@ -1,6 +1,7 @@
 //! What the server needs from the ORB: the object adapters (the POAs) a
-//! request is dispatched through. The server depends on this trait, not on
-//! the ORB, which implements it.
+//! request is dispatched through, and someone to tell when it can serve no
+//! more. The server depends on this trait, not on the ORB, which
+//! implements it.
 
 use crate::object::DecodingScope;
 use crate::object::ObjectRef;
@@ -33,4 +34,8 @@ pub(crate) trait ObjectAdapter: Send + Sync {
     /// While alive, references decoded on this thread belong to this ORB
     /// (`None` when it is going away).
     fn decoding_scope(&self) -> Option<DecodingScope>;
+
+    /// The server's reactor failed: it serves nothing more (`Orb::run`,
+    /// waiting for a shutdown, returns then).
+    fn server_failed(&self);
 }

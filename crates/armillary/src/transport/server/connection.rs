@@ -230,6 +230,15 @@ pub(crate) struct ServerConnection {
     /// Reading stopped because the connection's requests or queued
     /// replies reached their limit (back-pressure).
     read_paused: AtomicBool,
+    /// The client sent what cannot be served (a stream the frame decoder
+    /// rejects, a message that does not decode or that a client may not
+    /// send, a message over the limits): nothing more is read, and once
+    /// everything read before it is answered, MessageError goes out in
+    /// this version and the connection closes (see
+    /// [`close_if_finished`](Self::close_if_finished)).
+    refused: Mutex<Option<GiopVersion>>,
+    /// Whether a thread has sent that MessageError (it closes too).
+    message_error_sent: AtomicBool,
 }
 
 impl Drop for ServerConnection {
@@ -245,6 +254,15 @@ impl Drop for ServerConnection {
         self.concurrency.connection_closed(self.id);
         self.shared.wake_paused_acceptors();
     }
+}
+
+/// Whether a client may send a message of this kind to a server: not a
+/// reply, nor a fragment outside a fragmented message.
+fn client_may_send(body: &MessageBody) -> bool {
+    !matches!(
+        body,
+        MessageBody::Reply(_) | MessageBody::LocateReply(_) | MessageBody::Fragment { .. }
+    )
 }
 
 /// The object key a request addresses, in any of the three GIOP 1.2
@@ -292,7 +310,7 @@ impl EventHandler for ServerConnection {
             }
             gate.busy = true;
         }
-        if self.message_overdue() {
+        if self.message_overdue() || self.is_refused() {
             self.message_error(reactor);
         } else if self.is_idle() {
             self.close_orderly(reactor);
@@ -303,6 +321,9 @@ impl EventHandler for ServerConnection {
             // Data arrived while the gate was held: read it now.
             drop(gate);
             self.read_ready(reactor);
+        } else {
+            drop(gate);
+            self.schedule_deadline(reactor);
         }
     }
 }
@@ -318,6 +339,7 @@ impl ServerConnection {
             ConnStream::Blocking(_) | ConnStream::Closed => None,
         };
         *self.token.lock() = token;
+        self.schedule_deadline(reactor);
         Ok(())
     }
 
@@ -374,6 +396,8 @@ impl ServerConnection {
             partial_since: Mutex::new(None),
             charged: AtomicUsize::new(0),
             read_paused: AtomicBool::new(false),
+            refused: Mutex::new(None),
+            message_error_sent: AtomicBool::new(false),
         })
     }
 
@@ -395,38 +419,61 @@ impl ServerConnection {
                 }
                 gate.busy = true;
             }
-            let mut frames = Vec::new();
+            let mut messages = Vec::new();
             loop {
-                frames.extend(self.read_frames(reactor, frames.len()));
+                let frames = self.read_frames(reactor, messages.len());
+                messages.extend(self.decode_read(frames));
                 let mut gate = self.gate.lock();
-                if gate.again && !self.closed.load(Ordering::SeqCst) {
+                if gate.again && !self.closed.load(Ordering::SeqCst) && !self.is_refused() {
                     gate.again = false;
                     continue;
                 }
                 // Code sets come with the first requests; they must be known
                 // before any request of the connection runs on another thread.
-                self.note_codesets(&frames);
-                self.running.fetch_add(frames.len(), Ordering::SeqCst);
+                self.note_codesets(&messages);
+                self.running.fetch_add(messages.len(), Ordering::SeqCst);
                 gate.busy = false;
                 break;
             }
-            let hold = frames.len() > 1
+            if messages.len() > 1 && self.concurrency.promotes_followers() {
+                for (frame, msg) in messages.drain(1..) {
+                    self.hand_to_follower(reactor, frame, msg);
+                }
+            }
+            let hold = messages.len() > 1
                 && self.concurrency.coalesces_replies()
                 && self.hold_replies(reactor);
-            for frame in frames {
+            for (frame, msg) in messages {
                 if hold {
                     self.write_held_if_older(reactor, HOLD_LIMIT);
                 }
-                self.serve(reactor, frame, self.counted(reactor));
+                self.serve(reactor, frame, msg, self.counted(reactor));
             }
             if hold {
                 self.release_replies(reactor);
             }
             self.close_if_finished(reactor);
             if !self.take_resumable() {
+                self.schedule_deadline(reactor);
                 return;
             }
         }
+    }
+
+    /// Posts a message read with others to the reactor, where a free
+    /// thread takes it in its turn and serves it (see
+    /// [`ServerConcurrency::promotes_followers`]); it is counted as
+    /// running already, and stays so until answered.
+    fn hand_to_follower(&self, reactor: &Arc<Reactor>, frame: Frame, msg: Message) {
+        let Some(in_progress) = self.counted(reactor) else {
+            return;
+        };
+        let in_progress = in_progress.handed_off();
+        let conn = in_progress.conn.clone();
+        let reactor2 = reactor.clone();
+        reactor.post(Box::new(move || {
+            conn.serve(&reactor2, frame, msg, Some(in_progress));
+        }));
     }
 
     /// Whether the connection's requests in progress (with `more` just
@@ -449,17 +496,37 @@ impl ServerConnection {
             && self.read_paused.swap(false, Ordering::SeqCst)
     }
 
-    /// After the peer closed its sending side: closes once everything it
-    /// sent is answered and the replies are written.
+    /// After the peer closed its sending side, or sent what cannot be
+    /// served: once everything it sent before is answered and the replies
+    /// are written, closes (sending MessageError first in the second
+    /// case).
     fn close_if_finished(&self, reactor: &Arc<Reactor>) {
-        if self.eof.load(Ordering::SeqCst)
+        let refused = *self.refused.lock();
+        let finished = (self.eof.load(Ordering::SeqCst) || refused.is_some())
             && self.running.load(Ordering::SeqCst) == 0
             && self.held.load(Ordering::SeqCst) == 0
             && self.outgoing.lock().is_empty()
-            && self.held_replies.lock().bytes.is_empty()
-        {
-            self.close(reactor);
+            && self.held_replies.lock().bytes.is_empty();
+        if !finished {
+            return;
         }
+        if let Some(version) = refused {
+            // One thread sends it, and closes after it.
+            if self.message_error_sent.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            if let Ok(b) =
+                MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::MessageError)
+            {
+                self.send(reactor, &b.finish(false));
+            }
+        }
+        self.close(reactor);
+    }
+
+    /// Whether the client sent what cannot be served (see `refused`).
+    fn is_refused(&self) -> bool {
+        self.refused.lock().is_some()
     }
 
     /// Starts holding the replies this thread writes (true), unless some
@@ -512,15 +579,12 @@ impl ServerConnection {
     }
 
     /// Takes the code sets a client announces from the requests in
-    /// `frames`, until it has announced them.
-    fn note_codesets(&self, frames: &[Frame]) {
+    /// `messages`, until it has announced them.
+    fn note_codesets(&self, messages: &[(Frame, Message)]) {
         if self.codesets_known.load(Ordering::Relaxed) {
             return;
         }
-        for frame in frames {
-            let Ok(msg) = frame.message() else {
-                continue;
-            };
+        for (_, msg) in messages {
             if let MessageBody::Request(h) = &msg.body {
                 for ctx in &h.service_contexts {
                     if let Ok(Some(KnownServiceContext::CodeSets(cs))) = ctx.decode_known() {
@@ -529,6 +593,33 @@ impl ServerConnection {
                     }
                 }
             }
+        }
+    }
+
+    /// Asks the reactor for a round of ticks at the connection's next
+    /// deadline (the reactor has no timer of its own): the end of the idle
+    /// timeout after its last activity, once nothing is in progress, and
+    /// the end of the message timeout of a message being received. Called
+    /// whenever one of them may have changed: after reading, when its
+    /// last request in progress ends, at a tick. (A thread-per-connection
+    /// connection's thread keeps them itself.)
+    fn schedule_deadline(&self, reactor: &Reactor) {
+        if self.blocking_reader.is_some() || self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let limits = &self.shared.limits;
+        let quiet =
+            self.running.load(Ordering::SeqCst) == 0 && self.held.load(Ordering::SeqCst) == 0;
+        let idle = limits
+            .idle_timeout
+            .filter(|_| quiet)
+            .map(|timeout| *self.last_activity.lock() + timeout);
+        let message = limits
+            .message_timeout
+            .zip(*self.partial_since.lock())
+            .map(|(timeout, since)| since + timeout);
+        if let Some(at) = idle.into_iter().chain(message).min() {
+            reactor.tick_at(at);
         }
     }
 
@@ -595,23 +686,22 @@ impl ServerConnection {
     /// replies are written blocking, which is this model's back-pressure.
     pub(super) fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         while !self.closed.load(Ordering::SeqCst) {
-            let frames = self.read_frames(reactor, 0);
-            if self.message_overdue() {
-                self.message_error(reactor);
-                return;
-            }
-            if frames.is_empty() && self.is_idle() {
+            let messages = self.decode_read(self.read_frames(reactor, 0));
+            if messages.is_empty() && !self.is_refused() && self.is_idle() {
                 self.close_orderly(reactor);
                 return;
             }
-            for frame in frames {
-                self.serve(reactor, frame, self.in_progress(reactor));
+            for (frame, msg) in messages {
+                self.serve(reactor, frame, msg, self.in_progress(reactor));
             }
-            if self.eof.load(Ordering::SeqCst) {
-                // Closed now if everything is answered; else by the last
-                // request in progress (one a POA's model or the request filter
-                // runs on another thread, or one a POA manager holds) when
-                // it ends.
+            if self.message_overdue() {
+                self.refuse();
+            }
+            if self.eof.load(Ordering::SeqCst) || self.is_refused() {
+                // Closed now if everything is answered (after MessageError
+                // when refused); else by the last request in progress (one
+                // a POA's model or the request filter runs on another
+                // thread, or one a POA manager holds) when it ends.
                 self.close_if_finished(reactor);
                 return;
             }
@@ -635,13 +725,13 @@ impl ServerConnection {
         {
             return false;
         }
-        let frames = self.read_frames(reactor, 0);
+        let messages = self.decode_read(self.read_frames(reactor, 0));
         if reader.set_read_timeout(before).is_err() {
             self.close(reactor);
         }
-        let served = !frames.is_empty();
-        for frame in frames {
-            self.serve(reactor, frame, self.in_progress(reactor));
+        let served = !messages.is_empty();
+        for (frame, msg) in messages {
+            self.serve(reactor, frame, msg, self.in_progress(reactor));
         }
         served
     }
@@ -649,12 +739,18 @@ impl ServerConnection {
     /// Reads what is there and returns the whole messages it completed
     /// (`already`: those the caller read before, for the back-pressure
     /// check). Stops at end of stream (which it records), when the socket
-    /// has nothing more, or when the connection is at its limits.
+    /// has nothing more, when the connection is at its limits, or when
+    /// the stream cannot be decoded or breaks a limit (which refuses the
+    /// connection: the messages completed before are still returned, to be
+    /// answered before MessageError).
     fn read_frames(&self, reactor: &Arc<Reactor>, already: usize) -> Vec<Frame> {
         let mut frames = Vec::new();
         let mut buf = self.read_buf.lock();
         loop {
-            if self.closed.load(Ordering::SeqCst) || self.eof.load(Ordering::SeqCst) {
+            if self.closed.load(Ordering::SeqCst)
+                || self.eof.load(Ordering::SeqCst)
+                || self.is_refused()
+            {
                 return frames;
             }
             if self.blocking_reader.is_none() && self.over_limits(already + frames.len()) {
@@ -702,19 +798,21 @@ impl ServerConnection {
                         },
                     };
                     let mut decoder = self.decoder.lock();
-                    if let Err(e) = decoder.handle_bytes(data) {
-                        drop(decoder);
-                        self.frame_error(reactor, &e);
-                        return frames;
-                    }
+                    let decoded = decoder.handle_bytes(data);
+                    // The messages completed before any error.
                     let before = frames.len();
                     while let Some(f) = decoder.poll_frame() {
                         frames.push(f);
                     }
+                    if let Err(e) = decoded {
+                        drop(decoder);
+                        self.frame_error(&e);
+                        return frames;
+                    }
                     let (pending, idle) = (decoder.pending_bytes(), decoder.is_idle());
                     drop(decoder);
                     if !self.account_partial(pending, idle, frames.len() > before) {
-                        self.message_error(reactor);
+                        self.refuse();
                         return frames;
                     }
                     if n < buf.len() && !self.peer_closed.load(Ordering::SeqCst) {
@@ -741,10 +839,11 @@ impl ServerConnection {
         }
     }
 
-    /// Answers a stream that cannot be decoded with MessageError; for a
-    /// message in a GIOP version this ORB does not speak, in the highest
-    /// version both sides understand, as GIOP asks.
-    fn frame_error(&self, reactor: &Arc<Reactor>, e: &FrameError) {
+    /// Refuses a stream that cannot be decoded (MessageError once what
+    /// was read before is answered); for a message in a GIOP version this
+    /// ORB does not speak, in the highest version both sides understand,
+    /// as GIOP asks.
+    fn frame_error(&self, e: &FrameError) {
         if let FrameError::Header {
             source: GiopError::UnsupportedVersion(v),
             ..
@@ -756,42 +855,90 @@ impl ServerConnection {
                 GiopVersion::V1_0
             };
         }
-        self.message_error(reactor);
+        self.refuse();
+    }
+
+    /// Decodes the messages read, in order, up to the first that does not
+    /// decode or that a client may not send (a reply or a lone fragment):
+    /// that one refuses the connection, and those after it are dropped
+    /// unread. Every message kept is answered before the MessageError.
+    fn decode_read(&self, frames: Vec<Frame>) -> Vec<(Frame, Message)> {
+        let mut messages = Vec::with_capacity(frames.len());
+        for frame in frames {
+            match frame.message() {
+                Ok(msg) if client_may_send(&msg.body) => messages.push((frame, msg)),
+                _ => {
+                    self.refuse();
+                    break;
+                }
+            }
+        }
+        messages
     }
 
     /// Serves one message read: where the request filter routes it (the
     /// threading framework), else as the concurrency model does.
     /// `in_progress` counts a request read by a reactor thread as running
     /// until it is answered (it may be answered on another thread).
-    fn serve(&self, reactor: &Arc<Reactor>, frame: Frame, in_progress: Option<InProgress>) {
-        let Some(filter) = &self.shared.filter else {
-            return self.handle(reactor, frame, in_progress, false);
+    fn serve(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        msg: Message,
+        in_progress: Option<InProgress>,
+    ) {
+        let route = match &self.shared.filter {
+            Some(filter) => self.route(filter.as_ref(), &msg),
+            None => Route::Default,
         };
-        let Some((route, answer)) = self.route(filter.as_ref(), &frame) else {
-            return self.handle(reactor, frame, in_progress, false);
+        self.place(reactor, frame, msg, in_progress, route);
+    }
+
+    /// Serves a message where `route` says: as the concurrency model does
+    /// (`Default`: the target POA's model, else the ORB's), or where the
+    /// request filter routed it, which comes first (see
+    /// `request_filter`). The route stays with the request: one a holding
+    /// POA manager parks is placed by it again when released.
+    fn place(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        msg: Message,
+        in_progress: Option<InProgress>,
+        route: Route,
+    ) {
+        let answer = match &msg.body {
+            MessageBody::Request(h) => Some((
+                msg.header.version,
+                msg.header.byte_order,
+                h.request_id,
+                h.response_expected(),
+            )),
+            _ => None,
         };
         let refuse = |ex: SystemException, in_progress: Option<InProgress>| {
-            let (version, order, request_id, expected) = answer;
-            if expected {
+            if let Some((version, order, request_id, true)) = answer {
                 self.reply_exception(reactor, version, order, request_id, &ex);
             }
             drop(in_progress);
         };
         // The request served on another thread, which runs its upcall
         // itself; it counts as running until then.
-        let elsewhere = |frame: Frame, in_progress: Option<InProgress>| {
+        let elsewhere = |frame: Frame, msg: Message, in_progress: Option<InProgress>, route| {
             let in_progress = in_progress.or_else(|| self.in_progress(reactor));
             let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
             let job: crate::request_filter::Job =
-                Box::new(move || conn.handle(&reactor, frame, in_progress, true));
+                Box::new(move || conn.handle(&reactor, frame, msg, in_progress, route));
             Some(job)
         };
         match route {
-            Route::Default => self.handle(reactor, frame, in_progress, false),
-            Route::IoThread => self.handle(reactor, frame, in_progress, true),
+            Route::Default | Route::IoThread => {
+                self.handle(reactor, frame, msg, in_progress, route)
+            }
             Route::Reject(ex) => refuse(ex, in_progress),
             Route::Lane(name) => {
-                let Some(job) = elsewhere(frame, in_progress) else {
+                let route = Route::Lane(name.clone());
+                let Some(job) = elsewhere(frame, msg, in_progress, route) else {
                     return;
                 };
                 if let Err(job) = self.shared.lanes.run(&name, job) {
@@ -803,7 +950,7 @@ impl ServerConnection {
                 }
             }
             Route::NewThread => {
-                let Some(job) = elsewhere(frame, in_progress) else {
+                let Some(job) = elsewhere(frame, msg, in_progress, Route::NewThread) else {
                     return;
                 };
                 if let Err(job) = crate::request_filter::run_on_new_thread("armillary-request", job)
@@ -818,20 +965,15 @@ impl ServerConnection {
         }
     }
 
-    /// What the request filter decides for a Request message, with what
-    /// it takes to answer it (`None` for other messages, which are served
-    /// as usual).
-    #[allow(clippy::type_complexity)]
-    fn route(
-        &self,
-        filter: &dyn RequestFilter,
-        frame: &Frame,
-    ) -> Option<(Route, (GiopVersion, ByteOrder, u32, bool))> {
-        let msg = frame.message().ok()?;
+    /// What the request filter decides for a Request message (other
+    /// messages are served as usual: `Default`).
+    fn route(&self, filter: &dyn RequestFilter, msg: &Message) -> Route {
         let MessageBody::Request(h) = &msg.body else {
-            return None;
+            return Route::Default;
         };
-        let adapter = self.adapter.upgrade()?;
+        let Some(adapter) = self.adapter.upgrade() else {
+            return Route::Default;
+        };
         let key = target_key(&h.target).unwrap_or_default();
         let info = RequestInfo {
             operation: &h.operation,
@@ -842,35 +984,26 @@ impl ServerConnection {
             request_id: h.request_id,
             response_expected: h.response_expected(),
         };
-        let route = filter.route(&info);
-        let answer = (
-            msg.header.version,
-            msg.header.byte_order,
-            h.request_id,
-            h.response_expected(),
-        );
-        Some((route, answer))
+        filter.route(&info)
     }
 
-    /// Serves one message that was read (`here`: run its upcall on this
-    /// thread rather than hand it to the concurrency model).
+    /// Serves one message that was read (`msg`, decoded from `frame`) on
+    /// this thread, running a request's upcall here too, unless its
+    /// `route` is `Default` (then the concurrency model decides).
     fn handle(
         &self,
         reactor: &Arc<Reactor>,
         frame: Frame,
+        msg: Message,
         in_progress: Option<InProgress>,
-        here: bool,
+        route: Route,
     ) {
-        let Ok(msg) = frame.message() else {
-            self.message_error(reactor);
-            return;
-        };
         *self.version.lock() = msg.header.version;
         let Some(adapter) = self.adapter.upgrade() else {
             return;
         };
         if matches!(msg.body, MessageBody::Request(_)) {
-            self.request(reactor, &adapter, frame, msg, in_progress, here);
+            self.request(reactor, &adapter, frame, msg, in_progress, route);
             return;
         }
         match &msg.body {
@@ -894,10 +1027,16 @@ impl ServerConnection {
                     self.send(reactor, &b.finish(false));
                 }
             }
-            MessageBody::CloseConnection => self.close(reactor),
+            // The client sends nothing more: what it sent before is
+            // answered, then the connection closes.
+            MessageBody::CloseConnection => {
+                self.eof.store(true, Ordering::SeqCst);
+                self.close_if_finished(reactor);
+            }
             MessageBody::MessageError => self.close(reactor),
             // A lone cancel, or one for a request already answered.
             MessageBody::CancelRequest { .. } => {}
+            // Refused when read (`decode_read`).
             MessageBody::Reply(_) | MessageBody::LocateReply(_) | MessageBody::Fragment { .. } => {
                 self.message_error(reactor)
             }
@@ -914,7 +1053,7 @@ impl ServerConnection {
         frame: Frame,
         msg: Message,
         in_progress: Option<InProgress>,
-        here: bool,
+        route: Route,
     ) {
         let MessageBody::Request(h) = &msg.body else {
             return;
@@ -945,7 +1084,7 @@ impl ServerConnection {
                 // then the connection is not idle.
                 let Some(conn) = self.me.upgrade() else {
                     // Unreachable: a thread serving the connection holds it.
-                    self.answer_held(reactor, frame, Admission::Discard);
+                    self.answer_held(reactor, frame, Admission::Discard, route);
                     return;
                 };
                 self.held.fetch_add(1, Ordering::SeqCst);
@@ -953,11 +1092,13 @@ impl ServerConnection {
                 manager.hold(Box::new(move |admission| {
                     let reactor2 = reactor.clone();
                     reactor.post(Box::new(move || {
-                        conn.answer_held(&reactor2, frame, admission);
+                        conn.answer_held(&reactor2, frame, admission, route);
                         conn.held.fetch_sub(1, Ordering::SeqCst);
                         conn.close_if_finished(&reactor2);
                         if conn.take_resumable() {
                             conn.read_ready(&reactor2);
+                        } else {
+                            conn.schedule_deadline(&reactor2);
                         }
                     }));
                 }));
@@ -1029,10 +1170,10 @@ impl ServerConnection {
             }
         };
         let dispatch = Dispatch::new(upcall, operation, self.id, Box::new(run), Box::new(reject));
-        if here {
-            dispatch.run();
-        } else {
+        if route == Route::Default {
             self.concurrency.dispatch(dispatch);
+        } else {
+            dispatch.run();
         }
     }
 
@@ -1109,21 +1250,28 @@ impl ServerConnection {
         Some(InProgress {
             conn,
             reactor: reactor.clone(),
-            reader: std::thread::current().id(),
+            reader: Some(std::thread::current().id()),
         })
     }
 
     /// Carries out the decision a POA manager took on a held request: run
-    /// it now, or answer TRANSIENT (discarding) or OBJ_ADAPTER (inactive).
-    fn answer_held(&self, reactor: &Arc<Reactor>, frame: Frame, admission: Admission) {
-        if admission == Admission::Run {
-            let in_progress = self.in_progress(reactor);
-            self.handle(reactor, frame, in_progress, false);
-            return;
-        }
+    /// it now, where its `route` says (the request filter is not asked
+    /// again), or answer TRANSIENT (discarding) or OBJ_ADAPTER (inactive).
+    fn answer_held(
+        &self,
+        reactor: &Arc<Reactor>,
+        frame: Frame,
+        admission: Admission,
+        route: Route,
+    ) {
         let Ok(msg) = frame.message() else {
             return;
         };
+        if admission == Admission::Run {
+            let in_progress = self.in_progress(reactor);
+            self.place(reactor, frame, msg, in_progress, route);
+            return;
+        }
         let MessageBody::Request(h) = &msg.body else {
             return;
         };
@@ -1301,12 +1449,23 @@ impl ServerConnection {
         self.close_if_finished(reactor);
     }
 
+    /// Refuses the connection (see [`refuse`](Self::refuse)) and closes
+    /// it with MessageError once what was read before is answered: at
+    /// once when nothing is in progress, else when the last request in
+    /// progress ends.
     fn message_error(&self, reactor: &Arc<Reactor>) {
-        let version = (*self.version.lock()).min(GiopVersion::V1_2);
-        if let Ok(b) = MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::MessageError) {
-            self.send(reactor, &b.finish(false));
+        self.refuse();
+        self.close_if_finished(reactor);
+    }
+
+    /// Records that the client sent what cannot be served: nothing more
+    /// is read, and the MessageError is sent in the connection's version
+    /// now (GIOP 1.2 at most). The first reason stays.
+    fn refuse(&self) {
+        let mut refused = self.refused.lock();
+        if refused.is_none() {
+            *refused = Some((*self.version.lock()).min(GiopVersion::V1_2));
         }
-        self.close(reactor);
     }
 
     /// Sends CloseConnection, then closes.
@@ -1366,19 +1525,31 @@ impl ServerConnection {
 
 /// A request of a connection being served: counted in the connection's
 /// `running` while alive. Dropped on another thread than the one that read
-/// it (the concurrency model handed the upcall off), it also does what the
-/// reading thread does after serving: close a connection whose peer is
-/// done, and read on if reading stopped for back-pressure.
+/// it (the concurrency model handed the upcall off), or once handed off
+/// (a follower's task), it also does what the reading thread does after
+/// serving: close a connection whose peer is done, and read on if reading
+/// stopped for back-pressure.
 pub(super) struct InProgress {
     conn: Arc<ServerConnection>,
     reactor: Arc<Reactor>,
-    reader: std::thread::ThreadId,
+    /// The thread that read it, while that thread serves it in the same
+    /// go (it then does the rest itself); `None` once handed off.
+    reader: Option<std::thread::ThreadId>,
+}
+
+impl InProgress {
+    /// The same request, handed to work the reading thread may itself
+    /// take up later (a posted task), after it has done its own rest.
+    fn handed_off(mut self) -> InProgress {
+        self.reader = None;
+        self
+    }
 }
 
 impl Drop for InProgress {
     fn drop(&mut self) {
         self.conn.running.fetch_sub(1, Ordering::SeqCst);
-        if std::thread::current().id() == self.reader {
+        if self.reader == Some(std::thread::current().id()) {
             return;
         }
         self.conn.close_if_finished(&self.reactor);
@@ -1386,6 +1557,8 @@ impl Drop for InProgress {
             let (conn, reactor) = (self.conn.clone(), self.reactor.clone());
             self.reactor
                 .post(Box::new(move || conn.read_ready(&reactor)));
+        } else {
+            self.conn.schedule_deadline(&self.reactor);
         }
     }
 }

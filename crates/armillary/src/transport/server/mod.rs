@@ -7,7 +7,8 @@
 //!
 //! With an idle timeout, a connection that has been quiet that long with no
 //! request in progress (none being read, run or held by a POA manager) is
-//! closed with CloseConnection: by the reactor's idle ticks, or, with
+//! closed with CloseConnection: by a round of ticks the reactor runs at
+//! that deadline (it has no timer of its own: see `reactor.rs`), or, with
 //! thread per connection, by the connection's own thread when its read
 //! times out.
 //!
@@ -17,8 +18,12 @@
 //! messages of all connections share one memory budget, a connection whose
 //! requests or queued replies pile up is not read until they drain
 //! (back-pressure), and connections beyond the connection limit are closed
-//! at once. A peer that closes its sending side gets the replies to what
-//! it sent, then the connection closes; out of descriptors, the acceptor
+//! at once. A peer that closes its sending side (or sends CloseConnection)
+//! gets the replies to what it sent, then the connection closes; one that
+//! sends what cannot be served (a stream the frame decoder rejects, a
+//! message that does not decode, one over the limits) gets the replies to
+//! what it sent before it, then MessageError, then the close, in every
+//! model (nothing after the bad message runs); out of descriptors, the acceptor
 //! waits for a connection to close (or the next tick) instead of spinning.
 //!
 //! **Invariant:** a connection is read by at most one thread at a time
@@ -57,10 +62,6 @@ use crate::endpoint::Endpoint;
 use crate::error::OrbError;
 use crate::net;
 use crate::reactor::{EventHandler, Reactor, Readiness};
-
-/// How long a server thread waits for events before it looks at the clock
-/// (idle checks) and whether the server is stopping.
-const EVENT_LOOP_WAIT: Duration = Duration::from_millis(500);
 
 /// The limits the server applies to each client, from the ORB's
 /// configuration (see [`OrbConfig`](crate::config::OrbConfig)).
@@ -104,7 +105,7 @@ impl Limits {
 pub struct ServerStats {
     /// Calls to `accept` the listeners have made, successful or not. Out
     /// of descriptors the acceptor tries again only when a connection
-    /// closes or at the next tick (twice a second), so this stays small
+    /// closes or at the next tick (half a second later), so this stays small
     /// while the server is exhausted.
     pub accept_calls: u64,
     /// Of those, the ones that failed (out of descriptors, mostly).
@@ -116,6 +117,11 @@ pub struct ServerStats {
     pub connections_open: usize,
     /// Bytes the partly received messages of every connection hold now.
     pub partial_bytes: usize,
+    /// Waits for the server's events (by its threads, by application
+    /// threads in `Orb::run` or `Orb::perform_work`, by a thread that
+    /// serves while it waits for a reply) that ended because their time
+    /// was up, with nothing to do.
+    pub timed_out_waits: u64,
 }
 
 /// What the listeners and connections of one server share: the limits
@@ -158,8 +164,9 @@ impl Shared {
         }
     }
 
-    fn stats(&self) -> ServerStats {
+    fn stats(&self, reactor: &Reactor) -> ServerStats {
         ServerStats {
+            timed_out_waits: reactor.timed_out_waits(),
             accept_calls: self.accept_calls.load(Ordering::SeqCst),
             accept_failures: self.accept_failures.load(Ordering::SeqCst),
             connections_refused: self.refused.load(Ordering::SeqCst),
@@ -186,6 +193,8 @@ pub(crate) struct Server {
     failed: AtomicBool,
     /// The concurrency model: who reads, and where requests run.
     concurrency: Arc<dyn ServerConcurrency>,
+    /// Told when the reactor fails.
+    adapter: Weak<dyn ObjectAdapter>,
 }
 
 struct Acceptor {
@@ -224,9 +233,7 @@ impl Server {
             endpoint: "thread".into(),
             source,
         })?;
-        // Ticks drive the idle and message timeouts and an acceptor's
-        // retries when descriptors ran out: always on.
-        let reactor = Reactor::new(true).map_err(|source| OrbError::Listen {
+        let reactor = Reactor::new().map_err(|source| OrbError::Listen {
             endpoint: "reactor".into(),
             source,
         })?;
@@ -305,6 +312,7 @@ impl Server {
             connections: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
             concurrency: concurrency.clone(),
+            adapter: adapter.clone(),
         });
         for (listener, tls) in listeners {
             let acceptor = Arc::new(Acceptor {
@@ -334,7 +342,7 @@ impl Server {
             let driver = server.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("armillary-reactor-{i}"))
-                .spawn(move || while let Ok(true) = driver.drive(EVENT_LOOP_WAIT) {})
+                .spawn(move || while let Ok(true) = driver.drive(None) {})
                 .map_err(|source| OrbError::Listen {
                     endpoint: "thread".into(),
                     source,
@@ -344,21 +352,25 @@ impl Server {
         Ok(server)
     }
 
-    /// One turn of an event loop: posted tasks, one event (waiting up to
-    /// `wait` for one), then the idle ticks if due. `Ok(false)` once the
-    /// server is stopping: the loop should end; an error when the reactor
-    /// failed (recorded: see [`failed`](Self::failed)).
-    pub(crate) fn drive(&self, wait: Duration) -> std::io::Result<bool> {
+    /// One turn of an event loop: a posted task or one event (waiting up
+    /// to `wait` for one, `None`: until something happens), then the
+    /// round of ticks if due. `Ok(false)` once the server is stopping: the
+    /// loop should end; an error when the reactor failed (recorded: see
+    /// [`failed`](Self::failed)).
+    pub(crate) fn drive(&self, wait: Option<Duration>) -> std::io::Result<bool> {
         if self.reactor.is_stopping() {
             return Ok(false);
         }
-        self.reactor.turn(Some(wait)).inspect_err(|_| self.fail())?;
+        self.reactor.turn(wait).inspect_err(|_| self.fail())?;
         self.reactor.tick_if_due();
         Ok(!self.reactor.is_stopping())
     }
 
     fn fail(&self) {
         self.failed.store(true, Ordering::SeqCst);
+        if let Some(adapter) = self.adapter.upgrade() {
+            adapter.server_failed();
+        }
     }
 
     /// The reactor (a thread waiting for a reply may run it: see
@@ -407,7 +419,7 @@ impl Server {
 
     /// What the server has done and holds now.
     pub(crate) fn stats(&self) -> ServerStats {
-        self.shared.stats()
+        self.shared.stats(&self.reactor)
     }
 
     /// The (host, port) pairs IORs publish.
@@ -530,6 +542,7 @@ impl Acceptor {
                     failures += 1;
                     if exhausted(&e) || failures >= 16 {
                         self.paused.store(true, Ordering::SeqCst);
+                        reactor.tick_at(std::time::Instant::now() + crate::reactor::TICK_INTERVAL);
                         return;
                     }
                 }

@@ -17,8 +17,8 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::{
-    read_in_reactor, run_reactor_until, slice_end, wait_serving_own_connection, Serving,
-    WaitStrategy,
+    read_in_reactor, run_reactor_until, slice_end, wait_reading, wait_serving_own_connection,
+    Serve, Serving, WaitStrategy,
 };
 use crate::reactor::Reactor;
 use crate::transport::client::{ClientConnection, ReadState};
@@ -63,18 +63,19 @@ impl WaitStrategy for LeaderFollowers {
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&mut ReadState) -> bool,
     ) -> bool {
-        let reactor = match serving {
-            Serving::Nothing => return conn.wait_until(deadline, done),
-            Serving::OwnConnection(serve) => {
-                return wait_serving_own_connection(&**serve, conn, deadline, done)
+        let reactor = match serving.what() {
+            Serve::Nothing => return wait_reading(serving, conn, deadline, done),
+            Serve::OwnConnection(serve) => {
+                return wait_serving_own_connection(serving, &**serve, conn, deadline, done)
             }
-            Serving::Reactor(reactor) => reactor,
+            Serve::Reactor(reactor) => reactor,
         };
         // The leader reads the connection through the reactor.
         conn.watch_with(reactor);
         loop {
             match self.role() {
                 Role::Follow => {
+                    serving.run_handed_over();
                     // What arrived while nobody read it (a reactor that
                     // cannot watch the connection, see `watch_with`).
                     conn.poll();
@@ -88,9 +89,9 @@ impl WaitStrategy for LeaderFollowers {
                         return false;
                     }
                 }
-                Role::Leading => return run_reactor_until(reactor, conn, deadline, done),
+                Role::Leading => return run_reactor_until(serving, reactor, conn, deadline, done),
                 Role::Took => {
-                    let got = run_reactor_until(reactor, conn, deadline, done);
+                    let got = run_reactor_until(serving, reactor, conn, deadline, done);
                     *self.leader.lock() = None;
                     return got;
                 }

@@ -19,6 +19,12 @@
 //!   any thread serves the ORB's reactor (nobody else may be running it);
 //! - any other thread serves nothing: the server's own threads do.
 //!
+//! And whatever the strategy, a thread in an upcall of a
+//! SINGLE_THREAD_MODEL POA runs the requests for that POA that other
+//! threads hand over to it while it waits (a callback into the POA, which
+//! would otherwise wait for the upcall that waits for it: see
+//! `poa::single_thread`), between slices of its wait.
+//!
 //! A thread that serves nothing waits on read whatever the strategy, so a
 //! pure client keeps the fastest path (the caller reads its own reply).
 //!
@@ -38,6 +44,7 @@ use std::time::{Duration, Instant};
 use super::client::{ClientConnection, ReadState};
 use crate::config::OrbConfig;
 use crate::orb::OrbCore;
+use crate::poa::single_thread::{owner_waits, OwnerWaits};
 use crate::reactor::Reactor;
 
 pub(crate) use leader_followers::LeaderFollowers;
@@ -50,8 +57,20 @@ pub(crate) use read::WaitOnRead;
 /// wakes it; replies normally wake it at once.
 const SLICE: Duration = Duration::from_millis(2);
 
-/// What a waiting thread must keep serving while it waits.
-pub(crate) enum Serving {
+/// What a waiting thread must keep serving while it waits: what it
+/// serves by running it ([`Serve`]), and the requests handed over to it
+/// for the SINGLE_THREAD_MODEL POAs whose upcalls it is in.
+#[derive(Debug)]
+pub(crate) struct Serving {
+    what: Serve,
+    /// Marks those POAs' owner as waiting while the wait lasts (other
+    /// threads hand their requests over meanwhile); `None` when the thread
+    /// is in no such upcall.
+    handed_over: Option<OwnerWaits>,
+}
+
+/// What a waiting thread serves by running it.
+pub(crate) enum Serve {
     /// Nothing: the server's own threads serve (or there is no server).
     Nothing,
     /// A reactor: the thread's upcall came from it, or the application's
@@ -63,13 +82,43 @@ pub(crate) enum Serving {
     OwnConnection(Rc<dyn Fn() -> bool>),
 }
 
-impl std::fmt::Debug for Serving {
+impl std::fmt::Debug for Serve {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Serving::Nothing => "Nothing",
-            Serving::Reactor(_) => "Reactor",
-            Serving::OwnConnection(_) => "OwnConnection",
+            Serve::Nothing => "Nothing",
+            Serve::Reactor(_) => "Reactor",
+            Serve::OwnConnection(_) => "OwnConnection",
         })
+    }
+}
+
+impl From<Serve> for Serving {
+    /// Serving `what`, with nothing handed over.
+    fn from(what: Serve) -> Serving {
+        Serving {
+            what,
+            handed_over: None,
+        }
+    }
+}
+
+impl Serving {
+    /// What the thread serves by running it.
+    pub(crate) fn what(&self) -> &Serve {
+        &self.what
+    }
+
+    /// Whether requests may be handed over to this thread while it waits:
+    /// then even a wait that serves nothing else must run them now and
+    /// then.
+    fn takes_hand_overs(&self) -> bool {
+        self.handed_over.is_some()
+    }
+
+    /// Runs one request handed over to this thread, if any. True if it
+    /// ran one.
+    fn run_handed_over(&self) -> bool {
+        self.handed_over.as_ref().is_some_and(OwnerWaits::run_one)
     }
 }
 
@@ -104,7 +153,9 @@ pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
 /// reactor: the reactor reads the connection, so `Orb::run` and
 /// `Orb::perform_work` (application threads), or the server's threads,
 /// deliver AMI replies without a thread of their own. Deadlines of those
-/// requests are then checked at the reactor's ticks (twice a second).
+/// requests are then checked at the reactor's ticks, which the connection
+/// asks for while they are outstanding (at their deadline, twice a second
+/// at least).
 fn read_in_reactor(reactor: Option<&Arc<Reactor>>, conn: &Arc<ClientConnection>) -> bool {
     match reactor {
         Some(reactor) if !reactor.is_stopping() => {
@@ -132,20 +183,29 @@ thread_local! {
 }
 
 /// What the calling thread must serve while it waits for a reply to a
-/// request `core` sent.
+/// request `core` sent. While the returned value lives, the
+/// SINGLE_THREAD_MODEL POAs whose upcalls the thread is in take it as
+/// waiting (their requests are handed over to it).
 pub(crate) fn serving(core: &OrbCore) -> Serving {
+    Serving {
+        what: what_to_serve(core),
+        handed_over: owner_waits(),
+    }
+}
+
+fn what_to_serve(core: &OrbCore) -> Serve {
     if let Some(own) = OWN_CONNECTION.with(|c| c.borrow().clone()) {
-        return Serving::OwnConnection(own);
+        return Serve::OwnConnection(own);
     }
     if let Some(reactor) = REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade)) {
-        return Serving::Reactor(reactor);
+        return Serve::Reactor(reactor);
     }
     if core.driven_by_application() {
         if let Some(server) = core.running_server() {
-            return Serving::Reactor(server.reactor().clone());
+            return Serve::Reactor(server.reactor().clone());
         }
     }
-    Serving::Nothing
+    Serve::Nothing
 }
 
 /// Whether the calling thread is handling an event of `reactor` (an
@@ -203,12 +263,13 @@ fn slice_end(deadline: Option<Instant>) -> Instant {
     deadline.map_or(end, |d| d.min(end))
 }
 
-/// Thread per connection: waits for `done` on `conn`, alternately leading
-/// the client connection for a slice and serving what arrived on the
-/// thread's own server connection (no other thread reads either: the
-/// client connection's leader flag and the server connection's thread
-/// guarantee it).
-fn wait_serving_own_connection(
+/// Waits for `done` on `conn`, alternately leading the client connection
+/// for a slice and running `serve`: with thread per connection (or a
+/// model's worker), what arrived on the thread's own server connection (or
+/// its queue), and the requests handed over to it (no other thread reads
+/// either: the client connection's leader flag and the server
+/// connection's thread guarantee it).
+fn wait_in_slices(
     serve: &dyn Fn() -> bool,
     conn: &Arc<ClientConnection>,
     deadline: Option<Instant>,
@@ -225,6 +286,39 @@ fn wait_serving_own_connection(
     }
 }
 
+/// Reads `conn` until `done` (true), the connection closes (true) or
+/// `deadline` passes (false), serving nothing but the requests handed over
+/// to the thread, if it takes any (then in slices).
+fn wait_reading(
+    serving: &Serving,
+    conn: &Arc<ClientConnection>,
+    deadline: Option<Instant>,
+    done: &mut dyn FnMut(&mut ReadState) -> bool,
+) -> bool {
+    if serving.takes_hand_overs() {
+        wait_in_slices(&|| serving.run_handed_over(), conn, deadline, done)
+    } else {
+        conn.wait_until(deadline, done)
+    }
+}
+
+/// Thread per connection (or a model's worker): waits for `done` on
+/// `conn`, serving between slices what `serve` serves and the requests
+/// handed over.
+fn wait_serving_own_connection(
+    serving: &Serving,
+    serve: &dyn Fn() -> bool,
+    conn: &Arc<ClientConnection>,
+    deadline: Option<Instant>,
+    done: &mut dyn FnMut(&mut ReadState) -> bool,
+) -> bool {
+    let both = || {
+        let served = serve();
+        serving.run_handed_over() || served
+    };
+    wait_in_slices(&both, conn, deadline, done)
+}
+
 /// Runs `reactor` (which also reads `conn`, registered with it) until
 /// `done`, the connection closes (true) or `deadline` passes (false).
 /// While another thread polls the reactor (a server thread of a pool, or
@@ -233,6 +327,7 @@ fn wait_serving_own_connection(
 /// reads it and wakes it) or the slice ends. A stopping reactor serves
 /// nothing more: the wait goes on reading `conn`.
 fn run_reactor_until(
+    serving: &Serving,
     reactor: &Arc<Reactor>,
     conn: &Arc<ClientConnection>,
     deadline: Option<Instant>,
@@ -240,6 +335,7 @@ fn run_reactor_until(
 ) -> bool {
     conn.watch_with(reactor);
     loop {
+        serving.run_handed_over();
         // A reply another thread read, or one waiting in the socket
         // (which the reactor announces only once).
         conn.poll();
@@ -251,7 +347,7 @@ fn run_reactor_until(
             return false;
         }
         if reactor.is_stopping() {
-            return conn.wait_until(deadline, done);
+            return wait_reading(serving, conn, deadline, done);
         }
         let end = slice_end(deadline);
         match reactor.try_turn(Some(end.saturating_duration_since(now))) {
@@ -265,7 +361,7 @@ fn run_reactor_until(
                     return true;
                 }
             }
-            Err(_) => return conn.wait_until(deadline, done),
+            Err(_) => return wait_reading(serving, conn, deadline, done),
         }
     }
 }
@@ -291,9 +387,9 @@ mod tests {
 
     #[test]
     fn a_waiter_on_the_reactor_serves_it_until_its_reply_comes() {
-        let reactor = Reactor::new(false).unwrap();
+        let reactor = Reactor::new().unwrap();
         let (conn, server) = connected();
-        let serving = Serving::Reactor(reactor.clone());
+        let serving = Serving::from(Serve::Reactor(reactor.clone()));
         let served = Arc::new(AtomicUsize::new(0));
         let strategies: [&dyn WaitStrategy; 2] = [&WaitOnReactor, &LeaderFollowers::default()];
         for (id, strategy) in (1..).zip(strategies) {
@@ -330,7 +426,7 @@ mod tests {
                 true
             }
         };
-        let serving = Serving::OwnConnection(Rc::new(serve));
+        let serving = Serving::from(Serve::OwnConnection(Rc::new(serve)));
         let deadline = Some(Instant::now() + LIMIT);
         assert!(WaitOnReactor.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
         assert_eq!(reply_value(slot.take()), 111);
@@ -339,7 +435,7 @@ mod tests {
 
     #[test]
     fn a_follower_gets_the_reply_its_leader_read() {
-        let reactor = Reactor::new(false).unwrap();
+        let reactor = Reactor::new().unwrap();
         let lf = Arc::new(LeaderFollowers::default());
         let (conn1, mut server1) = connected();
         let (conn2, mut server2) = connected();
@@ -353,7 +449,7 @@ mod tests {
                       slot: Arc<crate::transport::reply::sync::SyncSlot>| {
             let (lf, reactor) = (lf.clone(), reactor.clone());
             std::thread::spawn(move || {
-                let serving = Serving::Reactor(reactor);
+                let serving = Serving::from(Serve::Reactor(reactor));
                 let deadline = Some(Instant::now() + LIMIT);
                 assert!(lf.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
                 reply_value(slot.take())
@@ -370,7 +466,7 @@ mod tests {
 
     #[test]
     fn the_reactor_reads_the_replies_of_asynchronous_requests() {
-        let reactor = Reactor::new(false).unwrap();
+        let reactor = Reactor::new().unwrap();
         let (conn, mut server) = connected();
         let slot = Arc::new(DeferredSlot::new(true));
         conn.bind(1, slot.dispatcher(), None);
@@ -408,8 +504,8 @@ mod tests {
 
     #[test]
     fn a_thread_serves_what_it_handles_innermost_first() {
-        let outer = Reactor::new(false).unwrap();
-        let inner = Reactor::new(false).unwrap();
+        let outer = Reactor::new().unwrap();
+        let inner = Reactor::new().unwrap();
         let top = || REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade));
         assert!(top().is_none());
         {

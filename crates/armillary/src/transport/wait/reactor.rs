@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    read_in_reactor, run_reactor_until, wait_serving_own_connection, Serving, WaitStrategy,
+    read_in_reactor, run_reactor_until, wait_reading, wait_serving_own_connection, Serve, Serving,
+    WaitStrategy,
 };
 use crate::reactor::Reactor;
 use crate::transport::client::{ClientConnection, ReadState};
@@ -32,12 +33,12 @@ impl WaitStrategy for WaitOnReactor {
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&mut ReadState) -> bool,
     ) -> bool {
-        match serving {
-            Serving::Nothing => conn.wait_until(deadline, done),
-            Serving::OwnConnection(serve) => {
-                wait_serving_own_connection(&**serve, conn, deadline, done)
+        match serving.what() {
+            Serve::Nothing => wait_reading(serving, conn, deadline, done),
+            Serve::OwnConnection(serve) => {
+                wait_serving_own_connection(serving, &**serve, conn, deadline, done)
             }
-            Serving::Reactor(reactor) => run_reactor_until(reactor, conn, deadline, done),
+            Serve::Reactor(reactor) => run_reactor_until(serving, reactor, conn, deadline, done),
         }
     }
 

@@ -1,5 +1,7 @@
 //! Wait on read: the waiting thread reads its connection until its reply
-//! comes, serving nothing meanwhile. Callers of one (multiplexed)
+//! comes, serving nothing meanwhile (but the requests handed over to a
+//! thread in an upcall of a SINGLE_THREAD_MODEL POA: see the module docs
+//! of `wait`). Callers of one (multiplexed)
 //! connection take turns reading it, the reader handing each reply to its
 //! owner (the connection's own Leader/Followers, see
 //! [`ClientConnection::wait_until`]). The fastest wait for a pure client;
@@ -10,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Serving, WaitStrategy};
+use super::{wait_reading, Serving, WaitStrategy};
 use crate::transport::client::{ClientConnection, ReadState};
 
 /// Wait on read (`-ORBWaitStrategy read`).
@@ -20,11 +22,11 @@ pub(crate) struct WaitOnRead;
 impl WaitStrategy for WaitOnRead {
     fn wait(
         &self,
-        _serving: &Serving,
+        serving: &Serving,
         conn: &Arc<ClientConnection>,
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&mut ReadState) -> bool,
     ) -> bool {
-        conn.wait_until(deadline, done)
+        wait_reading(serving, conn, deadline, done)
     }
 }

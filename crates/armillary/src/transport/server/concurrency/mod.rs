@@ -79,6 +79,16 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether the thread that read several requests at once hands all
+    /// but the first to the other reactor threads (Leader/Followers
+    /// promotion: one posted to the reactor per request, each taken by a
+    /// free thread in its turn) before it serves the first itself, so
+    /// that no request waits behind another's upcall while a thread is
+    /// free. For a model whose several reactor threads run what they read.
+    fn promotes_followers(&self) -> bool {
+        false
+    }
+
     /// Runs a request that was read and resolved to a servant: here, on
     /// the thread that read it, or on another thread. The request's reply
     /// is written by [`Dispatch::run`], wherever it runs.
@@ -247,9 +257,17 @@ impl Dispatch {
         self.connection
     }
 
-    /// Runs the upcall on the calling thread and writes its reply.
+    /// Runs the upcall on the calling thread and writes its reply; for a
+    /// SINGLE_THREAD_MODEL POA whose upcall another thread is in and
+    /// waiting for a reply, that thread runs it inside its wait instead
+    /// (see `poa::single_thread`).
     pub(crate) fn run(self) {
-        (self.run)(self.upcall);
+        match self.upcall.poa().single_thread().cloned() {
+            Some(single) => {
+                single.run_or_hand_over(Box::new(move || (self.run)(self.upcall)));
+            }
+            None => (self.run)(self.upcall),
+        }
     }
 
     /// Answers the request with `exception` (COMPLETED_NO: the upcall

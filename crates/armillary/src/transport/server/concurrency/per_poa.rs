@@ -5,7 +5,9 @@
 //! reading thread (`reactive`, `thread-pool`, `thread-per-connection`,
 //! `application`) has them run there, whichever thread read them. The
 //! models POAs choose are started on their first request and shared by
-//! every POA that chose the same one.
+//! every POA that chose the same one. A request filter's route comes
+//! first: only the requests it leaves to the model (`Route::Default`, or
+//! no filter) come here (see `request_filter`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -67,6 +69,11 @@ impl ServerConcurrency for PerPoa {
     /// one the reading thread wrote.
     fn coalesces_replies(&self) -> bool {
         self.orb.coalesces_replies()
+    }
+
+    /// The ORB's model decides: its threads read, before the POA is known.
+    fn promotes_followers(&self) -> bool {
+        self.orb.promotes_followers()
     }
 
     fn dispatch(&self, request: Dispatch) {
