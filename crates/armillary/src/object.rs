@@ -813,14 +813,45 @@ impl ObjectRef {
         self.invoker()?.locate(self.ior())
     }
 
-    /// Asks whether the object no longer exists (`_non_existent`).
+    /// Asks whether the object no longer exists (`_non_existent`): true
+    /// when its server says so, either by answering true or by raising
+    /// OBJECT_NOT_EXIST (what a POA does for a deactivated object), as
+    /// CORBA and omniORB's `_non_existent` have it. Any other failure
+    /// (the server cannot be reached, say) is an `Err`: it tells nothing
+    /// of the object.
+    ///
+    /// ```
+    /// use armillary::config::OrbConfig;
+    /// use armillary::{ObjectRef, Orb};
+    /// # use armillary_quoter::{generated, QuoterImpl};
+    /// use generated::stock::QuoterSkeleton;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let orb = Orb::with_config(OrbConfig::default())?;
+    /// let poa = orb.root_poa();
+    /// poa.manager().activate()?;
+    /// let id = poa.activate_object(QuoterSkeleton::new(QuoterImpl::default()))?;
+    /// let quoter: ObjectRef = poa.id_to_reference(&id)?;
+    /// assert!(!quoter.non_existent()?);
+    ///
+    /// poa.deactivate_object(&id)?;
+    /// assert!(quoter.non_existent()?);
+    /// orb.shutdown(armillary::WaitForCompletion::Yes)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[doc(alias = "_non_existent")]
     pub fn non_existent(&self) -> Result<bool, SystemException> {
-        self.invoke("_non_existent", &|_| Ok(()), |reply| match reply {
+        let asked = self.invoke("_non_existent", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
             ReplyBody::UserException { .. } => {
                 Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
             }
-        })
+        });
+        match asked {
+            Err(e) if e.is_object_not_exist() => Ok(true),
+            other => other,
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! Current (POA, object id, reference; NoContext outside an upcall), the
 //! thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
 //! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap), and an
-//! upcall that would wait for its own completion gets BAD_INV_ORDER.
+//! upcall that would wait for its own completion gets BAD_INV_ORDER, and
+//! `_non_existent` of a deactivated object is true.
 //!
 //! Concurrency is shown with rendezvous, not timing: an upcall waits (with
 //! a generous timeout) for a partner upcall to be running at the same
@@ -478,4 +479,58 @@ fn waiting_for_completion_inside_an_upcall_raises_bad_inv_order_minor_3() {
         .unwrap();
     orb.shutdown(WaitForCompletion::Yes).unwrap();
     server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// Answers every operation with nothing (`ping`), and the operations every
+/// object has.
+struct Pingable;
+
+impl Servant for Pingable {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Pingable:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, _req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        Ok(())
+    }
+}
+
+#[test]
+fn non_existent_of_a_deactivated_object_is_true_over_the_wire() {
+    let server_orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let root = server_orb.root_poa();
+    root.manager().activate().unwrap();
+    let published = root.activate_as::<ObjectRef>(Pingable).unwrap();
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&published))
+        .unwrap();
+    assert!(!remote.non_existent().unwrap());
+    assert!(!published.non_existent().unwrap(), "collocated");
+
+    root.deactivate_object(root.reference_to_id(&published).unwrap())
+        .unwrap();
+    // The server raises OBJECT_NOT_EXIST for the deactivated object...
+    let e = remote
+        .invoke::<(), SystemException>("ping", &|_| Ok(()), |_| Ok(Ok(())))
+        .unwrap_err();
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
+    // ...which `_non_existent` answers as true, remote or collocated.
+    assert_eq!(remote.non_existent(), Ok(true));
+    assert_eq!(published.non_existent(), Ok(true), "collocated");
+    // A server that cannot be reached says nothing of the object.
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+    let e = remote.non_existent().unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            SystemExceptionKind::Transient | SystemExceptionKind::CommFailure
+        ),
+        "{e}"
+    );
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
