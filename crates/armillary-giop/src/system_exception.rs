@@ -112,6 +112,12 @@ pub mod minor {
     /// UNKNOWN: the servant panicked while it carried out the request; the
     /// server caught the panic and goes on serving (Armillary's own).
     pub const SERVANT_PANICKED: u32 = armillary_minor(34);
+    /// TRANSIENT: the object is being deactivated (`deactivate_object`
+    /// waits for its running requests before its servant activator
+    /// etherealizes it) and its POA's servant activator would incarnate it
+    /// again once that is done; the request did not run, so it may be sent
+    /// again (Armillary's own).
+    pub const OBJECT_DEACTIVATING: u32 = armillary_minor(40);
 }
 
 /// Whether the operation ran before the exception was raised.

@@ -534,3 +534,141 @@ fn non_existent_of_a_deactivated_object_is_true_over_the_wire() {
     );
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
+
+/// A servant whose `block` upcall waits until the test opens the gate.
+#[derive(Default)]
+struct Gated {
+    entered: AtomicUsize,
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gated {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl Servant for Gated {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Gated:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        if req.operation() == "block" {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            let open = self.open.lock().unwrap();
+            let (open, _) = self
+                .opened
+                .wait_timeout_while(open, DEADLINE, |open| !*open)
+                .unwrap();
+            assert!(*open, "the test never opened the gate");
+        }
+        Ok(())
+    }
+}
+
+/// Incarnates a new [`Gated`] per object and counts etherealizations.
+#[derive(Default)]
+struct GatedActivator {
+    incarnations: AtomicUsize,
+    etherealizations: AtomicUsize,
+}
+
+impl armillary::poa::ServantActivator for GatedActivator {
+    fn incarnate(
+        &self,
+        _: &armillary::poa::ObjectId,
+        _: &armillary::poa::Poa,
+    ) -> Result<Arc<dyn Servant>, armillary::poa::ServantManagerError> {
+        self.incarnations.fetch_add(1, Ordering::SeqCst);
+        let servant = Gated::default();
+        servant.open();
+        Ok(Arc::new(servant))
+    }
+
+    fn etherealize(
+        &self,
+        _: &armillary::poa::ObjectId,
+        _: &armillary::poa::Poa,
+        _: Arc<dyn Servant>,
+        _: bool,
+        _: bool,
+    ) {
+        self.etherealizations.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn call(obj: &ObjectRef, operation: &str) -> Result<(), SystemException> {
+    obj.invoke::<(), SystemException>(operation, &|_| Ok(()), |_| Ok(Ok(())))
+}
+
+#[test]
+fn deactivate_object_etherealizes_after_the_running_request_over_the_wire() {
+    let server_orb =
+        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(4))).unwrap();
+    let root = server_orb.root_poa();
+    root.manager().activate().unwrap();
+    let poa = root
+        .create_poa(
+            "gated",
+            Some(root.manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    let activator = Arc::new(GatedActivator::default());
+    poa.set_servant_manager(armillary::poa::ServantManager::Activator(activator.clone()))
+        .unwrap();
+    let gated = Arc::new(Gated::default());
+    let published: ObjectRef = poa.activate_with_id_as("gated", gated.clone()).unwrap();
+    let ior = server_orb.object_to_string(&published);
+
+    let blocked = {
+        let ior = ior.clone();
+        std::thread::spawn(move || {
+            let orb = Orb::with_config(OrbConfig::default()).unwrap();
+            let outcome = call(&orb.string_to_object(&ior).unwrap(), "block");
+            orb.shutdown(WaitForCompletion::Yes).unwrap();
+            outcome
+        })
+    };
+    armillary_testkit::wait_until("the request runs in the servant", || {
+        gated.entered.load(Ordering::SeqCst) == 1
+    });
+    poa.deactivate_object("gated").unwrap();
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 0);
+
+    // Meanwhile another client's request is not dispatched: TRANSIENT,
+    // since the activator will incarnate the object again.
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let remote = orb.string_to_object(&ior).unwrap();
+    let e = call(&remote, "ping").unwrap_err();
+    assert_eq!(
+        (e.kind(), e.minor(), e.completed()),
+        (
+            SystemExceptionKind::Transient,
+            armillary::minor::OBJECT_DEACTIVATING,
+            CompletionStatus::No
+        )
+    );
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 0);
+    assert_eq!(activator.incarnations.load(Ordering::SeqCst), 0);
+
+    gated.open();
+    blocked.join().unwrap().unwrap();
+    // The blocked request's end etherealized the servant, before its reply.
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 1);
+    // The object comes back through the activator.
+    call(&remote, "ping").unwrap();
+    assert_eq!(activator.incarnations.load(Ordering::SeqCst), 1);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
