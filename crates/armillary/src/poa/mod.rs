@@ -98,6 +98,11 @@ pub enum PoaError {
     /// for).
     #[error("the servant does not implement {0}")]
     WrongInterface(&'static str),
+    /// `activate_object_with_id` on a SYSTEM_ID POA with an id the POA
+    /// did not assign (BAD_PARAM, as CORBA has it): such a POA's ids come
+    /// from `activate_object` or `create_reference`.
+    #[error("the object id was not assigned by this SYSTEM_ID POA")]
+    ForeignObjectId,
 }
 
 /// The system exception a POA error becomes when it crosses an operation
@@ -112,7 +117,7 @@ pub enum PoaError {
 /// | `NoServant` | OBJ_ADAPTER, minor 3 (no default servant) |
 /// | `ObjectNotActive` | OBJECT_NOT_EXIST, minor 1 (unregistered object) |
 /// | `AdapterNonExistent`, `Destroyed` | OBJECT_NOT_EXIST, minor 2 (nonexistent adapter) |
-/// | `AdapterAlreadyExists`, `WrongInterface` | BAD_PARAM, minor 0 |
+/// | `AdapterAlreadyExists`, `WrongInterface`, `ForeignObjectId` | BAD_PARAM, minor 0 |
 /// | `InvalidPolicy` | INV_POLICY, minor 0 |
 /// | `NoContext`, `BadInvOrder` | BAD_INV_ORDER, minor 0 / 3 (would deadlock) |
 ///
@@ -142,9 +147,9 @@ impl From<PoaError> for SystemException {
             PoaError::AdapterNonExistent | PoaError::Destroyed => {
                 SystemException::object_not_exist(minor::NONEXISTENT_ADAPTER, no)
             }
-            PoaError::AdapterAlreadyExists | PoaError::WrongInterface(_) => {
-                SystemException::bad_param(0, no)
-            }
+            PoaError::AdapterAlreadyExists
+            | PoaError::WrongInterface(_)
+            | PoaError::ForeignObjectId => SystemException::bad_param(0, no),
             PoaError::InvalidPolicy(_) => SystemException::inv_policy(0, no),
             PoaError::NoContext => SystemException::bad_inv_order(0, no),
             PoaError::BadInvOrder => SystemException::bad_inv_order(minor::WOULD_DEADLOCK, no),
@@ -793,6 +798,34 @@ impl Poa {
         }
     }
 
+    /// Refuses, on a SYSTEM_ID POA, an id this POA did not assign
+    /// ([`new_system_id`](Self::new_system_id)): one of another length,
+    /// or a number it has not handed out yet. A persistent POA's id from
+    /// an earlier run of the server (another ORB token) is taken: it was
+    /// this POA's.
+    fn require_assigned_here(&self, object_id: &ObjectId) -> Result<(), PoaError> {
+        if self.inner.policies.id_assignment != IdAssignmentPolicy::SystemId {
+            return Ok(());
+        }
+        let bytes = object_id.as_bytes();
+        let number: Option<[u8; 8]> = match (self.inner.policies.lifespan, bytes.len()) {
+            (LifespanPolicy::Persistent, 16) => {
+                let (token, number) = bytes.split_at(8);
+                if token != self.inner.registry.orb_token.to_be_bytes() {
+                    return Ok(());
+                }
+                number.try_into().ok()
+            }
+            (LifespanPolicy::Transient, 8) => bytes.try_into().ok(),
+            _ => None,
+        };
+        let handed_out = self.inner.next_id.load(Ordering::Relaxed);
+        match number.map(u64::from_be_bytes) {
+            Some(n) if n >= 1 && n < handed_out => Ok(()),
+            _ => Err(PoaError::ForeignObjectId),
+        }
+    }
+
     fn require_retain(&self) -> Result<(), PoaError> {
         if self.inner.policies.retains() {
             Ok(())
@@ -820,15 +853,22 @@ impl Poa {
     /// Activates `servant` under `object_id` (RETAIN), which is anything
     /// that converts into an [`ObjectId`]:
     /// `poa.activate_object_with_id("fred", servant)`.
+    ///
+    /// On a SYSTEM_ID POA the id must be one the POA assigned (from
+    /// [`create_reference`](Self::create_reference), or an object
+    /// deactivated since); any other is refused with
+    /// [`PoaError::ForeignObjectId`] (BAD_PARAM).
     pub fn activate_object_with_id(
         &self,
         object_id: impl Into<ObjectId>,
         servant: impl IntoServant,
     ) -> Result<(), PoaError> {
+        let object_id = object_id.into();
         let servant = servant.into_servant();
         self.live()?;
         self.require_retain()?;
-        self.insert(object_id.into(), servant).map(|_| ())
+        self.require_assigned_here(&object_id)?;
+        self.insert(object_id, servant).map(|_| ())
     }
 
     fn insert(&self, object_id: ObjectId, servant: Arc<dyn Servant>) -> Result<SlotRef, PoaError> {
@@ -967,7 +1007,10 @@ impl Poa {
         Ok(self.make_reference(&self.new_system_id(), type_id))
     }
 
-    /// A reference for `object_id`, active or not.
+    /// A reference for `object_id`, active or not. (Unlike
+    /// [`activate_object_with_id`](Self::activate_object_with_id), it
+    /// takes any id on a SYSTEM_ID POA too, which CORBA allows: a default
+    /// servant or servant manager may serve ids the application makes.)
     pub fn create_reference_with_id(
         &self,
         object_id: impl Into<ObjectId>,

@@ -396,6 +396,60 @@ fn garbage_keys_fail_cleanly() {
 }
 
 #[test]
+fn a_system_id_poa_refuses_ids_it_did_not_assign() {
+    let (_registry, root) = setup();
+    let persistent = root
+        .create_poa(
+            "persistent",
+            Some(root.manager()),
+            &[Policy::Lifespan(LifespanPolicy::Persistent)],
+        )
+        .unwrap();
+    for poa in [&root, &persistent] {
+        let path = poa.path().to_vec();
+        let foreign = Err(PoaError::ForeignObjectId);
+        // Ids the application made up.
+        for id in [&b"fred"[..], &[0; 8], &[0; 9], &[]] {
+            assert_eq!(
+                poa.activate_object_with_id(id, Echo("fred")),
+                foreign,
+                "{path:?} {id:?}"
+            );
+        }
+        // An id of the POA's form that it has not handed out yet.
+        let handed_out = poa.reference_to_id(&poa.create_reference("IDL:Test/Echo:1.0").unwrap());
+        let handed_out = handed_out.unwrap().into_bytes();
+        let mut ahead = handed_out.clone();
+        let last = ahead.len() - 1;
+        ahead[last] += 1;
+        assert_eq!(poa.activate_object_with_id(ahead, Echo("ahead")), foreign);
+        // What the POA assigned is taken: an id from create_reference, and
+        // the id of an object deactivated since.
+        poa.activate_object_with_id(&handed_out, Echo("reserved"))
+            .unwrap();
+        let id = poa.activate_object(Echo("again")).unwrap();
+        poa.deactivate_object(&id).unwrap();
+        poa.activate_object_with_id(&id, Echo("again")).unwrap();
+        assert!(poa
+            .create_reference_with_id(&id, "IDL:Test/Echo:1.0")
+            .is_ok());
+    }
+    // A persistent POA's id from an earlier run of the server (another ORB
+    // token) was this POA's: it is taken.
+    let mut earlier_run = vec![0xee; 8];
+    earlier_run.extend_from_slice(&1u64.to_be_bytes());
+    persistent
+        .activate_object_with_id(earlier_run, Echo("earlier"))
+        .unwrap();
+    // What a servant's `?` makes of the refusal.
+    let e = SystemException::from(PoaError::ForeignObjectId);
+    assert_eq!(
+        e.kind(),
+        armillary_giop::system_exception::SystemExceptionKind::BadParam
+    );
+}
+
+#[test]
 fn poa_errors_become_the_standard_system_exceptions() {
     use armillary_giop::system_exception::{omg_minor, SystemExceptionKind as K};
     let cases = [
@@ -415,6 +469,7 @@ fn poa_errors_become_the_standard_system_exceptions() {
         (PoaError::Destroyed, K::ObjectNotExist, omg_minor(2)),
         (PoaError::AdapterAlreadyExists, K::BadParam, 0),
         (PoaError::WrongInterface("IDL:X:1.0"), K::BadParam, 0),
+        (PoaError::ForeignObjectId, K::BadParam, 0),
         (PoaError::InvalidPolicy(2), K::InvPolicy, 0),
         (PoaError::NoContext, K::BadInvOrder, 0),
         (PoaError::BadInvOrder, K::BadInvOrder, omg_minor(3)),
