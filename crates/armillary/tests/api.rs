@@ -85,7 +85,10 @@ impl Servant for Probe {
             // Shuts its own ORB down, waiting or not as asked.
             "shutdown" => {
                 let wait = req.args().read_bool().map_err(bad)?;
-                let wait = WaitForCompletion::from(wait);
+                let wait = match wait {
+                    true => WaitForCompletion::Yes,
+                    false => WaitForCompletion::No,
+                };
                 orb().expect("the test set the ORB").shutdown(wait)?;
             }
             // Drops the last handle of its own ORB, inside the upcall.
