@@ -288,7 +288,7 @@ kinds! {
 /// let lost = SystemException::comm_failure(minor::CONNECTION_LOST, CompletionStatus::Maybe);
 /// assert!(!worth_retrying(&lost));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct SystemException {
     /// Which exception.
@@ -447,6 +447,30 @@ impl fmt::Display for SystemException {
             self.minor,
             self.completed.name()
         )
+    }
+}
+
+impl fmt::Debug for SystemException {
+    /// The fields, the minor code in hexadecimal as OMG and omniORB write
+    /// it (its vendor id is then legible: `0x4f4d…` is the OMG's,
+    /// `0x4152…` Armillary's):
+    ///
+    /// ```
+    /// use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+    ///
+    /// let e = SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
+    /// assert_eq!(
+    ///     format!("{e:?}"),
+    ///     "SystemException { kind: Transient, minor: 0x4f4d0002, completed: No, foreign_id: None }"
+    /// );
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SystemException")
+            .field("kind", &self.kind)
+            .field("minor", &format_args!("{:#010x}", self.minor))
+            .field("completed", &self.completed)
+            .field("foreign_id", &self.foreign_id)
+            .finish()
     }
 }
 
