@@ -1576,11 +1576,11 @@ mod tests {
             ("2.5", Some(us(2_500))),
             ("0", None),
         ];
-        let options: [(
-            &str,
-            &[(&str, Option<Duration>)],
-            fn(&OrbConfig) -> Option<Duration>,
-        ); 3] = [
+        /// A value and the duration it sets.
+        type Case = (&'static str, Option<Duration>);
+        /// An option, its bare-number cases, and where it lands.
+        type DurationOption<'a> = (&'a str, &'a [Case], fn(&OrbConfig) -> Option<Duration>);
+        let options: [DurationOption<'_>; 3] = [
             ("-ORBIdleTimeout", &bare_seconds, |c| c.idle_timeout),
             ("-ORBMessageTimeout", &bare_seconds, |c| c.message_timeout),
             ("-ORBClientCallTimeout", &bare_millis, |c| c.call_timeout),
