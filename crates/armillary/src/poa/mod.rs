@@ -1294,7 +1294,7 @@ impl Poa {
                     // Deactivating: the servant activator may incarnate it
                     // only once it has been etherealized.
                     Some(_)
-                        if p.request_processing == RequestProcessingPolicy::UseServantManager =>
+                        if matches!(state.servant_manager, Some(ServantManager::Activator(_))) =>
                     {
                         return Err(deactivating().into());
                     }
