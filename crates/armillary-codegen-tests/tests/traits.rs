@@ -144,10 +144,8 @@ fn a_union_defaults_to_its_first_labelled_member() {
     assert_eq!(round_trip(&ByFlag::default()), ByFlag::default());
 }
 
-// The hash and equality of a reference read only its IOR, which never
-// changes; clippy sees the lazily bound invoker's `OnceLock` (see
-// `ObjectRef`'s `Hash` impl).
-#[allow(clippy::mutable_key_type)]
+// References and stubs key maps with no `allow` of clippy's
+// `mutable_key_type`: nothing in them changes after they are made.
 #[test]
 fn values_stubs_and_references_key_maps() {
     let mut trees = HashSet::new();

@@ -112,16 +112,22 @@ pub mod minor {
     /// UNKNOWN: the servant panicked while it carried out the request; the
     /// server caught the panic and goes on serving (Armillary's own).
     pub const SERVANT_PANICKED: u32 = armillary_minor(34);
+    /// TRANSIENT: the object is being deactivated (`deactivate_object`
+    /// waits for its running requests before its servant activator
+    /// etherealizes it) and its POA's servant activator would incarnate it
+    /// again once that is done; the request did not run, so it may be sent
+    /// again (Armillary's own).
+    pub const OBJECT_DEACTIVATING: u32 = armillary_minor(40);
     /// MARSHAL: a GIOP 1.1 fragment boundary falls inside a single value,
     /// which no sender writes (Armillary's own).
-    pub const FRAGMENT_SPLITS_VALUE: u32 = armillary_minor(40);
+    pub const FRAGMENT_SPLITS_VALUE: u32 = armillary_minor(41);
     /// MARSHAL: a block of 8-byte values crosses a GIOP 1.1 fragment
     /// boundary, and the message reads completely both as omniORB's C++
     /// library lays such blocks out and as omniORBpy (and the spec) does,
     /// or in neither: its values cannot be known for certain (Armillary's
     /// own; see `armillary_giop::cdr::fragments`). GIOP 1.2 has no such
     /// ambiguity.
-    pub const FRAGMENT_AMBIGUOUS: u32 = armillary_minor(41);
+    pub const FRAGMENT_AMBIGUOUS: u32 = armillary_minor(42);
 }
 
 /// Whether the operation ran before the exception was raised.
@@ -292,7 +298,7 @@ kinds! {
 /// let lost = SystemException::comm_failure(minor::CONNECTION_LOST, CompletionStatus::Maybe);
 /// assert!(!worth_retrying(&lost));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct SystemException {
     /// Which exception.
@@ -457,6 +463,30 @@ impl fmt::Display for SystemException {
             self.minor,
             self.completed.name()
         )
+    }
+}
+
+impl fmt::Debug for SystemException {
+    /// The fields, the minor code in hexadecimal as OMG and omniORB write
+    /// it (its vendor id is then legible: `0x4f4d…` is the OMG's,
+    /// `0x4152…` Armillary's):
+    ///
+    /// ```
+    /// use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+    ///
+    /// let e = SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
+    /// assert_eq!(
+    ///     format!("{e:?}"),
+    ///     "SystemException { kind: Transient, minor: 0x4f4d0002, completed: No, foreign_id: None }"
+    /// );
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SystemException")
+            .field("kind", &self.kind)
+            .field("minor", &format_args!("{:#010x}", self.minor))
+            .field("completed", &self.completed)
+            .field("foreign_id", &self.foreign_id)
+            .finish()
     }
 }
 

@@ -9,6 +9,22 @@
 ///
 /// Waiting from inside an upcall of the same ORB would wait for itself, so
 /// such calls raise BAD_INV_ORDER there, as CORBA requires.
+///
+/// There is deliberately no conversion from `bool` (`true.into()` would
+/// bring back the bare flag this type replaces); a `bool` from elsewhere
+/// (a message, a setting) is matched:
+///
+/// ```
+/// use armillary::WaitForCompletion;
+///
+/// let from_the_wire = true;
+/// let wait = if from_the_wire { WaitForCompletion::Yes } else { WaitForCompletion::No };
+/// assert!(wait.is_yes());
+/// ```
+///
+/// ```compile_fail
+/// let wait: armillary::WaitForCompletion = true.into();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[doc(alias = "wait_for_completion")]
 pub enum WaitForCompletion {
@@ -22,16 +38,5 @@ impl WaitForCompletion {
     /// True for [`WaitForCompletion::Yes`].
     pub fn is_yes(self) -> bool {
         self == WaitForCompletion::Yes
-    }
-}
-
-impl From<bool> for WaitForCompletion {
-    /// `true` is [`WaitForCompletion::Yes`], as CORBA's boolean parameter.
-    fn from(wait: bool) -> Self {
-        if wait {
-            WaitForCompletion::Yes
-        } else {
-            WaitForCompletion::No
-        }
     }
 }

@@ -11,9 +11,9 @@
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
 //! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object\|locality:N` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
-//! | `-ORBIdleTimeout SECS` | close connections idle this long (default 180; 0: never) |
+//! | `-ORBIdleTimeout DURATION` | close connections idle this long (default 180s; 0: never; a bare number is seconds) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
-//! | `-ORBClientCallTimeout MS` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it |
+//! | `-ORBClientCallTimeout DURATION` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it; a bare number is milliseconds |
 //! | `-ORBLane NAME:THREADS` | a lane, a pool of threads a [`RequestFilter`](crate::RequestFilter) may route requests to; repeatable |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
@@ -24,7 +24,7 @@
 //! | `-ORBTlsCa FILE` | trusted roots (PEM) for servers' and clients' certificates; repeatable; with it, references that announce TLS are called over TLS only |
 //! | `-ORBTlsClientAuth none\|optional\|required` | whether TLS endpoints ask clients for a certificate (default none) |
 //! | `-ORBTlsRequire yes\|no` | call only over TLS: a reference without a TLS endpoint raises NO_PERMISSION (`minor::TLS_REQUIRED`) |
-//! | `-ORBMessageTimeout SECS` | time a client has to finish sending a message it has begun; then MessageError and close (default 5; 0: no limit) |
+//! | `-ORBMessageTimeout DURATION` | time a client has to finish sending a message it has begun; then MessageError and close (default 5s; 0: no limit; a bare number is seconds) |
 //! | `-ORBMaxMessageSize BYTES` (also `-ORBgiopMaxMsgSize`) | largest message (reassembled) the server accepts; larger: MessageError (default 64M) |
 //! | `-ORBMaxPartialBytes BYTES` | memory all partly received messages of the server may hold together; the connection that goes beyond gets MessageError (default 256M) |
 //! | `-ORBMaxFragments N` | most fragments one message may come in (default 16384) |
@@ -33,8 +33,24 @@
 //! | `-ORBMaxConnections N` | connections open at once; beyond, a new connection is closed at once (default 4096) |
 //! | `-ORBMaxConnectionThreads N` | thread per connection: most connection threads; beyond, a new connection is closed at once (default 1024) |
 //!
-//! Sizes take a `K`, `M` or `G` suffix (powers of 1,024); times may be
-//! fractional (`0.5`).
+//! Sizes take a `K`, `M` or `G` suffix (powers of 1,024). Durations take
+//! a unit, `us`, `ms`, `s` or `m`, and may be fractional (`200ms`, `5s`,
+//! `2m`, `1.5s`); a bare number is in the option's historical unit,
+//! seconds except for `-ORBClientCallTimeout`'s milliseconds. A bad value
+//! is an [`OrbOptionError::BadValue`] naming the option, the value and
+//! what is accepted:
+//!
+//! ```
+//! use armillary::config::OrbConfig;
+//!
+//! let mut config = OrbConfig::new();
+//! config.apply_args(["-ORBIdleTimeout", "2m", "-ORBClientCallTimeout", "1.5s"]).unwrap();
+//! assert_eq!(config.get_idle_timeout(), Some(std::time::Duration::from_secs(120)));
+//! assert_eq!(config.get_call_timeout(), Some(std::time::Duration::from_millis(1500)));
+//!
+//! let error = config.apply_args(["-ORBIdleTimeout", "5x"]).unwrap_err();
+//! assert!(error.to_string().starts_with(r#"bad value "5x" for -ORBIdleTimeout: expected a duration"#));
+//! ```
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -1170,14 +1186,103 @@ fn parse_count(option: &str, value: &str) -> Result<usize, OrbOptionError> {
         .ok_or_else(|| bad(option, value, "expected a count of 1 or more"))
 }
 
-/// Seconds (fractions allowed); 0 means no limit.
-fn parse_timeout(option: &str, value: &str) -> Result<Option<Duration>, OrbOptionError> {
-    let secs: f64 = value
-        .parse()
-        .map_err(|_| bad(option, value, "expected seconds"))?;
-    let d =
-        Duration::try_from_secs_f64(secs).map_err(|_| bad(option, value, "expected seconds"))?;
-    Ok((!d.is_zero()).then_some(d))
+/// What a duration option's number means without a unit: the unit the
+/// option took before units were accepted, kept so that old command lines
+/// mean what they meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BareUnit {
+    /// `-ORBIdleTimeout`, `-ORBMessageTimeout`.
+    Seconds,
+    /// `-ORBClientCallTimeout`.
+    Milliseconds,
+}
+
+impl BareUnit {
+    fn nanos(self) -> u128 {
+        match self {
+            BareUnit::Seconds => NANOS_PER_SECOND,
+            BareUnit::Milliseconds => 1_000_000,
+        }
+    }
+
+    /// What a bad value's error says is accepted.
+    fn expected(self) -> &'static str {
+        match self {
+            BareUnit::Seconds => {
+                "expected a duration: a number with a unit, us, ms, s or m (200ms, 1.5s, 2m), \
+                 or a bare number of seconds; 0: no limit"
+            }
+            BareUnit::Milliseconds => {
+                "expected a duration: a number with a unit, us, ms, s or m (200ms, 1.5s, 2m), \
+                 or a bare number of milliseconds; 0: no limit"
+            }
+        }
+    }
+}
+
+const NANOS_PER_SECOND: u128 = 1_000_000_000;
+
+/// The units a duration option's number may carry, in nanoseconds.
+const DURATION_UNITS: [(&str, u128); 5] = [
+    ("us", 1_000),
+    ("µs", 1_000),
+    ("ms", 1_000_000),
+    ("s", NANOS_PER_SECOND),
+    ("m", 60 * NANOS_PER_SECOND),
+];
+
+/// The value of every duration option: a decimal number (`5`, `1.5`,
+/// `.25`; no sign, no exponent) with a unit from [`DURATION_UNITS`] right
+/// after it, or without one in the option's `bare` unit; exact to the
+/// nanosecond (finer digits are dropped). Zero means no limit (`None`).
+fn parse_duration(
+    option: &str,
+    value: &str,
+    bare: BareUnit,
+) -> Result<Option<Duration>, OrbOptionError> {
+    let refused = || bad(option, value, bare.expected());
+    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(at) => {
+            let (number, unit) = value.split_at(at);
+            let unit = DURATION_UNITS
+                .iter()
+                .find(|(name, _)| *name == unit)
+                .ok_or_else(refused)?;
+            (number, unit.1)
+        }
+        None => (value, bare.nanos()),
+    };
+    let nanos = decimal_times(number, unit).ok_or_else(refused)?;
+    let seconds = u64::try_from(nanos / NANOS_PER_SECOND).map_err(|_| refused())?;
+    // Below one second's nanoseconds, so it fits.
+    let sub_second = (nanos % NANOS_PER_SECOND) as u32;
+    let duration = Duration::new(seconds, sub_second);
+    Ok((!duration.is_zero()).then_some(duration))
+}
+
+/// `number` (decimal digits with at most one point, a digit on one side
+/// of it at least) times `unit`, truncated to a whole number; `None` for
+/// anything else or on overflow.
+fn decimal_times(number: &str, unit: u128) -> Option<u128> {
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    // Digits past the 18th are below a nanosecond for every unit.
+    let fraction = &fraction[..fraction.len().min(18)];
+    let part = if fraction.is_empty() {
+        0
+    } else {
+        let scale = 10u128.pow(fraction.len() as u32);
+        fraction.parse::<u128>().ok()? * unit / scale
+    };
+    whole.checked_mul(unit)?.checked_add(part)
 }
 
 impl OrbConfig {
@@ -1252,8 +1357,12 @@ impl OrbConfig {
                     let v = value()?;
                     self.concurrency = v.parse().map_err(|why| bad(&option, &v, why))?;
                 }
-                "-ORBIdleTimeout" => self.idle_timeout = parse_timeout(&option, &value()?)?,
-                "-ORBMessageTimeout" => self.message_timeout = parse_timeout(&option, &value()?)?,
+                "-ORBIdleTimeout" => {
+                    self.idle_timeout = parse_duration(&option, &value()?, BareUnit::Seconds)?
+                }
+                "-ORBMessageTimeout" => {
+                    self.message_timeout = parse_duration(&option, &value()?, BareUnit::Seconds)?
+                }
                 "-ORBMaxMessageSize" | "-ORBgiopMaxMsgSize" => {
                     self.max_message_size = parse_size(&option, &value()?)?
                 }
@@ -1309,11 +1418,7 @@ impl OrbConfig {
                     self.tls.apply_option(&option, v)?;
                 }
                 "-ORBClientCallTimeout" => {
-                    let v = value()?;
-                    let ms: u64 = v
-                        .parse()
-                        .map_err(|_| bad(&option, &v, "expected milliseconds"))?;
-                    self.call_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+                    self.call_timeout = parse_duration(&option, &value()?, BareUnit::Milliseconds)?
                 }
                 _ => return Err(OrbOptionError::Unknown(option)),
             }
@@ -1437,14 +1542,99 @@ mod tests {
         assert_eq!(c.call_timeout, Some(Duration::from_millis(250)));
         c.apply_args(["-ORBClientCallTimeout=0"]).unwrap();
         assert_eq!(c.call_timeout, None);
-        assert!(matches!(
-            OrbConfig::default().apply_args(["-ORBClientCallTimeout", "1s"]),
-            Err(OrbOptionError::BadValue { .. })
-        ));
+        c.apply_args(["-ORBClientCallTimeout", "1s"]).unwrap();
+        assert_eq!(c.call_timeout, Some(Duration::from_secs(1)));
         assert!(matches!(
             OrbConfig::default().apply_args(["-ORBBogus", "1"]),
             Err(OrbOptionError::Unknown(_))
         ));
+    }
+
+    #[test]
+    fn every_duration_option_takes_a_unit_and_keeps_its_bare_unit() {
+        let ms = Duration::from_millis;
+        let us = Duration::from_micros;
+        let with_units = [
+            ("200ms", Some(ms(200))),
+            ("5s", Some(ms(5_000))),
+            ("2m", Some(ms(120_000))),
+            ("1.5s", Some(ms(1_500))),
+            (".25s", Some(ms(250))),
+            ("1.5m", Some(ms(90_000))),
+            ("250us", Some(us(250))),
+            ("250µs", Some(us(250))),
+            ("0.0015ms", Some(Duration::from_nanos(1_500))),
+            ("1.0000000001s", Some(Duration::from_nanos(1_000_000_000))),
+            ("0s", None),
+            ("0ms", None),
+        ];
+        let bare_seconds = [
+            ("3", Some(ms(3_000))),
+            ("2.5", Some(ms(2_500))),
+            ("0", None),
+        ];
+        let bare_millis = [
+            ("250", Some(ms(250))),
+            ("2.5", Some(us(2_500))),
+            ("0", None),
+        ];
+        /// A value and the duration it sets.
+        type Case = (&'static str, Option<Duration>);
+        /// An option, its bare-number cases, and where it lands.
+        type DurationOption<'a> = (&'a str, &'a [Case], fn(&OrbConfig) -> Option<Duration>);
+        let options: [DurationOption<'_>; 3] = [
+            ("-ORBIdleTimeout", &bare_seconds, |c| c.idle_timeout),
+            ("-ORBMessageTimeout", &bare_seconds, |c| c.message_timeout),
+            ("-ORBClientCallTimeout", &bare_millis, |c| c.call_timeout),
+        ];
+        for (option, bare, read) in options {
+            for (value, expected) in with_units.iter().chain(bare) {
+                let mut c = OrbConfig::default();
+                c.apply_args([option, *value]).unwrap();
+                assert_eq!(read(&c), *expected, "{option} {value}");
+            }
+            for value in [
+                "5x",
+                "",
+                ".",
+                "-1",
+                "1e3",
+                "5 s",
+                "s",
+                "1.2.3",
+                "inf",
+                "NaN",
+                "5S",
+                "1h",
+                "99999999999999999999999m",
+            ] {
+                let error = OrbConfig::default()
+                    .apply_args([option, value])
+                    .unwrap_err();
+                let text = error.to_string();
+                assert!(
+                    matches!(&error, OrbOptionError::BadValue { option: o, value: v, .. }
+                        if o == option && v == value),
+                    "{option} {value}: {error:?}"
+                );
+                assert!(text.contains("us, ms, s or m"), "{text}");
+            }
+        }
+        let error = OrbConfig::default()
+            .apply_args(["-ORBIdleTimeout", "5x"])
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "bad value \"5x\" for -ORBIdleTimeout: expected a duration: a number with a unit, \
+             us, ms, s or m (200ms, 1.5s, 2m), or a bare number of seconds; 0: no limit"
+        );
+        let error = OrbConfig::default()
+            .apply_args(["-ORBClientCallTimeout=soon"])
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("bare number of milliseconds"),
+            "{error}"
+        );
     }
 
     #[test]

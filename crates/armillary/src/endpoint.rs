@@ -1,7 +1,9 @@
 //! [`Endpoint`]: one address an ORB's server listens on, as
-//! [`Orb::endpoints`](crate::Orb::endpoints) reports it.
+//! [`Orb::endpoints`](crate::Orb::endpoints) reports it, and its
+//! conversions to socket addresses.
 
 use std::fmt;
+use std::net::{AddrParseError, IpAddr, SocketAddr, ToSocketAddrs};
 
 /// One address the ORB's server listens on: the host it publishes in its
 /// object references (not necessarily the address it bound: a wildcard
@@ -10,6 +12,12 @@ use std::fmt;
 ///
 /// It prints in the syntax of `-ORBListenEndpoints`: `iiop://host:port`
 /// or `iiops://host:port` (an IPv6 host in brackets).
+///
+/// It is a [`SocketAddr`] when its host is an IP address
+/// ([`socket_addr`](Self::socket_addr), `SocketAddr::try_from`; there is
+/// no infallible `From`, since a published host may be a name,
+/// `-ORBEndpointPublish`), and it resolves like `(host, port)` wherever
+/// a [`ToSocketAddrs`] is taken (`TcpStream::connect(&endpoint)`).
 ///
 /// ```
 /// let (orb, _) = armillary::Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0"]).unwrap();
@@ -48,6 +56,57 @@ impl Endpoint {
     pub fn is_tls(&self) -> bool {
         self.tls
     }
+
+    /// The socket address, when the host is an IP address; a host name is
+    /// an error here (it is not looked up: use the endpoint as a
+    /// [`ToSocketAddrs`] for that).
+    ///
+    /// ```
+    /// use std::net::{SocketAddr, TcpStream};
+    ///
+    /// let (orb, _) = armillary::Orb::init(["app", "-ORBListenEndpoints", "iiop://127.0.0.1:0"]).unwrap();
+    /// let endpoint = orb.endpoints()[0].clone();
+    /// let address: SocketAddr = endpoint.socket_addr().unwrap();
+    /// assert_eq!(address, SocketAddr::from(([127, 0, 0, 1], endpoint.port())));
+    /// assert_eq!(SocketAddr::try_from(&endpoint), Ok(address));
+    /// // As a ToSocketAddrs: connect to it (a name would be resolved).
+    /// TcpStream::connect(&endpoint).unwrap();
+    /// # orb.shutdown(armillary::WaitForCompletion::Yes).unwrap();
+    /// ```
+    pub fn socket_addr(&self) -> Result<SocketAddr, AddrParseError> {
+        let ip: IpAddr = self.host.parse()?;
+        Ok(SocketAddr::new(ip, self.port))
+    }
+}
+
+/// The endpoint's address when its host is an IP address (see
+/// [`Endpoint::socket_addr`]).
+impl TryFrom<&Endpoint> for SocketAddr {
+    type Error = AddrParseError;
+
+    fn try_from(endpoint: &Endpoint) -> Result<SocketAddr, AddrParseError> {
+        endpoint.socket_addr()
+    }
+}
+
+/// The endpoint's address when its host is an IP address (see
+/// [`Endpoint::socket_addr`]).
+impl TryFrom<Endpoint> for SocketAddr {
+    type Error = AddrParseError;
+
+    fn try_from(endpoint: Endpoint) -> Result<SocketAddr, AddrParseError> {
+        endpoint.socket_addr()
+    }
+}
+
+/// The addresses of `(host, port)`: the host's own if it is an IP
+/// address, else what the system resolves its name to.
+impl ToSocketAddrs for Endpoint {
+    type Iter = std::vec::IntoIter<SocketAddr>;
+
+    fn to_socket_addrs(&self) -> std::io::Result<Self::Iter> {
+        (self.host.as_str(), self.port).to_socket_addrs()
+    }
 }
 
 impl fmt::Display for Endpoint {
@@ -81,5 +140,23 @@ mod tests {
         for (endpoint, text) in cases {
             assert_eq!(endpoint.to_string(), text);
         }
+    }
+
+    #[test]
+    fn is_a_socket_address_when_its_host_is_an_ip_address() {
+        use std::net::{SocketAddr, ToSocketAddrs};
+
+        let v6 = Endpoint::new("::1".into(), 7, false);
+        let expected: SocketAddr = "[::1]:7".parse().unwrap();
+        assert_eq!(v6.socket_addr(), Ok(expected));
+        assert_eq!(SocketAddr::try_from(v6.clone()), Ok(expected));
+        assert_eq!(
+            v6.to_socket_addrs().unwrap().collect::<Vec<_>>(),
+            [expected]
+        );
+
+        let named = Endpoint::new("host.example".into(), 1, true);
+        assert!(named.socket_addr().is_err());
+        assert!(SocketAddr::try_from(&named).is_err());
     }
 }

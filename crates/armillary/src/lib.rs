@@ -18,12 +18,49 @@
 //! - [`Servant`] and [`ServerRequest`]: the server side of a call (the
 //!   generated skeletons implement them);
 //! - [`UserException`] and [`SystemException`]: what a call can raise;
-//! - [`IdlType`], [`Any`], [`TypeCode`], [`Fixed`] and [`LongDouble`]: the
-//!   values IDL types map to.
+//! - [`IdlType`], [`Any`], [`DynValue`], [`TypeCode`], [`Fixed`] and
+//!   [`LongDouble`]: the values IDL types map to (a [`DynValue`] is the
+//!   value inside an [`Any`], for types known only at run time);
+//! - [`Endpoint`]: an address the server listens on (a [`SocketAddr`]
+//!   when its host is an IP address).
 //!
-//! The wire layer lives in [`armillary_giop`], re-exported as [`giop`].
-//! What generated code needs besides (the CDR codec, the invocation hooks)
-//! is in [`runtime`], which is not for applications.
+//! The wire layer lives in [`armillary_giop`], re-exported as [`giop`];
+//! its CDR codec, [`giop::cdr`], is how an application encodes a value to
+//! bytes or decodes one (below). What generated code needs besides (the
+//! invocation hooks) is in [`runtime`], which is not for applications.
+//!
+//! [`SocketAddr`]: std::net::SocketAddr
+//!
+//! # Encoding values with CDR
+//!
+//! Every type the IDL compiler generates, and the Rust type of every basic
+//! IDL type, implements [`CdrEncode`](giop::cdr::CdrEncode) and
+//! [`CdrDecode`](giop::cdr::CdrDecode): write values with a
+//! [`CdrWriter`](giop::cdr::CdrWriter) and read them back with a
+//! [`CdrReader`](giop::cdr::CdrReader) of the same byte order and GIOP
+//! version, in the same order. (To keep a value apart from any message,
+//! in a file say, write it as an encapsulation, which begins with its own
+//! byte order: `CdrWriter::write_encapsulation`,
+//! `CdrReader::read_encapsulation`.)
+//!
+//! ```
+//! use armillary::giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+//! use armillary::giop::{ByteOrder, GiopVersion};
+//!
+//! # fn main() -> Result<(), CdrError> {
+//! let prices: Vec<i32> = vec![4217, 1999];
+//! let mut writer = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
+//! writer.write_string("ACME")?;
+//! prices.encode(&mut writer)?;
+//! let bytes = writer.into_bytes();
+//! assert_eq!(bytes.len(), 4 + 5 + 3 + 4 + 2 * 4); // length, text, padding, count, longs
+//!
+//! let mut reader = CdrReader::new(&bytes, ByteOrder::Big, GiopVersion::V1_2);
+//! assert_eq!(reader.read_string()?, "ACME");
+//! assert_eq!(Vec::<i32>::decode(&mut reader)?, prices);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Example: a server and a client
 //!
@@ -165,5 +202,26 @@ pub use armillary_giop::system_exception::{
 };
 
 pub use armillary_giop::any::Any;
+/// The value an [`Any`] holds, as a tree that follows its TypeCode:
+///
+/// ```
+/// use armillary::giop::typecode::TCKind;
+/// use armillary::{Any, DynValue, TypeCode};
+///
+/// let symbol = Any::from("ACME");
+/// assert_eq!(symbol.value, DynValue::String("ACME".into()));
+///
+/// // A sequence<long>, built at run time.
+/// let prices = Any::new(
+///     TypeCode::sequence(TypeCode::simple(TCKind::Long), 0),
+///     DynValue::Sequence(vec![DynValue::Long(4217), DynValue::Long(1999)]),
+/// )
+/// .unwrap();
+/// let DynValue::Sequence(items) = &prices.value else {
+///     unreachable!("a sequence<long> holds a sequence")
+/// };
+/// assert_eq!(items[0], DynValue::Long(4217));
+/// ```
+pub use armillary_giop::any::DynValue;
 pub use armillary_giop::cdr::{Fixed, LongDouble};
 pub use armillary_giop::typecode::TypeCode;

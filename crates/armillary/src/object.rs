@@ -371,11 +371,65 @@ pub struct ObjectRef {
     inner: Arc<ObjectInner>,
 }
 
+/// What a reference is: its IOR (its identity: equality and the hash read
+/// nothing else) and what carries its requests. Nothing in it changes
+/// after it is made, so a reference is a sound map key: an unbound
+/// reference's binding lives in the [`BindsOnFirstUse`] invoker it
+/// carries, not here.
 struct ObjectInner {
     ior: Ior,
-    invoker: OnceLock<Arc<dyn Invoker>>,
+    invoker: Arc<dyn Invoker>,
     /// The reference-level call timeout override, if one is set.
     call_timeout: Option<Duration>,
+}
+
+/// The invoker of an unbound reference: on first use it binds to the ORB
+/// started last among those still running (OBJ_ADAPTER while there is
+/// none) and carries every request through it from then on.
+struct BindsOnFirstUse {
+    bound: OnceLock<Arc<dyn Invoker>>,
+}
+
+impl BindsOnFirstUse {
+    /// The ORB this reference is bound to, binding it now if it is not.
+    fn bound(&self) -> Result<&Arc<dyn Invoker>, SystemException> {
+        if let Some(invoker) = self.bound.get() {
+            return Ok(invoker);
+        }
+        let invoker = default_invoker()
+            .ok_or_else(|| SystemException::obj_adapter(0, CompletionStatus::No))?;
+        Ok(self.bound.get_or_init(|| invoker))
+    }
+}
+
+impl Invoker for BindsOnFirstUse {
+    fn invoke(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<Option<ReplyMessage>, SystemException> {
+        self.bound()?.invoke(target, request)
+    }
+
+    fn send_deferred(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        self.bound()?.send_deferred(target, request)
+    }
+
+    fn send_asynchronous(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<PendingReply, SystemException> {
+        self.bound()?.send_asynchronous(target, request)
+    }
+
+    fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
+        self.bound()?.locate(target)
+    }
 }
 
 impl fmt::Debug for ObjectRef {
@@ -411,11 +465,9 @@ impl Eq for ObjectRef {}
 /// `HashMap` or fill a `HashSet`. (For CORBA's `_hash`, which is the same
 /// for merely equivalent references, see [`ObjectRef::hash_within`].)
 ///
-/// Clippy's `mutable_key_type` lint flags such maps, because a reference
-/// binds to its ORB lazily through a `OnceLock`; the IOR that equality and
-/// the hash read never changes, so allow the lint there, or list
-/// `armillary::ObjectRef` under `ignore-interior-mutability` in
-/// `clippy.toml`.
+/// A reference holds nothing that changes after it is made (an unbound
+/// one binds to its ORB inside the invoker it carries), so such maps need
+/// no `allow` of Clippy's `mutable_key_type`.
 ///
 /// ```
 /// use std::collections::HashSet;
@@ -434,12 +486,10 @@ impl std::hash::Hash for ObjectRef {
 impl ObjectRef {
     /// A reference carried by `invoker`.
     pub fn new(ior: Ior, invoker: Arc<dyn Invoker>) -> Self {
-        let cell = OnceLock::new();
-        let _ = cell.set(invoker);
         ObjectRef {
             inner: Arc::new(ObjectInner {
                 ior,
-                invoker: cell,
+                invoker,
                 call_timeout: None,
             }),
         }
@@ -469,14 +519,10 @@ impl ObjectRef {
     /// ```
     #[must_use = "the timeout applies to the returned reference only"]
     pub fn with_call_timeout(&self, timeout: Duration) -> ObjectRef {
-        let invoker = OnceLock::new();
-        if let Some(bound) = self.inner.invoker.get() {
-            let _ = invoker.set(bound.clone());
-        }
         ObjectRef {
             inner: Arc::new(ObjectInner {
                 ior: self.inner.ior.clone(),
-                invoker,
+                invoker: self.inner.invoker.clone(),
                 call_timeout: Some(timeout),
             }),
         }
@@ -488,17 +534,17 @@ impl ObjectRef {
         self.inner.call_timeout
     }
 
-    /// A reference with no invoker yet: on first use it binds to the ORB
+    /// A reference with no ORB yet: on first use it binds to the ORB
     /// started last among those still running (OBJ_ADAPTER if there is
-    /// none).
+    /// none). A reference made from it with
+    /// [`with_call_timeout`](Self::with_call_timeout) shares its binding.
     pub fn unbound(ior: Ior) -> Self {
-        ObjectRef {
-            inner: Arc::new(ObjectInner {
-                ior,
-                invoker: OnceLock::new(),
-                call_timeout: None,
+        Self::new(
+            ior,
+            Arc::new(BindsOnFirstUse {
+                bound: OnceLock::new(),
             }),
-        }
+        )
     }
 
     /// The nil reference.
@@ -525,12 +571,7 @@ impl ObjectRef {
         if self.is_nil() {
             return Err(SystemException::inv_objref(0, CompletionStatus::No));
         }
-        if let Some(invoker) = self.inner.invoker.get() {
-            return Ok(invoker);
-        }
-        let invoker = default_invoker()
-            .ok_or_else(|| SystemException::obj_adapter(0, CompletionStatus::No))?;
-        Ok(self.inner.invoker.get_or_init(|| invoker))
+        Ok(&self.inner.invoker)
     }
 
     /// Makes a two-way call. `args` writes the in and inout arguments;
@@ -770,14 +811,45 @@ impl ObjectRef {
         self.invoker()?.locate(self.ior())
     }
 
-    /// Asks whether the object no longer exists (`_non_existent`).
+    /// Asks whether the object no longer exists (`_non_existent`): true
+    /// when its server says so, either by answering true or by raising
+    /// OBJECT_NOT_EXIST (what a POA does for a deactivated object), as
+    /// CORBA and omniORB's `_non_existent` have it. Any other failure
+    /// (the server cannot be reached, say) is an `Err`: it tells nothing
+    /// of the object.
+    ///
+    /// ```
+    /// use armillary::config::OrbConfig;
+    /// use armillary::{ObjectRef, Orb};
+    /// # use armillary_quoter::{generated, QuoterImpl};
+    /// use generated::stock::QuoterSkeleton;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let orb = Orb::with_config(OrbConfig::default())?;
+    /// let poa = orb.root_poa();
+    /// poa.manager().activate()?;
+    /// let id = poa.activate_object(QuoterSkeleton::new(QuoterImpl::default()))?;
+    /// let quoter: ObjectRef = poa.id_to_reference(&id)?;
+    /// assert!(!quoter.non_existent()?);
+    ///
+    /// poa.deactivate_object(&id)?;
+    /// assert!(quoter.non_existent()?);
+    /// orb.shutdown(armillary::WaitForCompletion::Yes)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[doc(alias = "_non_existent")]
     pub fn non_existent(&self) -> Result<bool, SystemException> {
-        self.invoke("_non_existent", &|_| Ok(()), |reply| match reply {
+        let asked = self.invoke("_non_existent", &|_| Ok(()), |reply| match reply {
             ReplyBody::Result(r) => Ok(Ok(r.read_bool()?)),
             ReplyBody::UserException { .. } => {
                 Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
             }
-        })
+        });
+        match asked {
+            Err(e) if e.is_object_not_exist() => Ok(true),
+            other => other,
+        }
     }
 }
 

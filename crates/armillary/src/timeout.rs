@@ -19,7 +19,7 @@ thread_local! {
 /// `PolicyCurrent`). It is set at three levels:
 ///
 /// - **ORB**: [`OrbConfig::call_timeout`](crate::config::OrbConfig::call_timeout)
-///   (`-ORBClientCallTimeout MS`), for every call the ORB makes.
+///   (`-ORBClientCallTimeout DURATION`), for every call the ORB makes.
 /// - **Thread**: [`CallTimeout::set_for_thread`], for the calls the current
 ///   thread makes while the guard it returns lives (CORBA's `PolicyCurrent`).
 /// - **Object reference**: [`ObjectRef::with_call_timeout`], for the calls

@@ -85,7 +85,10 @@ impl Servant for Probe {
             // Shuts its own ORB down, waiting or not as asked.
             "shutdown" => {
                 let wait = req.args().read_bool().map_err(bad)?;
-                let wait = WaitForCompletion::from(wait);
+                let wait = match wait {
+                    true => WaitForCompletion::Yes,
+                    false => WaitForCompletion::No,
+                };
                 orb().expect("the test set the ORB").shutdown(wait)?;
             }
             // Drops the last handle of its own ORB, inside the upcall.
@@ -349,6 +352,33 @@ fn two_orbs_stay_independent() {
             survivor.shutdown(WaitForCompletion::Yes).unwrap();
         }
     }
+}
+
+// ---------------------------------------------------------------------
+// References as map keys.
+// ---------------------------------------------------------------------
+
+/// A reference keys a map by its IOR, whichever ORB carries it and
+/// whether or not it is bound yet; the map needs no `allow` of clippy's
+/// `mutable_key_type` (`cargo clippy --all-targets -- -D warnings` checks
+/// this function).
+#[test]
+fn references_key_maps_by_their_ior() {
+    let server = orb("reactive");
+    let (_probe, served) = serve(&server);
+    let mut names: std::collections::HashMap<ObjectRef, &str> = std::collections::HashMap::new();
+    names.insert(decoded_elsewhere(&served), "probe");
+    assert_eq!(names.get(&served), Some(&"probe"), "equal IORs, same key");
+    let caller = client();
+    let remote = through(&caller, &served);
+    assert_eq!(add(&remote, 2).unwrap(), 2);
+    assert_eq!(names.get(&remote), Some(&"probe"));
+    let hasty = remote.with_call_timeout(DEADLINE);
+    assert_eq!(names.get(&hasty), Some(&"probe"));
+    assert_eq!(add(&hasty, 3).unwrap(), 5);
+    names.insert(ObjectRef::nil(), "nil");
+    assert_eq!(names.len(), 2);
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 // ---------------------------------------------------------------------

@@ -255,6 +255,9 @@ fn run_session(version: GiopVersion, ior: &str) {
         .unwrap();
     let e = echo_long(&bogus, 1).unwrap_err();
     assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
+    // omniORB answers `_non_existent` for it with OBJECT_NOT_EXIST, which
+    // means true (as omniORB's own client has it).
+    assert_eq!(bogus.non_existent(), Ok(true));
     // LocateRequest, answered by omniORB.
     assert_eq!(obj.locate().unwrap(), armillary::Location::Here);
     assert_eq!(bogus.locate().unwrap(), armillary::Location::Unknown);

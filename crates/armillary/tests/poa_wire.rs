@@ -2,7 +2,8 @@
 //! Current (POA, object id, reference; NoContext outside an upcall), the
 //! thread policy holds under a thread-pool server (SINGLE_THREAD_MODEL
 //! serialises a POA's upcalls; ORB_CTRL_MODEL lets them overlap), and an
-//! upcall that would wait for its own completion gets BAD_INV_ORDER.
+//! upcall that would wait for its own completion gets BAD_INV_ORDER, and
+//! `_non_existent` of a deactivated object is true.
 //!
 //! Concurrency is shown with rendezvous, not timing: an upcall waits (with
 //! a generous timeout) for a partner upcall to be running at the same
@@ -476,6 +477,198 @@ fn waiting_for_completion_inside_an_upcall_raises_bad_inv_order_minor_3() {
     root.manager()
         .deactivate(Etherealize::Yes, WaitForCompletion::Yes)
         .unwrap();
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// Answers every operation with nothing (`ping`), and the operations every
+/// object has.
+struct Pingable;
+
+impl Servant for Pingable {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Pingable:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, _req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        Ok(())
+    }
+}
+
+#[test]
+fn non_existent_of_a_deactivated_object_is_true_over_the_wire() {
+    let server_orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let root = server_orb.root_poa();
+    root.manager().activate().unwrap();
+    let published = root.activate_as::<ObjectRef>(Pingable).unwrap();
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&published))
+        .unwrap();
+    assert!(!remote.non_existent().unwrap());
+    assert!(!published.non_existent().unwrap(), "collocated");
+
+    root.deactivate_object(root.reference_to_id(&published).unwrap())
+        .unwrap();
+    // The server raises OBJECT_NOT_EXIST for the deactivated object...
+    let e = remote
+        .invoke::<(), SystemException>("ping", &|_| Ok(()), |_| Ok(Ok(())))
+        .unwrap_err();
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
+    // ...which `_non_existent` answers as true, remote or collocated.
+    assert_eq!(remote.non_existent(), Ok(true));
+    assert_eq!(published.non_existent(), Ok(true), "collocated");
+    // A server that cannot be reached says nothing of the object.
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+    let e = remote.non_existent().unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            SystemExceptionKind::Transient | SystemExceptionKind::CommFailure
+        ),
+        "{e}"
+    );
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// A servant whose `block` upcall waits until the test opens the gate.
+#[derive(Default)]
+struct Gated {
+    entered: AtomicUsize,
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gated {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl Servant for Gated {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Gated:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        if req.operation() == "block" {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            let open = self.open.lock().unwrap();
+            let (open, _) = self
+                .opened
+                .wait_timeout_while(open, DEADLINE, |open| !*open)
+                .unwrap();
+            assert!(*open, "the test never opened the gate");
+        }
+        Ok(())
+    }
+}
+
+/// Incarnates a new [`Gated`] per object and counts etherealizations.
+#[derive(Default)]
+struct GatedActivator {
+    incarnations: AtomicUsize,
+    etherealizations: AtomicUsize,
+}
+
+impl armillary::poa::ServantActivator for GatedActivator {
+    fn incarnate(
+        &self,
+        _: &armillary::poa::ObjectId,
+        _: &armillary::poa::Poa,
+    ) -> Result<Arc<dyn Servant>, armillary::poa::ServantManagerError> {
+        self.incarnations.fetch_add(1, Ordering::SeqCst);
+        let servant = Gated::default();
+        servant.open();
+        Ok(Arc::new(servant))
+    }
+
+    fn etherealize(
+        &self,
+        _: &armillary::poa::ObjectId,
+        _: &armillary::poa::Poa,
+        _: Arc<dyn Servant>,
+        _: bool,
+        _: bool,
+    ) {
+        self.etherealizations.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn call(obj: &ObjectRef, operation: &str) -> Result<(), SystemException> {
+    obj.invoke::<(), SystemException>(operation, &|_| Ok(()), |_| Ok(Ok(())))
+}
+
+#[test]
+fn deactivate_object_etherealizes_after_the_running_request_over_the_wire() {
+    let server_orb =
+        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(4))).unwrap();
+    let root = server_orb.root_poa();
+    root.manager().activate().unwrap();
+    let poa = root
+        .create_poa(
+            "gated",
+            Some(root.manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    let activator = Arc::new(GatedActivator::default());
+    poa.set_servant_manager(armillary::poa::ServantManager::Activator(activator.clone()))
+        .unwrap();
+    let gated = Arc::new(Gated::default());
+    let published: ObjectRef = poa.activate_with_id_as("gated", gated.clone()).unwrap();
+    let ior = server_orb.object_to_string(&published);
+
+    let blocked = {
+        let ior = ior.clone();
+        std::thread::spawn(move || {
+            let orb = Orb::with_config(OrbConfig::default()).unwrap();
+            let outcome = call(&orb.string_to_object(&ior).unwrap(), "block");
+            orb.shutdown(WaitForCompletion::Yes).unwrap();
+            outcome
+        })
+    };
+    armillary_testkit::wait_until("the request runs in the servant", || {
+        gated.entered.load(Ordering::SeqCst) == 1
+    });
+    poa.deactivate_object("gated").unwrap();
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 0);
+
+    // Meanwhile another client's request is not dispatched: TRANSIENT,
+    // since the activator will incarnate the object again.
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let remote = orb.string_to_object(&ior).unwrap();
+    let e = call(&remote, "ping").unwrap_err();
+    assert_eq!(
+        (e.kind(), e.minor(), e.completed()),
+        (
+            SystemExceptionKind::Transient,
+            armillary::minor::OBJECT_DEACTIVATING,
+            CompletionStatus::No
+        )
+    );
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 0);
+    assert_eq!(activator.incarnations.load(Ordering::SeqCst), 0);
+
+    gated.open();
+    blocked.join().unwrap().unwrap();
+    // The blocked request's end etherealized the servant, before its reply.
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 1);
+    // The object comes back through the activator.
+    call(&remote, "ping").unwrap();
+    assert_eq!(activator.incarnations.load(Ordering::SeqCst), 1);
     orb.shutdown(WaitForCompletion::Yes).unwrap();
     server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

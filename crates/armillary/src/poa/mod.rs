@@ -14,6 +14,7 @@ mod aom;
 pub mod current;
 mod key;
 mod manager;
+mod object_activity;
 pub(crate) mod object_id;
 mod policy;
 mod servant_manager;
@@ -32,6 +33,7 @@ use crate::servant::{IntoServant, Servant, ServerRequest};
 use crate::slots::{SlotRef, SlotTable};
 use aom::{ActiveObjectMap, Entry};
 use key::{ObjectKey, PoaName};
+use object_activity::{ObjectActivity, ObjectRequest};
 
 pub use current::PoaCurrent;
 pub(crate) use manager::Admission;
@@ -97,6 +99,11 @@ pub enum PoaError {
     /// for).
     #[error("the servant does not implement {0}")]
     WrongInterface(&'static str),
+    /// `activate_object_with_id` on a SYSTEM_ID POA with an id the POA
+    /// did not assign (BAD_PARAM, as CORBA has it): such a POA's ids come
+    /// from `activate_object` or `create_reference`.
+    #[error("the object id was not assigned by this SYSTEM_ID POA")]
+    ForeignObjectId,
 }
 
 /// The system exception a POA error becomes when it crosses an operation
@@ -111,7 +118,7 @@ pub enum PoaError {
 /// | `NoServant` | OBJ_ADAPTER, minor 3 (no default servant) |
 /// | `ObjectNotActive` | OBJECT_NOT_EXIST, minor 1 (unregistered object) |
 /// | `AdapterNonExistent`, `Destroyed` | OBJECT_NOT_EXIST, minor 2 (nonexistent adapter) |
-/// | `AdapterAlreadyExists`, `WrongInterface` | BAD_PARAM, minor 0 |
+/// | `AdapterAlreadyExists`, `WrongInterface`, `ForeignObjectId` | BAD_PARAM, minor 0 |
 /// | `InvalidPolicy` | INV_POLICY, minor 0 |
 /// | `NoContext`, `BadInvOrder` | BAD_INV_ORDER, minor 0 / 3 (would deadlock) |
 ///
@@ -141,9 +148,9 @@ impl From<PoaError> for SystemException {
             PoaError::AdapterNonExistent | PoaError::Destroyed => {
                 SystemException::object_not_exist(minor::NONEXISTENT_ADAPTER, no)
             }
-            PoaError::AdapterAlreadyExists | PoaError::WrongInterface(_) => {
-                SystemException::bad_param(0, no)
-            }
+            PoaError::AdapterAlreadyExists
+            | PoaError::WrongInterface(_)
+            | PoaError::ForeignObjectId => SystemException::bad_param(0, no),
             PoaError::InvalidPolicy(_) => SystemException::inv_policy(0, no),
             PoaError::NoContext => SystemException::bad_inv_order(0, no),
             PoaError::BadInvOrder => SystemException::bad_inv_order(minor::WOULD_DEADLOCK, no),
@@ -368,12 +375,17 @@ impl std::fmt::Debug for Resolution {
 
 /// A servant located for one request, with everything that must happen
 /// around the call (POA Current, the single-thread lock, the locator's
-/// `postinvoke`, the in-flight count).
+/// `postinvoke`, the in-flight counts).
 pub(crate) struct Upcall {
     poa: Poa,
     object_id: ObjectId,
     servant: Arc<dyn Servant>,
     cookie: Option<(Arc<dyn ServantLocator>, Cookie)>,
+    // The counts drop in this order (declaration order): the object's
+    // first, so that a deactivation it completes (and the etherealization)
+    // happens while the request still counts for its POA manager and its
+    // POA, whose waits for completion therefore include it.
+    _in_object: Option<ObjectRequest>,
     _in_flight: manager::InFlight,
     _in_poa: PoaActivity,
 }
@@ -423,6 +435,15 @@ fn not_exist() -> SystemException {
 
 fn obj_adapter() -> SystemException {
     SystemException::obj_adapter(0, CompletionStatus::No)
+}
+
+/// A request to an object that is being deactivated, in a POA whose
+/// servant activator will incarnate it again once that is done.
+fn deactivating() -> SystemException {
+    SystemException::transient(
+        armillary_giop::system_exception::minor::OBJECT_DEACTIVATING,
+        CompletionStatus::No,
+    )
 }
 
 impl Upcall {
@@ -607,11 +628,17 @@ impl PoaRegistry {
             Err(Admission::Reject) => return Resolution::Failed(obj_adapter()),
         };
         match poa.locate(&key, operation) {
-            Ok((servant, cookie, in_poa)) => Resolution::Upcall(Upcall {
+            Ok(Located {
+                servant,
+                cookie,
+                in_object,
+                in_poa,
+            }) => Resolution::Upcall(Upcall {
                 poa,
                 object_id: key.object_id,
                 servant,
                 cookie,
+                _in_object: in_object,
                 _in_flight: in_flight,
                 _in_poa: in_poa,
             }),
@@ -621,11 +648,18 @@ impl PoaRegistry {
     }
 }
 
-type Located = (
-    Arc<dyn Servant>,
-    Option<(Arc<dyn ServantLocator>, Cookie)>,
-    PoaActivity,
-);
+/// The servant `Poa::locate` found for a request, with what must last as
+/// long as the request.
+struct Located {
+    servant: Arc<dyn Servant>,
+    /// A servant locator's, for `postinvoke`.
+    cookie: Option<(Arc<dyn ServantLocator>, Cookie)>,
+    /// The request counted in on its active object (found in the active
+    /// object map).
+    in_object: Option<ObjectRequest>,
+    /// The request counted in on its POA.
+    in_poa: PoaActivity,
+}
 
 impl Poa {
     /// The POA's name (`RootPOA` for the root).
@@ -773,6 +807,34 @@ impl Poa {
         }
     }
 
+    /// Refuses, on a SYSTEM_ID POA, an id this POA did not assign
+    /// ([`new_system_id`](Self::new_system_id)): one of another length,
+    /// or a number it has not handed out yet. A persistent POA's id from
+    /// an earlier run of the server (another ORB token) is taken: it was
+    /// this POA's.
+    fn require_assigned_here(&self, object_id: &ObjectId) -> Result<(), PoaError> {
+        if self.inner.policies.id_assignment != IdAssignmentPolicy::SystemId {
+            return Ok(());
+        }
+        let bytes = object_id.as_bytes();
+        let number: Option<[u8; 8]> = match (self.inner.policies.lifespan, bytes.len()) {
+            (LifespanPolicy::Persistent, 16) => {
+                let (token, number) = bytes.split_at(8);
+                if token != self.inner.registry.orb_token.to_be_bytes() {
+                    return Ok(());
+                }
+                number.try_into().ok()
+            }
+            (LifespanPolicy::Transient, 8) => bytes.try_into().ok(),
+            _ => None,
+        };
+        let handed_out = self.inner.next_id.load(Ordering::Relaxed);
+        match number.map(u64::from_be_bytes) {
+            Some(n) if n >= 1 && n < handed_out => Ok(()),
+            _ => Err(PoaError::ForeignObjectId),
+        }
+    }
+
     fn require_retain(&self) -> Result<(), PoaError> {
         if self.inner.policies.retains() {
             Ok(())
@@ -800,15 +862,22 @@ impl Poa {
     /// Activates `servant` under `object_id` (RETAIN), which is anything
     /// that converts into an [`ObjectId`]:
     /// `poa.activate_object_with_id("fred", servant)`.
+    ///
+    /// On a SYSTEM_ID POA the id must be one the POA assigned (from
+    /// [`create_reference`](Self::create_reference), or an object
+    /// deactivated since); any other is refused with
+    /// [`PoaError::ForeignObjectId`] (BAD_PARAM).
     pub fn activate_object_with_id(
         &self,
         object_id: impl Into<ObjectId>,
         servant: impl IntoServant,
     ) -> Result<(), PoaError> {
+        let object_id = object_id.into();
         let servant = servant.into_servant();
         self.live()?;
         self.require_retain()?;
-        self.insert(object_id.into(), servant).map(|_| ())
+        self.require_assigned_here(&object_id)?;
+        self.insert(object_id, servant).map(|_| ())
     }
 
     fn insert(&self, object_id: ObjectId, servant: Arc<dyn Servant>) -> Result<SlotRef, PoaError> {
@@ -824,24 +893,65 @@ impl Poa {
         Ok(state.aom.insert(object_id, servant))
     }
 
-    /// Deactivates `object_id`; the servant activator (if any) etherealizes
-    /// the servant.
+    /// Deactivates `object_id` (RETAIN). It returns at once; new requests
+    /// for the object are not dispatched to its servant from now on, and
+    /// once the requests already running on it have finished (at once if
+    /// none is), the object leaves the active object map and the servant
+    /// activator, if any, etherealizes the servant (CORBA 3.0 §11.3.9.15),
+    /// on the thread that ends the last of them.
+    ///
+    /// Meanwhile a new request for the object gets OBJECT_NOT_EXIST, or is
+    /// served by the default servant (USE_DEFAULT_SERVANT), or, where a
+    /// servant activator would incarnate it again, gets TRANSIENT
+    /// ([`minor::OBJECT_DEACTIVATING`], COMPLETED_NO: it may be sent
+    /// again); the lookups (`id_to_servant`, `id_to_reference`,
+    /// `servant_to_id`, and this method) treat the object as not active,
+    /// while activating its id again, or (UNIQUE_ID) its servant, is
+    /// refused with [`PoaError::ObjectAlreadyActive`] /
+    /// [`PoaError::ServantAlreadyActive`] until it has left the map.
+    ///
+    /// [`minor::OBJECT_DEACTIVATING`]: armillary_giop::system_exception::minor::OBJECT_DEACTIVATING
     pub fn deactivate_object(&self, object_id: impl Into<ObjectId>) -> Result<(), PoaError> {
         let object_id = object_id.into();
         self.require_retain()?;
-        let (entry, manager, remaining) = {
-            let mut state = self.inner.state.write();
+        let idle = {
+            // The write lock: no request is between finding the object
+            // and counting itself in while it is marked.
+            let state = self.inner.state.write();
             let entry = state
                 .aom
-                .remove(object_id.as_bytes())
+                .get_active(object_id.as_bytes())
                 .ok_or(PoaError::ObjectNotActive)?;
+            entry.activity.deactivate().then(|| entry.activity.clone())
+        };
+        if let Some(activity) = idle {
+            self.complete_deactivation(&activity);
+        }
+        Ok(())
+    }
+
+    /// Removes the object `activity` belongs to from the active object map
+    /// and has the servant activator, if any, etherealize it: the end of
+    /// `deactivate_object`, once no request runs on the object. Does
+    /// nothing when the object has left the map already (its deactivation
+    /// was completed, or the POA destroyed or its manager deactivated).
+    fn complete_deactivation(&self, activity: &Arc<ObjectActivity>) {
+        let object_id = activity.object_id().as_bytes();
+        let (entry, manager, remaining) = {
+            let mut state = self.inner.state.write();
+            let same = state
+                .aom
+                .get(object_id)
+                .is_some_and(|(_, entry)| Arc::ptr_eq(&entry.activity, activity));
+            let Some(entry) = same.then(|| state.aom.remove(object_id)).flatten() else {
+                return;
+            };
             let remaining = state.aom.has_servant(&entry.servant);
             (entry, state.servant_manager.clone(), remaining)
         };
         if let Some(ServantManager::Activator(activator)) = manager {
             activator.etherealize(&entry.object_id, self, entry.servant, false, remaining);
         }
-        Ok(())
     }
 
     pub(crate) fn make_reference(&self, object_id: &ObjectId, type_id: &str) -> ObjectRef {
@@ -906,7 +1016,10 @@ impl Poa {
         Ok(self.make_reference(&self.new_system_id(), type_id))
     }
 
-    /// A reference for `object_id`, active or not.
+    /// A reference for `object_id`, active or not. (Unlike
+    /// [`activate_object_with_id`](Self::activate_object_with_id), it
+    /// takes any id on a SYSTEM_ID POA too, which CORBA allows: a default
+    /// servant or servant manager may serve ids the application makes.)
     pub fn create_reference_with_id(
         &self,
         object_id: impl Into<ObjectId>,
@@ -1001,7 +1114,7 @@ impl Poa {
             return Err(PoaError::WrongPolicy);
         }
         let state = self.inner.state.read();
-        if let Some((_, entry)) = state.aom.get(object_id.as_bytes()) {
+        if let Some(entry) = state.aom.get_active(object_id.as_bytes()) {
             return Ok(entry.servant.clone());
         }
         if p.request_processing == RequestProcessingPolicy::UseDefaultServant {
@@ -1016,9 +1129,9 @@ impl Poa {
         self.require_retain()?;
         let type_id = {
             let state = self.inner.state.read();
-            let (_, entry) = state
+            let entry = state
                 .aom
-                .get(object_id.as_bytes())
+                .get_active(object_id.as_bytes())
                 .ok_or(PoaError::ObjectNotActive)?;
             entry.servant.repository_id()
         };
@@ -1118,7 +1231,10 @@ impl Poa {
         if let (Etherealize::Yes, Some(ServantManager::Activator(activator))) =
             (etherealize, manager)
         {
-            for Entry { object_id, servant } in entries {
+            for Entry {
+                object_id, servant, ..
+            } in entries
+            {
                 activator.etherealize(&object_id, self, servant, true, false);
             }
         }
@@ -1139,7 +1255,10 @@ impl Poa {
                 _ => return,
             }
         };
-        for Entry { object_id, servant } in entries {
+        for Entry {
+            object_id, servant, ..
+        } in entries
+        {
             activator.etherealize(&object_id, self, servant, true, false);
         }
     }
@@ -1161,73 +1280,101 @@ impl Poa {
     fn locate(&self, key: &ObjectKey, operation: &str) -> Result<Located, ServantManagerError> {
         let p = self.inner.policies;
         let oid = &key.object_id;
-        let (default, manager, activity) = {
+        let (default, manager, in_poa) = {
             let state = self.inner.state.read();
             if state.destroyed {
                 return Err(not_exist().into());
             }
-            let activity = PoaActivity::enter(self);
+            let in_poa = PoaActivity::enter(self);
             if p.retains() {
                 let found = state
                     .aom
                     .get_by_slot(key.object_slot, oid.as_bytes())
                     .or_else(|| state.aom.get(oid.as_bytes()).map(|(_, e)| e));
-                if let Some(entry) = found {
-                    return Ok((entry.servant.clone(), None, activity));
+                match found {
+                    Some(entry) if entry.is_active() => {
+                        return Ok(Located {
+                            servant: entry.servant.clone(),
+                            cookie: None,
+                            in_object: Some(entry.activity.enter(self)),
+                            in_poa,
+                        });
+                    }
+                    // Deactivating: the servant activator may incarnate it
+                    // only once it has been etherealized.
+                    Some(_)
+                        if matches!(state.servant_manager, Some(ServantManager::Activator(_))) =>
+                    {
+                        return Err(deactivating().into());
+                    }
+                    _ => {}
                 }
             }
             (
                 state.default_servant.clone(),
                 state.servant_manager.clone(),
-                activity,
+                in_poa,
             )
+        };
+        let found = |servant, cookie, in_object| Located {
+            servant,
+            cookie,
+            in_object,
+            in_poa,
         };
         match p.request_processing {
             RequestProcessingPolicy::UseActiveObjectMapOnly => Err(not_exist().into()),
             RequestProcessingPolicy::UseDefaultServant => default
-                .map(|s| (s, None, activity))
+                .map(|s| found(s, None, None))
                 .ok_or_else(|| obj_adapter().into()),
             RequestProcessingPolicy::UseServantManager => match manager {
                 None => Err(obj_adapter().into()),
                 Some(ServantManager::Locator(locator)) => {
                     let (servant, cookie) = locator.preinvoke(oid, self, operation)?;
-                    Ok((servant, Some((locator, cookie)), activity))
+                    Ok(found(servant, Some((locator, cookie)), None))
                 }
-                Some(ServantManager::Activator(activator)) => {
-                    self.incarnate(oid, &activator).map(|s| (s, None, activity))
-                }
+                Some(ServantManager::Activator(activator)) => self
+                    .incarnate(oid, &activator)
+                    .map(|(servant, in_object)| found(servant, None, Some(in_object))),
             },
         }
     }
 
     /// Incarnates `oid` once, even when several requests for it arrive
-    /// together: the others wait and then find it in the map.
+    /// together: the others wait and then find it in the map. Returns the
+    /// servant with the request counted in on the object.
     fn incarnate(
         &self,
         oid: &ObjectId,
         activator: &Arc<dyn ServantActivator>,
-    ) -> Result<Arc<dyn Servant>, ServantManagerError> {
+    ) -> Result<(Arc<dyn Servant>, ObjectRequest), ServantManagerError> {
         {
             let mut busy = self.inner.incarnating.lock();
             while busy.contains(oid) {
                 self.inner.incarnated.wait(&mut busy);
             }
             if let Some((_, entry)) = self.inner.state.read().aom.get(oid.as_bytes()) {
-                return Ok(entry.servant.clone());
+                if !entry.is_active() {
+                    return Err(deactivating().into());
+                }
+                return Ok((entry.servant.clone(), entry.activity.enter(self)));
             }
             busy.insert(oid.clone());
         }
-        let result = activator.incarnate(oid, self);
-        if let Ok(servant) = &result {
+        let result = activator.incarnate(oid, self).and_then(|servant| {
             let mut state = self.inner.state.write();
             let unique = self.inner.policies.id_uniqueness == IdUniquenessPolicy::UniqueId;
-            if unique && state.aom.has_servant(servant) {
-                drop(state);
-                self.finish_incarnation(oid);
+            if unique && state.aom.has_servant(&servant) {
                 return Err(obj_adapter().into());
             }
-            state.aom.insert(oid.clone(), servant.clone());
-        }
+            let slot = state.aom.insert(oid.clone(), servant.clone());
+            let in_object = state
+                .aom
+                .get_by_slot(slot, oid.as_bytes())
+                .map(|entry| entry.activity.enter(self))
+                .ok_or_else(|| ServantManagerError::from(obj_adapter()))?;
+            Ok((servant, in_object))
+        });
         self.finish_incarnation(oid);
         result
     }

@@ -396,6 +396,60 @@ fn garbage_keys_fail_cleanly() {
 }
 
 #[test]
+fn a_system_id_poa_refuses_ids_it_did_not_assign() {
+    let (_registry, root) = setup();
+    let persistent = root
+        .create_poa(
+            "persistent",
+            Some(root.manager()),
+            &[Policy::Lifespan(LifespanPolicy::Persistent)],
+        )
+        .unwrap();
+    for poa in [&root, &persistent] {
+        let path = poa.path().to_vec();
+        let foreign = Err(PoaError::ForeignObjectId);
+        // Ids the application made up.
+        for id in [&b"fred"[..], &[0; 8], &[0; 9], &[]] {
+            assert_eq!(
+                poa.activate_object_with_id(id, Echo("fred")),
+                foreign,
+                "{path:?} {id:?}"
+            );
+        }
+        // An id of the POA's form that it has not handed out yet.
+        let handed_out = poa.reference_to_id(&poa.create_reference("IDL:Test/Echo:1.0").unwrap());
+        let handed_out = handed_out.unwrap().into_bytes();
+        let mut ahead = handed_out.clone();
+        let last = ahead.len() - 1;
+        ahead[last] += 1;
+        assert_eq!(poa.activate_object_with_id(ahead, Echo("ahead")), foreign);
+        // What the POA assigned is taken: an id from create_reference, and
+        // the id of an object deactivated since.
+        poa.activate_object_with_id(&handed_out, Echo("reserved"))
+            .unwrap();
+        let id = poa.activate_object(Echo("again")).unwrap();
+        poa.deactivate_object(&id).unwrap();
+        poa.activate_object_with_id(&id, Echo("again")).unwrap();
+        assert!(poa
+            .create_reference_with_id(&id, "IDL:Test/Echo:1.0")
+            .is_ok());
+    }
+    // A persistent POA's id from an earlier run of the server (another ORB
+    // token) was this POA's: it is taken.
+    let mut earlier_run = vec![0xee; 8];
+    earlier_run.extend_from_slice(&1u64.to_be_bytes());
+    persistent
+        .activate_object_with_id(earlier_run, Echo("earlier"))
+        .unwrap();
+    // What a servant's `?` makes of the refusal.
+    let e = SystemException::from(PoaError::ForeignObjectId);
+    assert_eq!(
+        e.kind(),
+        armillary_giop::system_exception::SystemExceptionKind::BadParam
+    );
+}
+
+#[test]
 fn poa_errors_become_the_standard_system_exceptions() {
     use armillary_giop::system_exception::{omg_minor, SystemExceptionKind as K};
     let cases = [
@@ -415,6 +469,7 @@ fn poa_errors_become_the_standard_system_exceptions() {
         (PoaError::Destroyed, K::ObjectNotExist, omg_minor(2)),
         (PoaError::AdapterAlreadyExists, K::BadParam, 0),
         (PoaError::WrongInterface("IDL:X:1.0"), K::BadParam, 0),
+        (PoaError::ForeignObjectId, K::BadParam, 0),
         (PoaError::InvalidPolicy(2), K::InvPolicy, 0),
         (PoaError::NoContext, K::BadInvOrder, 0),
         (PoaError::BadInvOrder, K::BadInvOrder, omg_minor(3)),
@@ -605,6 +660,174 @@ fn destroy_waits_for_running_requests_then_etherealizes() {
     let (finished_when_destroy_returned, etherealized) = destroyer.join().unwrap();
     assert!(finished_when_destroy_returned);
     assert_eq!(etherealized, 1);
+}
+
+/// A POA whose objects have user ids and a servant activator that counts.
+fn activator_poa(root: &Poa, name: &str) -> (Poa, Arc<CountingActivator>) {
+    let poa = root
+        .create_poa(
+            name,
+            Some(root.manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    let activator = Arc::new(CountingActivator {
+        incarnations: AtomicUsize::new(0),
+        etherealizations: AtomicUsize::new(0),
+    });
+    poa.set_servant_manager(ServantManager::Activator(activator.clone()))
+        .unwrap();
+    (poa, activator)
+}
+
+#[test]
+fn deactivate_object_etherealizes_once_the_running_requests_have_finished() {
+    let (registry, root) = setup();
+    let (poa, activator) = activator_poa(&root, "busy");
+    let gate = Arc::new(Gate::default());
+    let servant = {
+        let gate = gate.clone();
+        Runs(Box::new(move || {
+            gate.entered.store(true, Ordering::SeqCst);
+            wait_for("the test releases the request", || {
+                gate.released.load(Ordering::SeqCst)
+            });
+            gate.finished.store(true, Ordering::SeqCst);
+        }))
+    };
+    let obj: ObjectRef = poa.activate_with_id_as("slow", servant).unwrap();
+    let request = {
+        let registry = registry.clone();
+        let obj = obj.clone();
+        std::thread::spawn(move || call(&registry, &obj, "run"))
+    };
+    wait_for("the request is running", || {
+        gate.entered.load(Ordering::SeqCst)
+    });
+
+    // deactivate_object returns while the request runs (on another
+    // thread, so that a deactivation that waited would fail the test
+    // rather than hang it)...
+    let deactivated = Arc::new(AtomicBool::new(false));
+    {
+        let (poa, deactivated) = (poa.clone(), deactivated.clone());
+        std::thread::spawn(move || {
+            poa.deactivate_object("slow").unwrap();
+            deactivated.store(true, Ordering::SeqCst);
+        });
+    }
+    wait_for("deactivate_object returns", || {
+        deactivated.load(Ordering::SeqCst)
+    });
+    // ...and nothing is etherealized while the request runs. The object
+    // stays in the map for it, but is not active for anyone else.
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 0);
+    assert!(!gate.finished.load(Ordering::SeqCst));
+    assert_eq!(poa.active_object_count(), 1);
+    assert_eq!(
+        poa.deactivate_object("slow"),
+        Err(PoaError::ObjectNotActive)
+    );
+    assert_eq!(
+        poa.id_to_servant("slow").err(),
+        Some(PoaError::ObjectNotActive)
+    );
+    assert_eq!(
+        poa.id_to_reference("slow").err(),
+        Some(PoaError::ObjectNotActive)
+    );
+    assert_eq!(
+        poa.activate_object_with_id("slow", Echo("again")),
+        Err(PoaError::ObjectAlreadyActive)
+    );
+    // A new request is not dispatched to the servant: the activator would
+    // incarnate the object again, but only once it is etherealized, so
+    // the client may try again later.
+    let refused = call(&registry, &obj, "whoami").unwrap_err();
+    assert!(refused.contains("TRANSIENT"), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "{:#010x}",
+            armillary_giop::system_exception::minor::OBJECT_DEACTIVATING
+        )),
+        "{refused}"
+    );
+    assert_eq!(activator.incarnations.load(Ordering::SeqCst), 0);
+
+    gate.released.store(true, Ordering::SeqCst);
+    assert_eq!(request.join().unwrap().unwrap().0, "ran");
+    // The request's end completed the deactivation.
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 1);
+    assert_eq!(poa.active_object_count(), 0);
+    // The next request has the activator incarnate the object afresh.
+    assert_eq!(call(&registry, &obj, "whoami").unwrap().0, "incarnated");
+    assert_eq!(activator.incarnations.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_servant_that_deactivates_its_own_object_is_etherealized_after_its_upcall() {
+    let (registry, root) = setup();
+    let (poa, activator) = activator_poa(&root, "selfish");
+    let during = Arc::new(Mutex::new(None));
+    let servant = {
+        let (poa, activator, during) = (poa.clone(), activator.clone(), during.clone());
+        Runs(Box::new(move || {
+            poa.deactivate_object("me").unwrap();
+            *during.lock() = Some(activator.etherealizations.load(Ordering::SeqCst));
+        }))
+    };
+    let obj: ObjectRef = poa.activate_with_id_as("me", servant).unwrap();
+    assert_eq!(call(&registry, &obj, "run").unwrap().0, "ran");
+    assert_eq!(
+        *during.lock(),
+        Some(0),
+        "not etherealized inside its upcall"
+    );
+    assert_eq!(activator.etherealizations.load(Ordering::SeqCst), 1);
+    assert_eq!(poa.active_object_count(), 0);
+}
+
+#[test]
+fn deactivating_an_object_of_an_active_object_map_only_poa_refuses_new_requests() {
+    let (registry, root) = setup();
+    let gate = Arc::new(Gate::default());
+    let servant = {
+        let gate = gate.clone();
+        Runs(Box::new(move || {
+            gate.entered.store(true, Ordering::SeqCst);
+            wait_for("the test releases the request", || {
+                gate.released.load(Ordering::SeqCst)
+            });
+        }))
+    };
+    let servant: Arc<dyn Servant> = Arc::new(servant);
+    let id = root.activate_object(servant.clone()).unwrap();
+    let obj = root.id_to_reference(&id).unwrap();
+    let request = {
+        let (registry, obj) = (registry.clone(), obj.clone());
+        std::thread::spawn(move || call(&registry, &obj, "run"))
+    };
+    wait_for("the request is running", || {
+        gate.entered.load(Ordering::SeqCst)
+    });
+    root.deactivate_object(&id).unwrap();
+    let refused = call(&registry, &obj, "run").unwrap_err();
+    assert!(refused.contains("OBJECT_NOT_EXIST"), "{refused}");
+    // Its servant is not active either (UNIQUE_ID: it cannot serve a new
+    // id until the object has left the map).
+    assert_eq!(
+        root.servant_to_id(&servant),
+        Err(PoaError::ServantAlreadyActive)
+    );
+    gate.released.store(true, Ordering::SeqCst);
+    assert_eq!(request.join().unwrap().unwrap().0, "ran");
+    assert_eq!(root.active_object_count(), 0);
+    // Once it has left, the servant can be activated again.
+    let again = root.activate_object(servant).unwrap();
+    assert_ne!(again, id);
 }
 
 #[test]
