@@ -380,3 +380,28 @@ fn limits_bound_fragment_counts_and_pending_bytes() {
         Some(MessageBody::CancelRequest { request_id: 5 })
     ));
 }
+
+/// `MessageBuilder::reply` (which cannot fail) writes what `new` writes
+/// for a Reply without service contexts, body included.
+#[test]
+fn the_infallible_reply_builder_writes_what_new_writes() {
+    use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus};
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            for status in [ReplyStatus::NoException, ReplyStatus::SystemException] {
+                let fields = MessageBody::Reply(ReplyHeader {
+                    request_id: 77,
+                    reply_status: status,
+                    service_contexts: Vec::new(),
+                });
+                let mut a = MessageBuilder::new(version, order, &fields).unwrap();
+                let mut b = MessageBuilder::reply(version, order, 77, status);
+                assert_eq!(a.body_offset(), b.body_offset());
+                for m in [&mut a, &mut b] {
+                    m.body().write_longlong(-5);
+                }
+                assert_eq!(a.finish(false), b.finish(false), "{version} {order:?}");
+            }
+        }
+    }
+}

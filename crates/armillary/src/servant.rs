@@ -121,20 +121,33 @@ pub(crate) fn dispatch_contained(
     servant: &dyn Servant,
     request: &mut ServerRequest<'_>,
 ) -> Result<(), SystemException> {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    contain(CompletionStatus::Maybe, || {
         match servant.dispatch_builtin(request) {
             Ok(true) => Ok(()),
             Ok(false) => servant.dispatch(request),
             Err(e) => Err(e),
         }
-    }));
-    // The panic hook has reported the panic (on standard error by
-    // default); the client learns of it through the exception.
-    outcome.unwrap_or_else(|_| {
+    })
+}
+
+/// Runs application code the ORB calls on a request's way (a servant, a
+/// servant manager, an adapter activator): a panic in it ends the request
+/// with UNKNOWN ([`minor::SERVANT_PANICKED`], `completed`) instead of the
+/// thread that runs it. The panic hook has reported the panic (on
+/// standard error by default); the client learns of it through the
+/// exception.
+///
+/// [`minor::SERVANT_PANICKED`]: armillary_giop::system_exception::minor::SERVANT_PANICKED
+pub(crate) fn contain<T, E: From<SystemException>>(
+    completed: CompletionStatus,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
         Err(SystemException::unknown(
             armillary_giop::system_exception::minor::SERVANT_PANICKED,
-            CompletionStatus::Maybe,
-        ))
+            completed,
+        )
+        .into())
     })
 }
 

@@ -666,6 +666,41 @@ impl MessageBuilder {
         })
     }
 
+    /// Starts a Reply with no service contexts: unlike [`new`](Self::new)
+    /// it cannot fail (its header fields are two integers and an empty
+    /// list), so a server can always answer a request, if only with a
+    /// system exception.
+    pub fn reply(
+        version: GiopVersion,
+        order: ByteOrder,
+        request_id: u32,
+        reply_status: ReplyStatus,
+    ) -> Self {
+        let mut w = CdrWriter::new(order, version);
+        w.write_octets(&[0; HEADER_SIZE]);
+        if version >= GiopVersion::V1_2 {
+            w.write_ulong(request_id);
+            w.write_ulong(reply_status.to_u32());
+            w.write_ulong(0);
+        } else {
+            w.write_ulong(0);
+            w.write_ulong(request_id);
+            w.write_ulong(reply_status.to_u32());
+        }
+        let fields_end = w.len();
+        if body_aligned(version, MessageType::Reply) {
+            w.align(8);
+        }
+        let body_start = w.len();
+        MessageBuilder {
+            w,
+            fields_end,
+            body_start,
+            kind: MessageType::Reply,
+            version,
+        }
+    }
+
     /// The writer for the body; alignment counts from the GIOP header.
     pub fn body(&mut self) -> &mut CdrWriter {
         &mut self.w

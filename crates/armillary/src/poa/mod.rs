@@ -29,7 +29,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::completion::WaitForCompletion;
 use crate::object::{Interface, ObjectRef};
-use crate::servant::{IntoServant, Servant, ServerRequest};
+use crate::servant::{contain, IntoServant, Servant, ServerRequest};
 use crate::slots::{SlotRef, SlotTable};
 use aom::{ActiveObjectMap, Entry};
 use key::{ObjectKey, PoaName};
@@ -429,6 +429,26 @@ impl std::fmt::Debug for Upcall {
     }
 }
 
+/// A servant activator's `etherealize` for an object deactivated with
+/// its POA or manager (`cleanup_in_progress`), a panic in it contained
+/// (the object is gone either way).
+fn etherealize_contained(
+    activator: &Arc<dyn ServantActivator>,
+    object_id: &ObjectId,
+    poa: &Poa,
+    servant: Arc<dyn Servant>,
+) {
+    let _ = contain(CompletionStatus::Maybe, || {
+        activator.etherealize(object_id, poa, servant, true, false);
+        Ok::<(), SystemException>(())
+    });
+}
+
+/// An adapter activator's `unknown_adapter`; a panic in it is a refusal.
+fn contained_or_false(f: impl FnOnce() -> bool) -> bool {
+    contain(CompletionStatus::No, || Ok::<bool, SystemException>(f())).unwrap_or(false)
+}
+
 fn not_exist() -> SystemException {
     SystemException::object_not_exist(0, CompletionStatus::No)
 }
@@ -467,16 +487,23 @@ impl Upcall {
         );
         let outcome = crate::servant::dispatch_contained(&*self.servant, request);
         drop(frame);
-        if let Some((locator, cookie)) = self.cookie {
-            locator.postinvoke(
-                &self.object_id,
-                &self.poa,
-                request.operation(),
-                cookie,
-                self.servant.clone(),
-            );
+        match self.cookie {
+            Some((locator, cookie)) => {
+                // The operation ran: a panic here is COMPLETED_YES.
+                let postinvoke = contain(CompletionStatus::Yes, || {
+                    locator.postinvoke(
+                        &self.object_id,
+                        &self.poa,
+                        request.operation(),
+                        cookie,
+                        self.servant.clone(),
+                    );
+                    Ok::<(), SystemException>(())
+                });
+                postinvoke.and(outcome)
+            }
+            None => outcome,
         }
-        outcome
     }
 }
 
@@ -790,7 +817,9 @@ impl Poa {
         }
         let activator = self.inner.state.read().adapter_activator.clone();
         match activator {
-            Some(activator) if activator.unknown_adapter(self, name) => self.find_poa(name),
+            Some(activator) if contained_or_false(|| activator.unknown_adapter(self, name)) => {
+                self.find_poa(name)
+            }
             _ => Err(PoaError::AdapterNonExistent),
         }
     }
@@ -950,7 +979,10 @@ impl Poa {
             (entry, state.servant_manager.clone(), remaining)
         };
         if let Some(ServantManager::Activator(activator)) = manager {
-            activator.etherealize(&entry.object_id, self, entry.servant, false, remaining);
+            let _ = contain(CompletionStatus::Maybe, || {
+                activator.etherealize(&entry.object_id, self, entry.servant, false, remaining);
+                Ok::<(), SystemException>(())
+            });
         }
     }
 
@@ -1235,7 +1267,7 @@ impl Poa {
                 object_id, servant, ..
             } in entries
             {
-                activator.etherealize(&object_id, self, servant, true, false);
+                etherealize_contained(&activator, &object_id, self, servant);
             }
         }
         Ok(())
@@ -1259,7 +1291,7 @@ impl Poa {
             object_id, servant, ..
         } in entries
         {
-            activator.etherealize(&object_id, self, servant, true, false);
+            etherealize_contained(&activator, &object_id, self, servant);
         }
     }
 
@@ -1330,7 +1362,9 @@ impl Poa {
             RequestProcessingPolicy::UseServantManager => match manager {
                 None => Err(obj_adapter().into()),
                 Some(ServantManager::Locator(locator)) => {
-                    let (servant, cookie) = locator.preinvoke(oid, self, operation)?;
+                    let (servant, cookie) = contain(CompletionStatus::No, || {
+                        locator.preinvoke(oid, self, operation)
+                    })?;
                     Ok(found(servant, Some((locator, cookie)), None))
                 }
                 Some(ServantManager::Activator(activator)) => self
@@ -1361,7 +1395,8 @@ impl Poa {
             }
             busy.insert(oid.clone());
         }
-        let result = activator.incarnate(oid, self).and_then(|servant| {
+        let incarnated = contain(CompletionStatus::No, || activator.incarnate(oid, self));
+        let result = incarnated.and_then(|servant| {
             let mut state = self.inner.state.write();
             let unique = self.inner.policies.id_uniqueness == IdUniquenessPolicy::UniqueId;
             if unique && state.aom.has_servant(&servant) {

@@ -40,6 +40,7 @@ use parking_lot::Mutex;
 
 use super::adapter::{Located, ObjectAdapter};
 use super::concurrency::{Dispatch, ServerConcurrency};
+use super::owed_reply::{OwedReply, ReplySink};
 use super::Shared;
 use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
@@ -1154,22 +1155,22 @@ impl ServerConnection {
             // Unreachable: a thread serving the connection holds it.
             return;
         };
-        let request_id = h.request_id;
-        let answers = expected && h.sync_scope() != SyncScope::WithServer;
+        let reply = if expected && h.sync_scope() != SyncScope::WithServer {
+            let sink = Arc::new(ConnectionReplies {
+                conn: conn.clone(),
+                reactor: reactor.clone(),
+            });
+            OwedReply::new(sink, version, order, h.request_id)
+        } else {
+            OwedReply::nothing()
+        };
         let operation: Arc<str> = Arc::from(h.operation.as_str());
-        let (reject_conn, reject_reactor) = (conn.clone(), reactor.clone());
-        let reactor = reactor.clone();
         let adapter = adapter.clone();
-        let run = move |upcall: Upcall| {
-            conn.run_upcall(&reactor, &*adapter, &frame, &msg, upcall);
+        let run = move |upcall: Upcall, reply: OwedReply| {
+            conn.run_upcall(&*adapter, &frame, &msg, upcall, reply);
             drop(in_progress);
         };
-        let reject = move |ex: SystemException| {
-            if answers {
-                reject_conn.reply_exception(&reject_reactor, version, order, request_id, &ex);
-            }
-        };
-        let dispatch = Dispatch::new(upcall, operation, self.id, Box::new(run), Box::new(reject));
+        let dispatch = Dispatch::new(upcall, reply, operation, self.id, Box::new(run));
         if route == Route::Default {
             self.concurrency.dispatch(dispatch);
         } else {
@@ -1178,16 +1179,17 @@ impl ServerConnection {
     }
 
     /// Runs the upcall of the request in `frame` (resolved to `upcall`)
-    /// on the calling thread and writes its reply.
+    /// on the calling thread and answers it with `reply`.
     fn run_upcall(
         &self,
-        reactor: &Arc<Reactor>,
         adapter: &dyn ObjectAdapter,
         frame: &Frame,
         msg: &Message,
         upcall: Upcall,
+        reply: OwedReply,
     ) {
         let MessageBody::Request(h) = &msg.body else {
+            // Unreachable: only requests are dispatched.
             return;
         };
         // The connection's code sets: the defaults until a GIOP 1.1+
@@ -1198,17 +1200,9 @@ impl ServerConnection {
         let order = msg.header.byte_order;
         let expected = h.response_expected();
         // The reply body's offset does not depend on its status.
-        let body_offset = MessageBuilder::new(
-            version,
-            order,
-            &MessageBody::Reply(ReplyHeader {
-                request_id: h.request_id,
-                reply_status: ReplyStatus::NoException,
-                service_contexts: Vec::new(),
-            }),
-        )
-        .map(|b| b.body_offset())
-        .unwrap_or(0);
+        let body_offset =
+            MessageBuilder::reply(version, order, h.request_id, ReplyStatus::NoException)
+                .body_offset();
         let args = frame.reader(msg).with_codesets(codesets);
         let writer = CdrWriter::new(order, version)
             .with_codesets(codesets)
@@ -1220,18 +1214,31 @@ impl ServerConnection {
             let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
         };
-        if !expected || h.sync_scope() == SyncScope::WithServer {
-            return;
-        }
         match outcome {
             Ok(()) => {
                 let (kind, w, _) = request.into_reply();
-                self.reply(reactor, version, order, h.request_id, kind, w.as_bytes());
+                reply.reply(kind, w.as_bytes());
             }
-            Err(ex) => self.reply_exception(reactor, version, order, h.request_id, &ex),
+            Err(ex) => reply.exception(&ex),
         }
     }
+}
 
+/// Where the replies of one connection's requests go (the sink of their
+/// [`OwedReply`]s): written, or held with the others of their read, as
+/// [`ServerConnection::send`] does.
+struct ConnectionReplies {
+    conn: Arc<ServerConnection>,
+    reactor: Arc<Reactor>,
+}
+
+impl ReplySink for ConnectionReplies {
+    fn send_reply(&self, message: &[u8]) {
+        self.conn.send(&self.reactor, message);
+    }
+}
+
+impl ServerConnection {
     /// Counts a request read by a reactor thread as running, until the
     /// returned guard is dropped.
     fn in_progress(&self, reactor: &Arc<Reactor>) -> Option<InProgress> {
@@ -1311,15 +1318,9 @@ impl ServerConnection {
             ReplyKind::UserException => ReplyStatus::UserException,
             ReplyKind::SystemException => ReplyStatus::SystemException,
         };
-        let fields = MessageBody::Reply(ReplyHeader {
-            request_id,
-            reply_status: status,
-            service_contexts: Vec::new(),
-        });
-        if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
-            b.body().write_octets(body);
-            self.send(reactor, &b.finish(false));
-        }
+        let mut b = MessageBuilder::reply(version, order, request_id, status);
+        b.body().write_octets(body);
+        self.send(reactor, &b.finish(false));
     }
 
     fn reply_exception(
@@ -1330,15 +1331,11 @@ impl ServerConnection {
         request_id: u32,
         ex: &SystemException,
     ) {
-        let fields = MessageBody::Reply(ReplyHeader {
-            request_id,
-            reply_status: ReplyStatus::SystemException,
-            service_contexts: Vec::new(),
-        });
-        if let Ok(mut b) = MessageBuilder::new(version, order, &fields) {
-            let _ = ex.encode_body(b.body());
-            self.send(reactor, &b.finish(false));
-        }
+        let mut b = MessageBuilder::reply(version, order, request_id, ReplyStatus::SystemException);
+        // A system exception body is a string (an ASCII repository id) and
+        // two ulongs: it encodes.
+        let _ = ex.encode_body(b.body());
+        self.send(reactor, &b.finish(false));
     }
 
     /// Sends one message: held with the others of its read when this

@@ -37,6 +37,7 @@
 mod adapter;
 mod concurrency;
 mod connection;
+mod owed_reply;
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;

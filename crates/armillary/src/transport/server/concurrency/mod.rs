@@ -45,6 +45,7 @@ use std::thread::JoinHandle;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use parking_lot::Mutex;
 
+use super::owed_reply::OwedReply;
 use crate::completion::WaitForCompletion;
 use crate::config::{ConcurrencyModel, OrbConfig};
 use crate::poa::{ObjectId, Poa, Upcall};
@@ -194,44 +195,35 @@ impl ModelThreads {
     }
 }
 
-/// Runs a request on a thread of a model that must outlive a panic. A
-/// servant's panic is caught where the servant runs
-/// (`servant::dispatch_contained`: the client gets UNKNOWN); this is the
-/// last guard, for a panic elsewhere in the upcall (a servant locator,
-/// say), which ends the upcall with no reply, not the model's thread.
-fn run_contained(request: Dispatch) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.run()));
-}
-
 /// A request read and resolved to a servant, ready to run: the upcall
 /// and the work around it (decoding the arguments, the reply). Running it
-/// writes the reply on the connection it came from; dropping it unrun
-/// gives the request no answer, so a model that cannot run a request
-/// answers it with [`Dispatch::reject`].
+/// writes the reply on the connection it came from; a model that cannot
+/// run a request answers it with [`Dispatch::reject`]. It carries the
+/// reply its request is owed ([`OwedReply`]), so that one dropped unrun,
+/// or whose upcall panics outside the servant, is still answered.
 pub(crate) struct Dispatch {
     upcall: Upcall,
+    reply: OwedReply,
     operation: Arc<str>,
     connection: u64,
-    run: Box<dyn FnOnce(Upcall) + Send>,
-    reject: Box<dyn FnOnce(armillary_giop::system_exception::SystemException) + Send>,
+    run: Box<dyn FnOnce(Upcall, OwedReply) + Send>,
 }
 
 impl Dispatch {
-    /// A request whose upcall `run` carries out, and which `reject`
-    /// answers with an exception instead.
+    /// A request whose upcall `run` carries out and answers with `reply`.
     pub(crate) fn new(
         upcall: Upcall,
+        reply: OwedReply,
         operation: Arc<str>,
         connection: u64,
-        run: Box<dyn FnOnce(Upcall) + Send>,
-        reject: Box<dyn FnOnce(armillary_giop::system_exception::SystemException) + Send>,
+        run: Box<dyn FnOnce(Upcall, OwedReply) + Send>,
     ) -> Dispatch {
         Dispatch {
             upcall,
+            reply,
             operation,
             connection,
             run,
-            reject,
         }
     }
 
@@ -261,20 +253,32 @@ impl Dispatch {
     /// SINGLE_THREAD_MODEL POA whose upcall another thread is in and
     /// waiting for a reply, that thread runs it inside its wait instead
     /// (see `poa::single_thread`).
+    ///
+    /// A panic on the way (a servant's is caught around the servant
+    /// already: one in a servant locator's `postinvoke`, say) ends here:
+    /// the thread goes on, whichever model's it is, and the request is
+    /// answered with UNKNOWN by the reply it owes.
     pub(crate) fn run(self) {
-        match self.upcall.poa().single_thread().cloned() {
-            Some(single) => {
-                single.run_or_hand_over(Box::new(move || (self.run)(self.upcall)));
-            }
-            None => (self.run)(self.upcall),
+        let Dispatch {
+            upcall, reply, run, ..
+        } = self;
+        let single = upcall.poa().single_thread().cloned();
+        let job = move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                run(upcall, reply);
+            }));
+        };
+        match single {
+            Some(single) => single.run_or_hand_over(Box::new(job)),
+            None => job(),
         }
     }
 
     /// Answers the request with `exception` (COMPLETED_NO: the upcall
     /// does not run), when the model cannot take it.
-    pub(crate) fn reject(self, exception: armillary_giop::system_exception::SystemException) {
+    pub(crate) fn reject(self, exception: SystemException) {
         drop(self.upcall);
-        (self.reject)(exception);
+        self.reply.exception(&exception);
     }
 }
 

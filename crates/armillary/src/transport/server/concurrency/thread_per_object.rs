@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{busy, run_contained, Dispatch, ModelThreads, ServerConcurrency};
+use super::{busy, Dispatch, ModelThreads, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 use crate::poa::ObjectId;
 
@@ -62,7 +62,7 @@ fn serve(queues: &Arc<Queues>, key: &ObjectKey) {
                 }
             }
         };
-        run_contained(request);
+        request.run();
     }
 }
 
@@ -72,7 +72,7 @@ fn run_next(queues: &Queues, key: &ObjectKey) -> bool {
     let request = queues.lock().get_mut(key).and_then(VecDeque::pop_front);
     match request {
         Some(request) => {
-            run_contained(request);
+            request.run();
             true
         }
         None => false,

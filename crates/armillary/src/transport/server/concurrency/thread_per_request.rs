@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{busy, run_contained, Dispatch, ModelThreads, ServerConcurrency};
+use super::{busy, Dispatch, ModelThreads, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 
 /// A new thread per request, at most `cap` alive.
@@ -61,7 +61,7 @@ impl ServerConcurrency for ThreadPerRequest {
             let _alive = alive;
             let request = taken.lock().take();
             if let Some(request) = request {
-                run_contained(request);
+                request.run();
             }
         });
         if started.is_err() {

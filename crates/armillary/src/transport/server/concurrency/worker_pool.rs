@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{busy, run_contained, Dispatch, ModelThreads, ServerConcurrency};
+use super::{busy, Dispatch, ModelThreads, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 
 /// N workers fed by a bounded queue.
@@ -86,7 +86,7 @@ impl Queue {
         };
         match request {
             Some(request) => {
-                run_contained(request);
+                request.run();
                 true
             }
             None => false,
@@ -109,7 +109,7 @@ impl Queue {
                     self.ready.wait(&mut state);
                 }
             };
-            run_contained(request);
+            request.run();
         }
     }
 }

@@ -1,0 +1,262 @@
+//! The reply a request is owed, written exactly once whatever happens to
+//! the request on its way: the architecture's invariant "every request
+//! ends in exactly one reply or one exception", kept by a value rather
+//! than by every path remembering it.
+//!
+//! The server makes an [`OwedReply`] for every two-way request it hands to
+//! an upcall, and the request carries it wherever it runs (the concurrency
+//! model's threads, a SINGLE_THREAD_MODEL owner's wait). It is consumed by
+//! the reply ([`OwedReply::reply`]) or an exception
+//! ([`OwedReply::exception`]); dropped unanswered it answers by itself:
+//! UNKNOWN ([`minor::SERVANT_PANICKED`], COMPLETED_MAYBE) when a panic
+//! unwinds through it (a servant locator's `postinvoke`, a servant
+//! activator's `etherealize`, a fault of the ORB's), INTERNAL
+//! ([`minor::NO_REPLY`], COMPLETED_MAYBE) when it is merely forgotten. A
+//! reply that cannot be built (its header fields do not encode) becomes a
+//! MARSHAL exception (COMPLETED_YES), whose header always builds
+//! ([`MessageBuilder::reply`]).
+
+use std::sync::Arc;
+
+use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus};
+use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use armillary_giop::{ByteOrder, GiopVersion};
+
+use crate::servant::ReplyKind;
+
+/// Where a reply goes: the connection its request came on.
+pub(crate) trait ReplySink: Send + Sync {
+    /// Writes one whole reply message.
+    fn send_reply(&self, message: &[u8]);
+}
+
+/// The reply one request is owed (see the module docs). `None` for a
+/// request that expects none.
+#[must_use = "an owed reply answers UNKNOWN or INTERNAL when dropped unanswered"]
+pub(crate) struct OwedReply {
+    owed: Option<Owed>,
+}
+
+struct Owed {
+    sink: Arc<dyn ReplySink>,
+    version: GiopVersion,
+    order: ByteOrder,
+    request_id: u32,
+}
+
+impl std::fmt::Debug for OwedReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwedReply")
+            .field("request_id", &self.owed.as_ref().map(|o| o.request_id))
+            .finish()
+    }
+}
+
+impl OwedReply {
+    /// The reply owed to request `request_id` (of GIOP `version`, in byte
+    /// `order`), to be written to `sink`.
+    pub(crate) fn new(
+        sink: Arc<dyn ReplySink>,
+        version: GiopVersion,
+        order: ByteOrder,
+        request_id: u32,
+    ) -> OwedReply {
+        OwedReply {
+            owed: Some(Owed {
+                sink,
+                version,
+                order,
+                request_id,
+            }),
+        }
+    }
+
+    /// Nothing owed: a oneway request, or one already acknowledged
+    /// (SYNC_WITH_SERVER).
+    pub(crate) fn nothing() -> OwedReply {
+        OwedReply { owed: None }
+    }
+
+    /// Answers with a reply of `kind` whose body is `body` (encoded for
+    /// the message's body offset); a reply whose header does not build is
+    /// answered with MARSHAL instead.
+    pub(crate) fn reply(mut self, kind: ReplyKind, body: &[u8]) {
+        if let Some(owed) = self.owed.take() {
+            let message = reply_message(&owed, kind, body, |fields| {
+                MessageBuilder::new(owed.version, owed.order, fields)
+            });
+            owed.sink.send_reply(&message);
+        }
+    }
+
+    /// Answers with `exception`.
+    pub(crate) fn exception(mut self, exception: &SystemException) {
+        if let Some(owed) = self.owed.take() {
+            owed.sink.send_reply(&exception_message(&owed, exception));
+        }
+    }
+}
+
+impl Drop for OwedReply {
+    fn drop(&mut self) {
+        if let Some(owed) = self.owed.take() {
+            let exception = if std::thread::panicking() {
+                SystemException::unknown(minor::SERVANT_PANICKED, CompletionStatus::Maybe)
+            } else {
+                SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe)
+            };
+            owed.sink.send_reply(&exception_message(&owed, &exception));
+        }
+    }
+}
+
+/// The reply message for `kind` and `body`, its header made by `header`
+/// (`MessageBuilder::new`, which may fail); MARSHAL (COMPLETED_YES) when
+/// it fails.
+fn reply_message(
+    owed: &Owed,
+    kind: ReplyKind,
+    body: &[u8],
+    header: impl FnOnce(&MessageBody) -> Result<MessageBuilder, armillary_giop::CdrError>,
+) -> Vec<u8> {
+    let reply_status = match kind {
+        ReplyKind::Normal => ReplyStatus::NoException,
+        ReplyKind::UserException => ReplyStatus::UserException,
+        ReplyKind::SystemException => ReplyStatus::SystemException,
+    };
+    let fields = MessageBody::Reply(ReplyHeader {
+        request_id: owed.request_id,
+        reply_status,
+        service_contexts: Vec::new(),
+    });
+    match header(&fields) {
+        Ok(mut b) => {
+            b.body().write_octets(body);
+            b.finish(false)
+        }
+        Err(_) => exception_message(
+            owed,
+            &SystemException::marshal(minor::MALFORMED, CompletionStatus::Yes),
+        ),
+    }
+}
+
+/// A SYSTEM_EXCEPTION reply: always builds.
+fn exception_message(owed: &Owed, exception: &SystemException) -> Vec<u8> {
+    let mut b = MessageBuilder::reply(
+        owed.version,
+        owed.order,
+        owed.request_id,
+        ReplyStatus::SystemException,
+    );
+    // A system exception body is a string (an ASCII repository id) and
+    // two ulongs: it encodes.
+    let _ = exception.encode_body(b.body());
+    b.finish(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use armillary_giop::giop::Message;
+    use armillary_giop::CdrReader;
+    use parking_lot::Mutex;
+
+    #[derive(Default)]
+    struct Sent(Mutex<Vec<Vec<u8>>>);
+
+    impl ReplySink for Sent {
+        fn send_reply(&self, message: &[u8]) {
+            self.0.lock().push(message.to_vec());
+        }
+    }
+
+    fn owed(sink: &Arc<Sent>) -> OwedReply {
+        OwedReply::new(sink.clone(), GiopVersion::V1_2, ByteOrder::Little, 9)
+    }
+
+    /// The one reply `sink` got: its status and, for a system exception,
+    /// the exception.
+    fn only_reply(sink: &Sent) -> (ReplyStatus, Option<SystemException>) {
+        let sent = sink.0.lock();
+        assert_eq!(sent.len(), 1, "exactly one reply");
+        let msg = Message::decode(&sent[0]).unwrap();
+        let MessageBody::Reply(h) = &msg.body else {
+            panic!("not a reply: {msg:?}");
+        };
+        assert_eq!(h.request_id, 9);
+        let exception = (h.reply_status == ReplyStatus::SystemException).then(|| {
+            let mut r = CdrReader::new(&sent[0], ByteOrder::Little, GiopVersion::V1_2)
+                .with_position(msg.body_offset);
+            SystemException::decode_body(&mut r).unwrap()
+        });
+        (h.reply_status, exception)
+    }
+
+    #[test]
+    fn a_reply_is_written_once() {
+        let sink = Arc::new(Sent::default());
+        owed(&sink).reply(ReplyKind::Normal, &[1, 2, 3, 4]);
+        assert_eq!(only_reply(&sink).0, ReplyStatus::NoException);
+    }
+
+    #[test]
+    fn a_forgotten_reply_answers_internal() {
+        let sink = Arc::new(Sent::default());
+        drop(owed(&sink));
+        let (_, e) = only_reply(&sink);
+        assert_eq!(
+            e,
+            Some(SystemException::internal(
+                minor::NO_REPLY,
+                CompletionStatus::Maybe
+            ))
+        );
+    }
+
+    #[test]
+    fn a_panic_through_the_request_answers_unknown() {
+        let sink = Arc::new(Sent::default());
+        let reply = owed(&sink);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _reply = reply;
+            panic!("a servant locator's postinvoke panics");
+        }));
+        assert!(panicked.is_err());
+        let (_, e) = only_reply(&sink);
+        assert_eq!(
+            e,
+            Some(SystemException::unknown(
+                minor::SERVANT_PANICKED,
+                CompletionStatus::Maybe
+            ))
+        );
+    }
+
+    /// Issue 26: a reply whose header cannot be built left the client
+    /// waiting for its timeout; it is MARSHAL now.
+    #[test]
+    fn a_reply_that_cannot_be_built_answers_marshal() {
+        let sink = Arc::new(Sent::default());
+        let owed = owed(&sink).owed.take().unwrap();
+        let message = reply_message(&owed, ReplyKind::Normal, &[], |_| {
+            Err(armillary_giop::CdrError::TooLong(usize::MAX))
+        });
+        owed.sink.send_reply(&message);
+        let (status, e) = only_reply(&sink);
+        assert_eq!(status, ReplyStatus::SystemException);
+        assert_eq!(
+            e,
+            Some(SystemException::marshal(
+                minor::MALFORMED,
+                CompletionStatus::Yes
+            ))
+        );
+    }
+
+    #[test]
+    fn nothing_owed_writes_nothing() {
+        OwedReply::nothing().reply(ReplyKind::Normal, &[]);
+        drop(OwedReply::nothing());
+    }
+}
