@@ -349,7 +349,11 @@ impl Orb {
         let client_tls = config.tls.client_config()?;
         let profiles =
             crate::transport::profiles::ProfileCache::new(client_tls.is_some(), config.tls.require);
-        let connections = ConnectionCache::new(client_tls, crate::transport::mux::mux(&config));
+        let connections = ConnectionCache::new(
+            client_tls,
+            crate::transport::mux::mux(&config),
+            config.max_message_size,
+        );
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
@@ -1085,6 +1089,7 @@ impl OrbCore {
                 // Another request may have fixed them first.
                 *conn.codesets.get().unwrap_or(&chosen)
             };
+            let announces_codesets = !contexts.is_empty();
             let header = MessageBody::Request(RequestHeader {
                 request_id: id,
                 response_flags: if request.response_expected {
@@ -1108,6 +1113,17 @@ impl OrbCore {
             (request.args)(builder.body())
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             let bytes = builder.finish(false);
+            if bytes.len() > self.config.max_message_size {
+                // Never sent. Had it announced the connection's code sets,
+                // the server would not know them: the connection goes.
+                if announces_codesets {
+                    self.connections.evict(&conn);
+                }
+                return Err(SystemException::marshal(
+                    minor::MESSAGE_SIZE_EXCEEDED,
+                    CompletionStatus::No,
+                ));
+            }
             // Oneways with SYNC_WITH_SERVER or _TARGET still get a reply.
             let wait = request.response_expected || request.sync_scope != SyncScope::None;
             // Back-pressure: past the connection's limit of requests
@@ -1168,6 +1184,13 @@ impl OrbCore {
             Awaited::Closed(Closed::Orderly) => {
                 self.connections.evict(conn);
                 Ok(Attempt::Retry)
+            }
+            Awaited::ReplyTooLarge => {
+                self.connections.evict(conn);
+                Err(SystemException::marshal(
+                    minor::MESSAGE_SIZE_EXCEEDED,
+                    CompletionStatus::Yes,
+                ))
             }
             Awaited::Closed(Closed::Broken) => {
                 self.connections.evict(conn);
@@ -1281,6 +1304,13 @@ impl OrbCore {
             Awaited::Closed(Closed::Orderly) => {
                 self.connections.evict(&conn);
                 return Ok(None);
+            }
+            Awaited::ReplyTooLarge => {
+                self.connections.evict(&conn);
+                return Err(SystemException::marshal(
+                    minor::MESSAGE_SIZE_EXCEEDED,
+                    CompletionStatus::Yes,
+                ));
             }
             Awaited::Closed(Closed::Broken) => {
                 self.connections.evict(&conn);

@@ -19,6 +19,10 @@
 //! that ends unbinds its dispatcher, so a reply that comes later is
 //! dropped like any reply nobody waits for.
 //!
+//! A reply larger than the ORB's `-ORBMaxMessageSize` ends its request
+//! (MARSHAL, [`minor::MESSAGE_SIZE_EXCEEDED`], COMPLETED_YES) and closes
+//! the connection, which cannot be read past it.
+//!
 //! [`wait_reply`]: ClientConnection::wait_reply_by
 //! [`wait_until`]: ClientConnection::wait_until
 //! [`poll`]: ClientConnection::poll
@@ -32,7 +36,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use armillary_giop::giop::{Frame, FrameDecoder, MessageBody, MessageType};
+use armillary_giop::giop::{Frame, FrameDecoder, FrameError, MessageBody, MessageType};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -219,12 +223,14 @@ const POLL_READ: Duration = Duration::from_millis(1);
 
 impl ClientConnection {
     /// Connects within `connect_timeout` (and, with `tls`, runs the TLS
-    /// handshake within it).
+    /// handshake within it); replies larger than `max_message_size` are
+    /// refused.
     fn open(
         host: &str,
         port: u16,
         tls: Option<&Arc<rustls::ClientConfig>>,
         connect_timeout: Duration,
+        max_message_size: usize,
     ) -> Result<Arc<Self>, SystemException> {
         let transient = || SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
         let socket = net::connect(host, port, connect_timeout).map_err(|_| transient())?;
@@ -248,7 +254,7 @@ impl ClientConnection {
             outbox: Mutex::default(),
             outbox_ready: Condvar::new(),
             state: Mutex::new(ReadState {
-                decoder: FrameDecoder::new(super::frame_limits()),
+                decoder: FrameDecoder::new(super::client_frame_limits(max_message_size)),
                 buf: vec![0; super::READ_BUFFER],
                 dispatchers: DispatcherTable::default(),
                 frames: 0,
@@ -892,7 +898,11 @@ impl ClientConnection {
                 state.closed.get_or_insert(Closed::Broken);
             }
             Ok(n) => {
-                if state.decoder.handle_bytes(&buf[..n]).is_err() {
+                let mut too_large = None;
+                if let Err(e) = state.decoder.handle_bytes(&buf[..n]) {
+                    if matches!(e, FrameError::TooLarge { .. }) {
+                        too_large = state.decoder.refused_request_id();
+                    }
                     state.closed = Some(Closed::Broken);
                 }
                 let before = state.frames;
@@ -902,6 +912,11 @@ impl ClientConnection {
                 }
                 if state.frames != before {
                     state.last_received = Instant::now();
+                }
+                // The reply the decoder refused ends its request alone;
+                // the close ends the others.
+                if let Some(id) = too_large {
+                    state.dispatchers.settle(id, Awaited::ReplyTooLarge);
                 }
             }
         }
@@ -1018,19 +1033,24 @@ pub(crate) struct ConnectionCache {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// Whether requests share connections.
     mux: Box<dyn super::mux::TransportMux>,
+    /// The largest reply a connection accepts (`-ORBMaxMessageSize`).
+    max_message_size: usize,
 }
 
 impl ConnectionCache {
     /// A cache whose TLS connections use `tls`, sharing connections as
-    /// `mux` says.
+    /// `mux` says, whose connections accept replies of at most
+    /// `max_message_size` bytes.
     pub(crate) fn new(
         tls: Option<Arc<rustls::ClientConfig>>,
         mux: Box<dyn super::mux::TransportMux>,
+        max_message_size: usize,
     ) -> Self {
         ConnectionCache {
             connections: Mutex::default(),
             tls,
             mux,
+            max_message_size,
         }
     }
 
@@ -1093,7 +1113,8 @@ impl ConnectionCache {
                 .clamp(Duration::from_millis(1), CONNECT_TIMEOUT),
             None => CONNECT_TIMEOUT,
         };
-        let fresh = ClientConnection::open(host, port, config, connect_timeout)?;
+        let fresh =
+            ClientConnection::open(host, port, config, connect_timeout, self.max_message_size)?;
         let took = self.mux.take(&fresh);
         list.push(fresh.clone());
         Ok(Checkout(fresh, took))
@@ -1238,7 +1259,8 @@ pub(crate) mod tests {
     pub(crate) fn connected() -> (Arc<ClientConnection>, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
+        let conn =
+            ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, 1 << 20).unwrap();
         let (server, _) = listener.accept().unwrap();
         (conn, server)
     }
@@ -1264,7 +1286,7 @@ pub(crate) mod tests {
         let port = listener.local_addr().unwrap().port();
         let get = |cache: &ConnectionCache| cache.get("127.0.0.1", port, false, None).unwrap();
 
-        let cache = ConnectionCache::new(None, Box::new(Exclusive));
+        let cache = ConnectionCache::new(None, Box::new(Exclusive), 1 << 20);
         let first = get(&cache);
         let _slot = expect(&first, 1);
         // A reply is awaited on the first: the next request opens another.
@@ -1287,7 +1309,7 @@ pub(crate) mod tests {
         assert!(Arc::ptr_eq(&again, &first_conn));
         assert_eq!(cache.count("127.0.0.1", port), 3);
 
-        let cache = ConnectionCache::new(None, Box::new(Muxed));
+        let cache = ConnectionCache::new(None, Box::new(Muxed), 1 << 20);
         let a = get(&cache);
         let _slot = expect(&a, 1);
         let b = get(&cache);

@@ -43,6 +43,9 @@ use super::client::Closed;
 pub(crate) enum Awaited {
     /// Its reply arrived.
     Reply(Frame),
+    /// Its reply was larger than the client's message size limit: the
+    /// connection, which could not read past it, is closed.
+    ReplyTooLarge,
     /// The connection closed first.
     Closed(Closed),
     /// Its deadline passed first. `silent`: nothing at all arrived on the
@@ -155,9 +158,15 @@ impl DispatcherTable {
     /// Hands `frame` to the dispatcher of `id`; false (and the frame is
     /// dropped) when none is bound.
     pub(crate) fn dispatch(&mut self, id: u32, frame: Frame) -> bool {
+        self.settle(id, Awaited::Reply(frame))
+    }
+
+    /// Hands `outcome` to the dispatcher of `id`; false when none is
+    /// bound.
+    pub(crate) fn settle(&mut self, id: u32, outcome: Awaited) -> bool {
         match self.remove(id) {
             Some(entry) => {
-                self.end(entry, Awaited::Reply(frame));
+                self.end(entry, outcome);
                 true
             }
             None => false,
@@ -250,7 +259,7 @@ mod tests {
         )
         .unwrap()
         .finish(false);
-        let mut decoder = armillary_giop::giop::FrameDecoder::new(super::super::frame_limits());
+        let mut decoder = armillary_giop::giop::FrameDecoder::default();
         decoder.handle_bytes(&bytes).unwrap();
         decoder.poll_frame().unwrap()
     }
