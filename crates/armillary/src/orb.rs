@@ -34,6 +34,7 @@ use crate::poa::{Poa, PoaRegistry, ReferenceFactory, Resolution};
 use crate::transport::client::{
     Awaited, Checkout, ClientConnection, Closed, ConnectionCache, SendError,
 };
+use crate::transport::outbox::Outgoing;
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::reply::ReplyDispatcher;
 use crate::transport::server::{Located, ObjectAdapter, Server, ServerStats};
@@ -1002,17 +1003,23 @@ impl OrbCore {
     }
 
     /// What a reply wait that ran out of time means for the call and the
-    /// connection: TIMEOUT, COMPLETED_MAYBE (the request left whole). A
-    /// connection on which the server said nothing at all since the request
-    /// left (hung, or gone without closing) is not used for new calls;
-    /// calls already waiting on it keep it until they end, and it closes
-    /// with the last of them. A connection that still carries other
-    /// replies stays, and the late reply is dropped when it comes.
-    fn timed_out(&self, conn: &Arc<ClientConnection>, silent: bool) -> SystemException {
-        if silent {
+    /// connection: TIMEOUT, COMPLETED_MAYBE when the request left whole
+    /// (`sent`), COMPLETED_NO when it never did. A connection on which the
+    /// server said nothing at all since the request left (hung, or gone
+    /// without closing) is not used for new calls; calls already waiting
+    /// on it keep it until they end, and it closes with the last of them.
+    /// A connection that still carries other replies stays, and the late
+    /// reply is dropped when it comes.
+    fn timed_out(&self, conn: &Arc<ClientConnection>, silent: bool, sent: bool) -> SystemException {
+        if silent && sent {
             self.connections.evict(conn);
         }
-        SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::Maybe)
+        let completed = if sent {
+            CompletionStatus::Maybe
+        } else {
+            CompletionStatus::No
+        };
+        SystemException::timeout(minor::CALL_TIMEOUT, completed)
     }
 
     /// One synchronous attempt at `request` on `target`; `addressing` is
@@ -1143,7 +1150,11 @@ impl OrbCore {
                     CompletionStatus::No,
                 ));
             }
-            if let Err(e) = conn.send_within(&bytes, self.timeout_for(request)) {
+            let outgoing = Outgoing {
+                reply: wait.then_some(id),
+                deadline,
+            };
+            if let Err(e) = conn.send(&bytes, outgoing) {
                 // Not sent whole: the server cannot have run it.
                 conn.unbind(id);
                 self.connections.evict(&conn);
@@ -1180,8 +1191,9 @@ impl OrbCore {
     ) -> Result<Attempt, SystemException> {
         let conn = &sent.conn;
         match awaited {
-            Awaited::TimedOut { silent } => Err(self.timed_out(conn, silent)),
-            Awaited::Closed(Closed::Orderly) => {
+            Awaited::TimedOut { silent, sent } => Err(self.timed_out(conn, silent, sent)),
+            // Nothing reached the server: sent again.
+            Awaited::Closed(Closed::Orderly) | Awaited::Unsent => {
                 self.connections.evict(conn);
                 Ok(Attempt::Retry)
             }
@@ -1286,8 +1298,11 @@ impl OrbCore {
             .finish(false);
         let slot = Arc::new(SyncSlot::default());
         conn.bind(id, slot.dispatcher(), deadline);
-        let timeout = crate::timeout::effective(None, self.config.call_timeout);
-        if let Err(e) = conn.send_within(&bytes, timeout) {
+        let outgoing = Outgoing {
+            reply: Some(id),
+            deadline,
+        };
+        if let Err(e) = conn.send(&bytes, outgoing) {
             conn.unbind(id);
             self.connections.evict(&conn);
             return match e {
@@ -1300,8 +1315,8 @@ impl OrbCore {
         }
         let frame = match self.wait_reply(&conn, id, &slot, deadline) {
             Awaited::Reply(frame) => frame,
-            Awaited::TimedOut { silent } => return Err(self.timed_out(&conn, silent)),
-            Awaited::Closed(Closed::Orderly) => {
+            Awaited::TimedOut { silent, sent } => return Err(self.timed_out(&conn, silent, sent)),
+            Awaited::Closed(Closed::Orderly) | Awaited::Unsent => {
                 self.connections.evict(&conn);
                 return Ok(None);
             }

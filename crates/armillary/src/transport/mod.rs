@@ -12,9 +12,11 @@
 
 pub(crate) mod client;
 pub(crate) mod mux;
+pub(crate) mod outbox;
 pub(crate) mod profiles;
 pub(crate) mod reply;
 pub(crate) mod server;
+pub(crate) mod socket_wait;
 pub(crate) mod tls;
 pub(crate) mod wait;
 
