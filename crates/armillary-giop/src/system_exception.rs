@@ -98,6 +98,13 @@ pub mod minor {
     /// INTERNAL: the ORB's reactor failed (its event poll returned an
     /// error), so the ORB can serve nothing more (Armillary's own).
     pub const REACTOR_FAILED: u32 = armillary_minor(7);
+    /// MARSHAL: a client's message is larger than its ORB's
+    /// `-ORBMaxMessageSize`: a reply it received (COMPLETED_YES; the
+    /// connection is closed), or a request it would have sent (refused
+    /// before sending, COMPLETED_NO). omniORB raises
+    /// `MARSHAL_MessageSizeExceedLimitOnClient` in both cases
+    /// (Armillary's own).
+    pub const MESSAGE_SIZE_EXCEEDED: u32 = armillary_minor(8);
     /// TRANSIENT: the server's concurrency model is at its limit (the
     /// thread-per-request cap is reached, or the worker pool's queue is
     /// full); the request did not run, so it may be sent again

@@ -12,8 +12,9 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use armillary_giop::cdr::CdrWriter;
 use armillary_giop::giop::{
@@ -94,62 +95,92 @@ impl Received {
 /// answers only when told to ([`answer`](Self::answer),
 /// [`answer_with`](Self::answer_with)), each on the connection it came
 /// on.
+///
+/// Started with [`start_unread`](Self::start_unread), it leaves its first
+/// connections unread until the test says ([`read_connection`](Self::read_connection),
+/// [`reset_connection`](Self::reset_connection)): a server that stops
+/// reading, whose client's writes block once the socket buffers are full.
 #[derive(Debug)]
 pub struct HeldServer {
     port: u16,
     requests: Receiver<Received>,
+    shared: Arc<Shared>,
+}
+
+/// What the accepting thread, the reading threads and the test share.
+#[derive(Debug, Default)]
+struct Shared {
     /// Every connection accepted, in order.
-    connections: Arc<Mutex<Vec<TcpStream>>>,
+    connections: Mutex<Vec<Connection>>,
+    /// Signalled whenever a connection is accepted, let go or closed.
+    changed: Condvar,
+}
+
+/// One accepted connection.
+#[derive(Debug)]
+struct Connection {
+    /// Where its replies are written; `None` once reset.
+    stream: Option<TcpStream>,
+    gate: Gate,
+    /// Whether its reading thread reached the end of the stream (the
+    /// client closed it, or reset it).
+    closed: bool,
+}
+
+/// Whether a connection's reading thread may read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Not yet: it waits for the test.
+    Held,
+    /// It reads.
+    Read,
+    /// Never: it closes the connection unread.
+    Reset,
 }
 
 impl HeldServer {
     /// Binds a loopback port and starts accepting (each connection read
     /// by a thread of its own, until the peer closes it).
     pub fn start() -> Self {
+        Self::start_unread(0)
+    }
+
+    /// As [`start`](Self::start), but the first `held` connections are
+    /// not read until [`read_connection`](Self::read_connection) (or are
+    /// closed unread by [`reset_connection`](Self::reset_connection)).
+    pub fn start_unread(held: usize) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let (tx, requests) = mpsc::channel();
-        let connections = Arc::new(Mutex::new(Vec::new()));
-        let accepted = connections.clone();
+        let shared = Arc::new(Shared::default());
+        let accepting = shared.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
+                let Ok(stream) = stream else { return };
                 let conn = {
-                    let mut all = accepted.lock().unwrap();
-                    all.push(stream.try_clone().unwrap());
+                    let mut all = accepting.connections.lock().unwrap();
+                    let gate = if all.len() < held {
+                        Gate::Held
+                    } else {
+                        Gate::Read
+                    };
+                    all.push(Connection {
+                        stream: Some(stream.try_clone().unwrap()),
+                        gate,
+                        closed: false,
+                    });
+                    accepting.changed.notify_all();
                     all.len() - 1
                 };
                 let tx = tx.clone();
-                std::thread::spawn(move || {
-                    let mut decoder = FrameDecoder::new(FrameLimits::default());
-                    let mut buf = [0u8; 65536];
-                    while let Ok(n @ 1..) = stream.read(&mut buf) {
-                        if decoder.handle_bytes(&buf[..n]).is_err() {
-                            return;
-                        }
-                        while let Some(frame) = decoder.poll_frame() {
-                            let Ok(msg) = Message::decode(&frame.bytes) else {
-                                return;
-                            };
-                            if let MessageBody::Request(h) = &msg.body {
-                                let _ = tx.send(Received {
-                                    conn,
-                                    id: h.request_id,
-                                    version: msg.header.version,
-                                    header: h.clone(),
-                                    body_offset: msg.body_offset,
-                                    bytes: frame.bytes.clone(),
-                                });
-                            }
-                        }
-                    }
-                });
+                let shared = accepting.clone();
+                std::thread::spawn(move || read_requests(stream, conn, &shared, &tx));
             }
         });
         HeldServer {
             port,
             requests,
-            connections,
+            shared,
         }
     }
 
@@ -170,6 +201,77 @@ impl HeldServer {
         self.requests
             .recv_timeout(WAIT_LIMIT)
             .expect("no request reached the server")
+    }
+
+    /// The next Request received, if one has been already.
+    pub fn try_next(&self) -> Option<Received> {
+        self.requests.try_recv().ok()
+    }
+
+    /// Waits until `test` holds for the connections accepted so far;
+    /// panics after [`WAIT_LIMIT`], naming `what` it waited for.
+    fn wait_for(&self, what: &str, mut test: impl FnMut(&mut Vec<Connection>) -> bool) {
+        let deadline = Instant::now() + WAIT_LIMIT;
+        let mut all = self.shared.connections.lock().unwrap();
+        while !test(&mut all) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                drop(all);
+                panic!("gave up waiting until {what}");
+            }
+            all = self.shared.changed.wait_timeout(all, left).unwrap().0;
+        }
+    }
+
+    /// Waits until connection `conn` has been accepted and at least
+    /// `bytes` wait in it unread (panics after [`WAIT_LIMIT`]): the
+    /// client has written that much into a connection held unread.
+    pub fn wait_unread(&self, conn: usize, bytes: usize) {
+        let mut stream = None;
+        self.wait_for(&format!("connection {conn} is accepted"), |all| {
+            stream = all
+                .get(conn)
+                .and_then(|c| c.stream.as_ref())
+                .map(|s| s.try_clone().unwrap());
+            stream.is_some()
+        });
+        let stream = stream.unwrap();
+        let mut buf = vec![0; bytes];
+        crate::wait_until(&format!("{bytes} bytes wait in connection {conn}"), || {
+            stream.peek(&mut buf).unwrap_or(0) >= bytes
+        });
+    }
+
+    /// Lets the thread of held connection `conn` read it (what waits in
+    /// it, then whatever comes).
+    pub fn read_connection(&self, conn: usize) {
+        self.open_gate(conn, Gate::Read);
+    }
+
+    /// Closes held connection `conn` without reading what waits in it:
+    /// the system resets the connection, and the client's writes fail.
+    pub fn reset_connection(&self, conn: usize) {
+        self.open_gate(conn, Gate::Reset);
+    }
+
+    fn open_gate(&self, conn: usize, gate: Gate) {
+        let mut all = self.shared.connections.lock().unwrap();
+        let c = &mut all[conn];
+        assert_eq!(c.gate, Gate::Held, "connection {conn} is not held");
+        c.gate = gate;
+        if gate == Gate::Reset {
+            c.stream = None;
+        }
+        self.shared.changed.notify_all();
+    }
+
+    /// Waits until the client has closed connection `conn` (its reading
+    /// thread reached the end of the stream); panics after
+    /// [`WAIT_LIMIT`].
+    pub fn wait_closed(&self, conn: usize) {
+        self.wait_for(&format!("connection {conn} is closed"), |all| {
+            all.get(conn).is_some_and(|c| c.closed)
+        });
     }
 
     /// Answers `requests` with NO_EXCEPTION replies carrying their request
@@ -202,11 +304,59 @@ impl HeldServer {
                 .or_default()
                 .extend(message.finish(false));
         }
-        let mut connections = self.connections.lock().unwrap();
+        let mut connections = self.shared.connections.lock().unwrap();
         for (conn, bytes) in replies {
-            connections[conn].write_all(&bytes).unwrap();
+            let stream = connections[conn].stream.as_mut();
+            stream
+                .expect("answering on a connection that was reset")
+                .write_all(&bytes)
+                .unwrap();
         }
     }
+}
+
+/// The body of a connection's reading thread: waits while the connection
+/// is held, then records every Request until the end of the stream (or
+/// closes the connection unread when told to reset it).
+fn read_requests(mut stream: TcpStream, conn: usize, shared: &Shared, tx: &Sender<Received>) {
+    {
+        let mut all = shared.connections.lock().unwrap();
+        while all[conn].gate == Gate::Held {
+            all = shared.changed.wait(all).unwrap();
+        }
+        if all[conn].gate == Gate::Reset {
+            // The last handle on the socket: closed with unread bytes,
+            // it is reset.
+            drop(stream);
+            all[conn].closed = true;
+            shared.changed.notify_all();
+            return;
+        }
+    }
+    let mut decoder = FrameDecoder::new(FrameLimits::default());
+    let mut buf = [0u8; 65536];
+    'read: while let Ok(n @ 1..) = stream.read(&mut buf) {
+        if decoder.handle_bytes(&buf[..n]).is_err() {
+            break;
+        }
+        while let Some(frame) = decoder.poll_frame() {
+            let Ok(msg) = Message::decode(&frame.bytes) else {
+                break 'read;
+            };
+            if let MessageBody::Request(h) = &msg.body {
+                let _ = tx.send(Received {
+                    conn,
+                    id: h.request_id,
+                    version: msg.header.version,
+                    header: h.clone(),
+                    body_offset: msg.body_offset,
+                    bytes: frame.bytes.clone(),
+                });
+            }
+        }
+    }
+    shared.connections.lock().unwrap()[conn].closed = true;
+    shared.changed.notify_all();
 }
 
 #[cfg(test)]

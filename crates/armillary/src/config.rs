@@ -25,7 +25,7 @@
 //! | `-ORBTlsClientAuth none\|optional\|required` | whether TLS endpoints ask clients for a certificate (default none) |
 //! | `-ORBTlsRequire yes\|no` | call only over TLS: a reference without a TLS endpoint raises NO_PERMISSION (`minor::TLS_REQUIRED`) |
 //! | `-ORBMessageTimeout DURATION` | time a client has to finish sending a message it has begun; then MessageError and close (default 5s; 0: no limit; a bare number is seconds) |
-//! | `-ORBMaxMessageSize BYTES` (also `-ORBgiopMaxMsgSize`) | largest message (reassembled) the server accepts; larger: MessageError (default 64M) |
+//! | `-ORBMaxMessageSize BYTES` (also `-ORBgiopMaxMsgSize`) | largest message (reassembled) the ORB accepts or sends: a larger request gets MessageError from the server; a larger reply ends the client's call with MARSHAL (`minor::MESSAGE_SIZE_EXCEEDED`, COMPLETED_YES) and closes the connection; a larger request is not sent (MARSHAL, COMPLETED_NO) (default 64M) |
 //! | `-ORBMaxPartialBytes BYTES` | memory all partly received messages of the server may hold together; the connection that goes beyond gets MessageError (default 256M) |
 //! | `-ORBMaxFragments N` | most fragments one message may come in (default 16384) |
 //! | `-ORBMaxOutstandingRequests N` | requests of one connection read and not answered yet; beyond, the server stops reading it (default 256) |
@@ -750,9 +750,14 @@ impl OrbConfig {
         self
     }
 
-    /// Sets the largest message the server accepts, header included, and
-    /// the largest message reassembled from fragments; a larger one gets
-    /// MessageError (default 64 MiB, at least 1; `-ORBMaxMessageSize`).
+    /// Sets the largest message the ORB accepts, header included, and the
+    /// largest message reassembled from fragments, on both sides (default
+    /// 64 MiB, at least 1; `-ORBMaxMessageSize`): a larger request gets
+    /// MessageError from the server; a larger reply ends the client's call
+    /// with MARSHAL ([`minor::MESSAGE_SIZE_EXCEEDED`](crate::minor::MESSAGE_SIZE_EXCEEDED),
+    /// COMPLETED_YES) and closes its connection; and a request larger than
+    /// this is not sent (MARSHAL, the same minor code, COMPLETED_NO), as
+    /// omniORB does with its `giopMaxMsgSize`.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes.max(1);
         self

@@ -34,6 +34,7 @@ use crate::poa::{Poa, PoaRegistry, ReferenceFactory, Resolution};
 use crate::transport::client::{
     Awaited, Checkout, ClientConnection, Closed, ConnectionCache, SendError,
 };
+use crate::transport::outbox::Outgoing;
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::reply::ReplyDispatcher;
 use crate::transport::server::{Located, ObjectAdapter, Server, ServerStats};
@@ -345,7 +346,11 @@ impl Orb {
         let client_tls = config.tls.client_config()?;
         let profiles =
             crate::transport::profiles::ProfileCache::new(client_tls.is_some(), config.tls.require);
-        let connections = ConnectionCache::new(client_tls, crate::transport::mux::mux(&config));
+        let connections = ConnectionCache::new(
+            client_tls,
+            crate::transport::mux::mux(&config),
+            config.max_message_size,
+        );
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
@@ -994,17 +999,23 @@ impl OrbCore {
     }
 
     /// What a reply wait that ran out of time means for the call and the
-    /// connection: TIMEOUT, COMPLETED_MAYBE (the request left whole). A
-    /// connection on which the server said nothing at all since the request
-    /// left (hung, or gone without closing) is not used for new calls;
-    /// calls already waiting on it keep it until they end, and it closes
-    /// with the last of them. A connection that still carries other
-    /// replies stays, and the late reply is dropped when it comes.
-    fn timed_out(&self, conn: &Arc<ClientConnection>, silent: bool) -> SystemException {
-        if silent {
+    /// connection: TIMEOUT, COMPLETED_MAYBE when the request left whole
+    /// (`sent`), COMPLETED_NO when it never did. A connection on which the
+    /// server said nothing at all since the request left (hung, or gone
+    /// without closing) is not used for new calls; calls already waiting
+    /// on it keep it until they end, and it closes with the last of them.
+    /// A connection that still carries other replies stays, and the late
+    /// reply is dropped when it comes.
+    fn timed_out(&self, conn: &Arc<ClientConnection>, silent: bool, sent: bool) -> SystemException {
+        if silent && sent {
             self.connections.evict(conn);
         }
-        SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::Maybe)
+        let completed = if sent {
+            CompletionStatus::Maybe
+        } else {
+            CompletionStatus::No
+        };
+        SystemException::timeout(minor::CALL_TIMEOUT, completed)
     }
 
     /// One synchronous attempt at `request` on `target`; `addressing` is
@@ -1081,6 +1092,7 @@ impl OrbCore {
                 // Another request may have fixed them first.
                 *conn.codesets.get().unwrap_or(&chosen)
             };
+            let announces_codesets = !contexts.is_empty();
             let header = MessageBody::Request(RequestHeader {
                 request_id: id,
                 response_flags: if request.response_expected {
@@ -1104,6 +1116,17 @@ impl OrbCore {
             (request.args)(builder.body())
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             let bytes = builder.finish(false);
+            if bytes.len() > self.config.max_message_size {
+                // Never sent. Had it announced the connection's code sets,
+                // the server would not know them: the connection goes.
+                if announces_codesets {
+                    self.connections.evict(&conn);
+                }
+                return Err(SystemException::marshal(
+                    minor::MESSAGE_SIZE_EXCEEDED,
+                    CompletionStatus::No,
+                ));
+            }
             // Oneways with SYNC_WITH_SERVER or _TARGET still get a reply.
             let wait = request.response_expected || request.sync_scope != SyncScope::None;
             // Back-pressure: past the connection's limit of requests
@@ -1123,7 +1146,11 @@ impl OrbCore {
                     CompletionStatus::No,
                 ));
             }
-            if let Err(e) = conn.send_within(&bytes, self.timeout_for(request)) {
+            let outgoing = Outgoing {
+                reply: wait.then_some(id),
+                deadline,
+            };
+            if let Err(e) = conn.send(&bytes, outgoing) {
                 // Not sent whole: the server cannot have run it.
                 conn.unbind(id);
                 self.connections.evict(&conn);
@@ -1160,10 +1187,18 @@ impl OrbCore {
     ) -> Result<Attempt, SystemException> {
         let conn = &sent.conn;
         match awaited {
-            Awaited::TimedOut { silent } => Err(self.timed_out(conn, silent)),
-            Awaited::Closed(Closed::Orderly) => {
+            Awaited::TimedOut { silent, sent } => Err(self.timed_out(conn, silent, sent)),
+            // Nothing reached the server: sent again.
+            Awaited::Closed(Closed::Orderly) | Awaited::Unsent => {
                 self.connections.evict(conn);
                 Ok(Attempt::Retry)
+            }
+            Awaited::ReplyTooLarge => {
+                self.connections.evict(conn);
+                Err(SystemException::marshal(
+                    minor::MESSAGE_SIZE_EXCEEDED,
+                    CompletionStatus::Yes,
+                ))
             }
             Awaited::Closed(Closed::Broken) => {
                 self.connections.evict(conn);
@@ -1260,8 +1295,11 @@ impl OrbCore {
             .finish(false);
         let slot = Arc::new(SyncSlot::default());
         conn.bind(id, slot.dispatcher(), deadline);
-        let timeout = crate::timeout::effective(None, self.config.call_timeout);
-        if let Err(e) = conn.send_within(&bytes, timeout) {
+        let outgoing = Outgoing {
+            reply: Some(id),
+            deadline,
+        };
+        if let Err(e) = conn.send(&bytes, outgoing) {
             conn.unbind(id);
             self.connections.evict(&conn);
             return match e {
@@ -1274,10 +1312,17 @@ impl OrbCore {
         }
         let frame = match self.wait_reply(&conn, id, &slot, deadline) {
             Awaited::Reply(frame) => frame,
-            Awaited::TimedOut { silent } => return Err(self.timed_out(&conn, silent)),
-            Awaited::Closed(Closed::Orderly) => {
+            Awaited::TimedOut { silent, sent } => return Err(self.timed_out(&conn, silent, sent)),
+            Awaited::Closed(Closed::Orderly) | Awaited::Unsent => {
                 self.connections.evict(&conn);
                 return Ok(None);
+            }
+            Awaited::ReplyTooLarge => {
+                self.connections.evict(&conn);
+                return Err(SystemException::marshal(
+                    minor::MESSAGE_SIZE_EXCEEDED,
+                    CompletionStatus::Yes,
+                ));
             }
             Awaited::Closed(Closed::Broken) => {
                 self.connections.evict(&conn);

@@ -678,3 +678,95 @@ fn the_asynchronous_forms_are_send() {
     fn sync<T: Sync>() {}
     sync::<ExceptionHolder<FailError>>();
 }
+
+/// Whether `future` is still pending (polled once, without a waker that
+/// anyone wakes).
+fn pending<F: Future + Unpin>(future: &mut F) -> bool {
+    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+    std::pin::Pin::new(future).poll(&mut cx).is_pending()
+}
+
+/// Two requests outstanding on one connection to a server that answers
+/// neither, the one with a short call timeout sent after the one with a
+/// long timeout: the short one ends with TIMEOUT while the long one is
+/// still pending (the connection's reader wakes at the earliest deadline
+/// of what is outstanding, whenever it was bound), and the long one then
+/// gets its reply. For futures, callbacks, and DII requests sent with
+/// `send_multiple_requests` (read by the same reader).
+#[test]
+fn a_short_deadline_fires_while_a_longer_one_waits() {
+    let server = HeldServer::start();
+    let orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let obj = held_reference(&server, &orb);
+    let patient = obj.with_call_timeout(BOUND);
+    let hasty = obj.with_call_timeout(Duration::from_millis(50));
+
+    let mut long = patient.send_future("echo_long", long_arg(1), long_result);
+    let long_request = server.next();
+    let short = hasty.send_future("echo_long", long_arg(2), long_result);
+    server.next();
+    assert_timeout(pollster::block_on(short));
+    assert!(
+        pending(&mut long),
+        "the long future ended with the short one"
+    );
+    server.answer(std::slice::from_ref(&long_request));
+    assert_eq!(pollster::block_on(long), Ok(long_request.id as i32));
+
+    let (long_tx, long_rx) = mpsc::channel();
+    patient
+        .send_callback(
+            "echo_long",
+            long_arg(3),
+            |r| r.read_long(),
+            move |o: Result<i32, ExceptionHolder<SystemException>>| {
+                let _ = long_tx.send(o.map_err(|h| h.raise()));
+            },
+        )
+        .unwrap();
+    let long_request = server.next();
+    let short = by_callback::<i32, SystemException>(|tx| {
+        hasty.send_callback(
+            "echo_long",
+            long_arg(4),
+            |r| r.read_long(),
+            move |o| {
+                let _ = tx.send(o);
+            },
+        )
+    });
+    server.next();
+    assert_timeout(Err::<(), _>(short.unwrap_err().raise()));
+    assert!(long_rx.try_recv().is_err(), "the long callback ran");
+    server.answer(std::slice::from_ref(&long_request));
+    assert_eq!(
+        long_rx.recv_timeout(BOUND).expect("the callback never ran"),
+        Ok(long_request.id as i32)
+    );
+
+    let dii = |obj: &ObjectRef, v: i32| {
+        obj.request("echo_long")
+            .with_in(armillary::Any::from(v))
+            .returns(armillary::TypeCode::long())
+    };
+    orb.send_multiple_requests([dii(&patient, 5), dii(&hasty, 6)])
+        .unwrap();
+    let first = server.next();
+    let second = server.next();
+    let mut done = orb.get_next_response().unwrap();
+    let e = done.get_response().unwrap_err();
+    assert_timeout(Err::<(), _>(e.system_exception().cloned().unwrap()));
+    assert_eq!(
+        done.arguments().value(0).and_then(|v| v.get::<i32>()),
+        Some(6)
+    );
+    assert!(!orb.poll_next_response(), "the long request ended too");
+    server.answer(&[first, second]);
+    let mut done = orb.get_next_response().unwrap();
+    done.get_response().unwrap();
+    assert_eq!(
+        done.arguments().value(0).and_then(|v| v.get::<i32>()),
+        Some(5)
+    );
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}

@@ -2,8 +2,8 @@
 //! the middle of a request, a refused connection, a CloseConnection with
 //! requests pending, a persistent server killed and restarted on its
 //! endpoint, a half-open connection (the peer answers nothing and does not
-//! close), a server that stops reading, and a hung server under the call
-//! timeout.
+//! close), a server that stops reading, a hung server under the call
+//! timeout, and messages beyond the client's `-ORBMaxMessageSize`.
 //!
 //! The "servers" are Armillary ORBs (in-process, or this test binary
 //! re-run as a child process, see `child_server`) or raw TCP listeners
@@ -29,6 +29,7 @@ use armillary::giop::system_exception::{
 use armillary::{ObjectRef, Orb, Servant, ServerRequest};
 use armillary_giop::cdr::CdrError;
 use armillary_giop::{ByteOrder, GiopVersion};
+use armillary_testkit::raw::HeldServer;
 use armillary_testkit::{wait_for_file, Peer};
 
 /// A gate that `hang` waits behind until the test opens it.
@@ -475,8 +476,9 @@ fn a_server_that_stops_reading_times_out_the_send() {
     let call = {
         let obj = obj.clone();
         std::thread::spawn(move || {
-            // Far more than the socket buffers hold.
-            let big = vec![7u8; 64 << 20];
+            // Far more than the socket buffers hold (and within the
+            // client's message size limit).
+            let big = vec![7u8; 32 << 20];
             obj.invoke_plain("take", &|w| w.write_octet_seq(&big), |r| r.read_long())
         })
     };
@@ -644,4 +646,108 @@ fn the_call_timeout_option_is_read_from_orb_init() {
     wait_for("the server to answer again", || echo(&obj, 7) == Ok(7));
     orb.destroy();
     server.destroy();
+}
+
+/// A client ORB whose messages may be at most 64 KiB (and whose calls
+/// end after a minute: only a broken client reaches that).
+fn limited_client() -> Orb {
+    Orb::with_config(
+        OrbConfig::new()
+            .max_message_size(64 << 10)
+            .call_timeout(Duration::from_secs(60)),
+    )
+    .unwrap()
+}
+
+/// The long argument of an `echo_long` request the held server received.
+fn echoed(request: &armillary_testkit::raw::Received) -> i32 {
+    let at = request.body_offset;
+    i32::from_ne_bytes(request.bytes[at..at + 4].try_into().unwrap())
+}
+
+#[test]
+fn a_reply_beyond_the_message_size_limit_ends_its_call_with_marshal_and_closes_the_connection() {
+    let server = HeldServer::start();
+    let orb = limited_client();
+    let obj = reference_at(&orb, server.port(), "held");
+    let calls: Vec<_> = (1..=2)
+        .map(|v| {
+            let obj = obj.clone();
+            std::thread::spawn(move || echo(&obj, v))
+        })
+        .collect();
+    let requests = [server.next(), server.next()];
+    assert!(requests.iter().all(|r| r.conn == 0));
+    // The reply to the call that sent 1 is 128 KiB: beyond the limit.
+    let big = requests.iter().find(|r| echoed(r) == 1).unwrap();
+    server.answer_with(std::slice::from_ref(big), |_, body| {
+        body.write_octet_seq(&vec![0; 128 << 10]).unwrap();
+    });
+    let mut outcomes = calls.into_iter().map(|c| c.join().unwrap());
+    assert_exception(
+        outcomes.next().unwrap(),
+        SystemExceptionKind::Marshal,
+        minor::MESSAGE_SIZE_EXCEEDED,
+        CompletionStatus::Yes,
+    );
+    // The connection closed under the other call.
+    assert_exception(
+        outcomes.next().unwrap(),
+        SystemExceptionKind::CommFailure,
+        minor::CONNECTION_LOST,
+        CompletionStatus::Maybe,
+    );
+    server.wait_closed(0);
+    // The next call goes on a new connection, and a reply within the
+    // limit is taken.
+    let call = {
+        let obj = obj.clone();
+        std::thread::spawn(move || echo(&obj, 3))
+    };
+    let request = server.next();
+    assert_eq!(request.conn, 1);
+    server.answer_with(&[request], |_, body| body.write_long(3));
+    assert_eq!(call.join().unwrap(), Ok(3));
+    orb.destroy();
+}
+
+#[test]
+fn a_request_beyond_the_message_size_limit_is_refused_before_it_is_sent() {
+    let server = HeldServer::start();
+    let orb = limited_client();
+    let obj = reference_at(&orb, server.port(), "held");
+    let big = vec![7u8; 128 << 10];
+    assert_exception(
+        obj.invoke_plain("take", &|w| w.write_octet_seq(&big), |r| r.read_long()),
+        SystemExceptionKind::Marshal,
+        minor::MESSAGE_SIZE_EXCEEDED,
+        CompletionStatus::No,
+    );
+    let future = obj.send_future(
+        "take",
+        |w| w.write_octet_seq(&[7; 128 << 10]),
+        |reply| match reply {
+            armillary::runtime::ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            armillary::runtime::ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        },
+    );
+    assert_exception(
+        pollster::block_on(future),
+        SystemExceptionKind::Marshal,
+        minor::MESSAGE_SIZE_EXCEEDED,
+        CompletionStatus::No,
+    );
+    // Nothing reached the server: the first request it gets is the next
+    // one.
+    let call = {
+        let obj = obj.clone();
+        std::thread::spawn(move || echo(&obj, 4))
+    };
+    let request = server.next();
+    assert_eq!(request.header.operation, "echo_long");
+    server.answer_with(&[request], |_, body| body.write_long(4));
+    assert_eq!(call.join().unwrap(), Ok(4));
+    orb.destroy();
 }

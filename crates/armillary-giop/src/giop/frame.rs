@@ -149,6 +149,9 @@ pub struct FrameDecoder {
     partial_12: HashMap<u32, Reassembly>,
     pending_bytes: usize,
     failed: Option<FrameError>,
+    /// The request id of the message refused as too large, when its
+    /// bytes at hand said it.
+    refused_request_id: Option<u32>,
 }
 
 impl std::fmt::Debug for FrameDecoder {
@@ -196,6 +199,7 @@ impl FrameDecoder {
             partial_12: HashMap::new(),
             pending_bytes: 0,
             failed: None,
+            refused_request_id: None,
         }
     }
 
@@ -221,6 +225,14 @@ impl FrameDecoder {
     /// The next complete message, if any.
     pub fn poll_frame(&mut self) -> Option<Frame> {
         self.ready.pop_front()
+    }
+
+    /// After [`FrameError::TooLarge`]: the request id of the message
+    /// refused, when the bytes of it that had arrived reach that field
+    /// (in GIOP 1.2, the 4 bytes after its header): a client ends that
+    /// request alone, for the limit.
+    pub fn refused_request_id(&self) -> Option<u32> {
+        self.refused_request_id
     }
 
     /// Bytes held: the unparsed tail plus unfinished reassemblies.
@@ -299,6 +311,7 @@ impl FrameDecoder {
             };
             let len = HEADER_SIZE.saturating_add(header.size as usize);
             if len > self.limits.max_message_size {
+                self.refused_request_id = Message::peek_request_id(avail);
                 break Err(FrameError::TooLarge {
                     size: len,
                     limit: self.limits.max_message_size,
@@ -353,6 +366,7 @@ impl FrameDecoder {
                 return Err(FrameError::TooManyFragments(self.limits.max_fragments));
             }
             if partial.bytes.len() + data.len() > self.limits.max_message_size {
+                self.refused_request_id = key.or_else(|| Message::peek_request_id(&partial.bytes));
                 return Err(FrameError::TooLarge {
                     size: partial.bytes.len() + data.len(),
                     limit: self.limits.max_message_size,
@@ -484,6 +498,44 @@ mod tests {
         assert_eq!(frame.bytes, message);
         assert!(d.is_idle());
         assert!(d.held_capacity() <= SPARE_CAPACITY, "{}", d.held_capacity());
+    }
+
+    #[test]
+    fn a_message_refused_as_too_large_names_its_request_when_its_bytes_say_it() {
+        let limits = FrameLimits {
+            max_message_size: 1024,
+            ..FrameLimits::default()
+        };
+        // GIOP 1.2: the id follows the header.
+        let mut message = request_of(4096);
+        message[12..16].copy_from_slice(&7u32.to_le_bytes());
+        let mut d = FrameDecoder::new(limits);
+        assert!(matches!(
+            d.handle_bytes(&message[..100]),
+            Err(FrameError::TooLarge {
+                size: 4108,
+                limit: 1024
+            })
+        ));
+        assert_eq!(d.refused_request_id(), Some(7));
+        // The header alone: refused, the id unknown.
+        let mut d = FrameDecoder::new(limits);
+        assert!(d.handle_bytes(&message[..HEADER_SIZE]).is_err());
+        assert_eq!(d.refused_request_id(), None);
+        // GIOP 1.0: the id follows the service contexts.
+        let mut reply = b"GIOP\x01\x00\x01\x01".to_vec();
+        reply.extend_from_slice(&4096u32.to_le_bytes());
+        reply.extend_from_slice(&1u32.to_le_bytes()); // one context
+        reply.extend_from_slice(&9u32.to_le_bytes()); // its id
+        reply.extend_from_slice(&3u32.to_le_bytes()); // 3 octets
+        reply.extend_from_slice(&[1, 2, 3, 0]); // and padding
+        reply.extend_from_slice(&11u32.to_le_bytes()); // the request id
+        let mut d = FrameDecoder::new(limits);
+        assert!(d.handle_bytes(&reply).is_err());
+        assert_eq!(d.refused_request_id(), Some(11));
+        let mut d = FrameDecoder::new(limits);
+        assert!(d.handle_bytes(&reply[..reply.len() - 1]).is_err());
+        assert_eq!(d.refused_request_id(), None);
     }
 
     #[test]

@@ -505,6 +505,26 @@ impl Message {
         })
     }
 
+    /// The request id of the message whose first bytes are `head` (its
+    /// 12-byte header at least), read from its header fields alone: for a
+    /// message not held whole, such as one refused as too large. `None`
+    /// when `head` ends before the id, or the message type carries none.
+    pub fn peek_request_id(head: &[u8]) -> Option<u32> {
+        let header = MessageHeader::decode(head).ok()?;
+        let v = header.version;
+        let mut r = CdrReader::new(head, header.byte_order, v).with_position(HEADER_SIZE);
+        match header.message_type {
+            // GIOP 1.0 and 1.1 put the service contexts first.
+            MessageType::Request | MessageType::Reply if v < GiopVersion::V1_2 => {
+                read_contexts(&mut r).ok()?;
+                r.read_ulong().ok()
+            }
+            MessageType::Fragment if v < GiopVersion::V1_2 => None,
+            MessageType::CloseConnection | MessageType::MessageError => None,
+            _ => r.read_ulong().ok(),
+        }
+    }
+
     /// As [`decode`](Self::decode), and also records the non-zero padding
     /// bytes of the header fields, so that [`encode`](Self::encode) gives
     /// back exactly `bytes` (for tools and tests; the ORB does not need it).

@@ -23,8 +23,8 @@
 //!   (the reference's, else the sending thread's, else the ORB's; see
 //!   [`CallTimeout`](crate::CallTimeout)), counted from the send. Past it
 //!   the request ends in TIMEOUT ([`minor::CALL_TIMEOUT`](crate::minor::CALL_TIMEOUT),
-//!   COMPLETED_MAYBE once sent) and its reply dispatcher is unbound, so a
-//!   late reply is dropped.
+//!   COMPLETED_MAYBE once sent, COMPLETED_NO while it waited to be written)
+//!   and its reply dispatcher is unbound, so a late reply is dropped.
 //! - No thread exists per outstanding request: each is a reply dispatcher
 //!   in its connection's table, found by request id in O(1). Futures and
 //!   callbacks have no owner reading the connection, so the ORB gives such
@@ -33,12 +33,21 @@
 //!   so one-at-a-time calls start no thread each; it ends after 2 s idle,
 //!   and at shutdown); a thread that is waiting on
 //!   the same connection for a synchronous reply reads for them meanwhile.
-//!   That reader looks at deadlines at least every 50 ms, so a future or
-//!   callback times out up to that much after its deadline. While two or
-//!   more are outstanding on a connection, requests are written by the
-//!   connection's writer thread, many per write and in the order they
-//!   were sent: sending one is queueing it (no system call). It parks when
-//!   there is nothing to write and ends after 2 s idle, and at shutdown.
+//!   That reader wakes at the earliest deadline of what is outstanding
+//!   (a request sent with an earlier one wakes it), so a future or
+//!   callback times out at its deadline; with nothing due it does not
+//!   wake at all. (Where the ORB's reactor reads instead, in an ORB with
+//!   a server, deadlines are looked at on the reactor's ticks, twice a
+//!   second.) While two or more are outstanding on a connection,
+//!   requests are written by the connection's writer thread, many per
+//!   write and in the order they were sent: sending one is queueing it
+//!   (no system call). It parks when there is nothing to write and ends
+//!   after 2 s idle, and at shutdown (once what was queued, and the
+//!   CloseConnection, are written). A request's deadline bounds its write
+//!   too: a queued request whose deadline passes is never written, and a
+//!   write that runs past the deadline of a request it carries closes the
+//!   connection; a request none of whose bytes left a connection that
+//!   broke is sent again on a new one.
 //! - A callback runs on the thread that read its reply, after that thread
 //!   let go of the connection (so it may call the ORB, and a forward or
 //!   re-send it causes goes out from there), except under

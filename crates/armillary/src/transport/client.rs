@@ -1,45 +1,75 @@
 //! The client side of IIOP: connections cached by endpoint, requests
-//! written by the calling thread, replies read by whichever thread leads
-//! (Leader/Followers: the leader reads the socket and hands each reply to
-//! the [reply dispatcher](super::reply) bound to its request id; followers
+//! written by the calling thread (or queued for the thread writing the
+//! connection), replies read by whichever thread leads (Leader/Followers:
+//! the leader reads the socket and hands each reply to the
+//! [reply dispatcher](super::reply) bound to its request id; followers
 //! sleep until their reply or leadership arrives). With one caller this is
 //! wait-on-read: the caller reads its own reply, with no thread switch.
 //!
 //! Sending and collecting are separate: a request binds its dispatcher,
 //! is sent, and its reply is collected later by whichever thread reads the
 //! connection — a synchronous caller waiting for it ([`wait_reply`]), a
-//! waiter for a deferred reply ([`wait_until`]), or a caller polling
+//! waiter for a deferred reply ([`wait_until`]), a caller polling
 //! without blocking ([`poll`], which reads only what has arrived and only
-//! when nobody leads).
+//! when nobody leads), or the connection's reader thread while
+//! asynchronous requests are outstanding ([`ensure_reader`]).
 //!
 //! Every request may have a deadline (the ORB's call timeout): a follower
 //! sleeps no longer than its own deadline, a leader reads with a socket
 //! timeout that ends at its own deadline, then hands the socket on, and
-//! whoever reads ends the requests whose deadline has passed. A request
-//! that ends unbinds its dispatcher, so a reply that comes later is
-//! dropped like any reply nobody waits for.
+//! whoever reads ends the requests whose deadline has passed. The reader
+//! thread wakes at the earliest deadline of what is outstanding: while
+//! nothing has arrived it waits in a poll of the socket
+//! ([`SocketWait`](super::socket_wait::SocketWait)) until bytes come or
+//! that deadline, and a request bound with an earlier deadline wakes it;
+//! with nothing due it does not wake at all. A request that ends unbinds
+//! its dispatcher, so a reply that comes later is dropped like any reply
+//! nobody waits for.
+//!
+//! Writes go through the connection's [outbox](super::outbox): a message
+//! sent while another thread writes is queued, and that thread writes it
+//! with whatever else queued once its own write is done; while
+//! asynchronous requests are pipelined, every message is queued for the
+//! connection's writer thread ([`write_behind`]). A write is bounded by
+//! the earliest deadline of the messages it carries; what a write that
+//! fails or runs out of time means for each request is the outbox's
+//! (a request none of whose bytes left is sent again on another
+//! connection). Closing the connection writes what is queued, then
+//! CloseConnection, before it shuts the socket.
+//!
+//! A reply larger than the ORB's `-ORBMaxMessageSize` ends its request
+//! (MARSHAL, [`minor::MESSAGE_SIZE_EXCEEDED`], COMPLETED_YES) and closes
+//! the connection, which cannot be read past it.
 //!
 //! [`wait_reply`]: ClientConnection::wait_reply_by
 //! [`wait_until`]: ClientConnection::wait_until
 //! [`poll`]: ClientConnection::poll
+//! [`ensure_reader`]: ClientConnection::ensure_reader
+//! [`write_behind`]: ClientConnection::write_behind
 //!
 //! **Invariant:** a connection is read by at most one thread at a time.
+//!
+//! Lock order: the read state before the outbox (a deadline or a close
+//! takes a request's message out of the queue); nothing locks the read
+//! state while it holds the outbox.
 
 use std::collections::HashMap;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use armillary_giop::giop::{Frame, FrameDecoder, MessageBody, MessageType};
+use armillary_giop::giop::{Frame, FrameDecoder, FrameError, MessageBody, MessageType};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::outbox::{Batch, Departure, Outbox, Outgoing, Stop, Stopped, Verdict};
 use super::reply::sync::SyncSlot;
 pub(crate) use super::reply::Awaited;
 use super::reply::{DispatcherTable, Handoff, ReplyDispatcher};
+use super::socket_wait::{SocketWait, SocketWaker};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
 use super::wait::{Serving, WaitStrategy};
 use crate::net;
@@ -48,26 +78,16 @@ use crate::reactor::{EventHandler, Reactor};
 /// How long opening a connection may take when the call has no deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long closing a connection waits for what is queued on it, and its
+/// CloseConnection, to be written (a server that stops reading must not
+/// hold up the ORB's shutdown); then the socket is shut regardless.
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
 /// An idle connection that received a message more recently than this is
 /// reused without looking whether the server closed it: back-to-back calls
 /// skip the system call, and a server rarely dies between two of them (if
 /// it does, the call fails as if it had died during it).
 const TRUST_RECENT: Duration = Duration::from_millis(1);
-
-/// Messages waiting for the thread that writes the connection now.
-#[derive(Debug, Default)]
-struct Outbox {
-    /// Whether a thread is writing.
-    writing: bool,
-    /// Whole messages, in the order they were sent.
-    queued: Vec<u8>,
-    /// Whether the connection's writer thread runs ([`write_behind`]).
-    ///
-    /// [`write_behind`]: ClientConnection::write_behind
-    writer: bool,
-    /// Whether it is parked, waiting for messages.
-    writer_parked: bool,
-}
 
 /// Why a connection stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,14 +127,25 @@ pub(crate) struct ReadState {
     /// Whether that thread is parked, not reading, until asynchronous
     /// requests come again ([`ClientConnection::linger`]).
     reader_parked: bool,
+    /// Wakes that thread out of its wait for bytes, while it has one.
+    reader_waker: Option<SocketWaker>,
+    /// How many times that thread went round its loop (what tests watch
+    /// to see it does not wake for nothing).
+    #[cfg(test)]
+    reader_turns: u64,
     closed: Option<Closed>,
 }
 
 impl ReadState {
     /// Marks the connection closed (keeping the first reason) and ends
-    /// every outstanding request with it.
-    fn close(&mut self, why: Closed) {
+    /// every outstanding request with it, but those whose messages were
+    /// still queued in `outbox` (never written): they may be sent again.
+    fn close(&mut self, why: Closed, outbox: &Mutex<Outbox>) {
         let why = *self.closed.get_or_insert(why);
+        let unsent = outbox.lock().discard();
+        for id in unsent {
+            self.dispatchers.settle(id, Awaited::Unsent);
+        }
         self.dispatchers.close_all(why);
     }
 
@@ -131,14 +162,15 @@ pub(crate) struct ClientConnection {
     /// in the cache).
     endpoint: (String, u16, bool),
     stream: ClientStream,
-    /// Held while a message is written; holds the write timeout currently
+    /// Held while a batch is written; holds the write timeout currently
     /// set on the socket.
     write_lock: Mutex<Option<Duration>>,
-    /// Messages sent while another thread writes: that thread writes them
-    /// too, together, once its own write is done.
+    /// Messages waiting for the thread that writes the connection.
     outbox: Mutex<Outbox>,
     /// Wakes the writer thread.
     outbox_ready: Condvar,
+    /// Signalled when a thread stops writing (a close waits for it).
+    outbox_drained: Condvar,
     state: Mutex<ReadState>,
     wake: Condvar,
     next_id: AtomicU32,
@@ -208,9 +240,11 @@ impl std::fmt::Debug for ClientConnection {
 /// Why a request could not be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SendError {
-    /// The socket failed; the connection is closed.
+    /// The socket failed, or the connection is closing: the request did
+    /// not leave whole (it may be sent again elsewhere); the connection is
+    /// closed.
     Failed,
-    /// The server did not take the bytes within the call timeout; the
+    /// The server did not take the bytes by the request's deadline; the
     /// connection is closed (part of a message may have left).
     TimedOut,
 }
@@ -221,12 +255,14 @@ const POLL_READ: Duration = Duration::from_millis(1);
 
 impl ClientConnection {
     /// Connects within `connect_timeout` (and, with `tls`, runs the TLS
-    /// handshake within it).
+    /// handshake within it); replies larger than `max_message_size` are
+    /// refused.
     fn open(
         host: &str,
         port: u16,
         tls: Option<&Arc<rustls::ClientConfig>>,
         connect_timeout: Duration,
+        max_message_size: usize,
     ) -> Result<Arc<Self>, SystemException> {
         let transient = || SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No);
         let socket = net::connect(host, port, connect_timeout).map_err(|_| transient())?;
@@ -249,8 +285,9 @@ impl ClientConnection {
             write_lock: Mutex::new(None),
             outbox: Mutex::default(),
             outbox_ready: Condvar::new(),
+            outbox_drained: Condvar::new(),
             state: Mutex::new(ReadState {
-                decoder: FrameDecoder::new(super::frame_limits()),
+                decoder: FrameDecoder::new(super::client_frame_limits(max_message_size)),
                 buf: vec![0; super::READ_BUFFER],
                 dispatchers: DispatcherTable::default(),
                 frames: 0,
@@ -261,6 +298,9 @@ impl ClientConnection {
                 claimed: false,
                 reader: false,
                 reader_parked: false,
+                reader_waker: None,
+                #[cfg(test)]
+                reader_turns: 0,
                 closed: None,
             }),
             wake: Condvar::new(),
@@ -316,12 +356,25 @@ impl ClientConnection {
             return false;
         }
         if readiness(self.stream.socket()) == Readiness::Closed {
-            state.close(Closed::Broken);
+            self.end(&mut state, Closed::Broken);
             let _ = self.stream.socket().shutdown(Shutdown::Both);
             release(state);
             return true;
         }
         false
+    }
+
+    /// Marks the connection closed for `why` (see [`ReadState::close`])
+    /// and wakes whoever waits on it: its followers, its reader thread,
+    /// its writer thread. The caller shuts the socket.
+    fn end(&self, state: &mut ReadState, why: Closed) {
+        state.close(why, &self.outbox);
+        if let Some(waker) = &state.reader_waker {
+            waker.wake();
+        }
+        self.wake.notify_all();
+        self.outbox_ready.notify_all();
+        self.outbox_drained.notify_all();
     }
 
     /// Binds `dispatcher` to the reply of `id` (before the request is
@@ -343,11 +396,33 @@ impl ClientConnection {
                 }
             }
             None => {
-                let frames = state.frames;
-                state.dispatchers.bind(id, dispatcher, frames, deadline);
-                state.claimed = false;
+                self.bind_locked(&mut state, id, dispatcher, deadline);
                 release(state);
             }
+        }
+    }
+
+    /// Binds `dispatcher` to `id` on the open connection whose read state
+    /// is `state`; a deadline earlier than every other one wakes the
+    /// reader thread, which sleeps until the earliest.
+    fn bind_locked(
+        &self,
+        state: &mut ReadState,
+        id: u32,
+        dispatcher: Box<dyn ReplyDispatcher>,
+        deadline: Option<Instant>,
+    ) {
+        let earliest =
+            deadline.is_some_and(|d| state.dispatchers.next_expiry().is_none_or(|next| d < next));
+        let frames = state.frames;
+        state.dispatchers.bind(id, dispatcher, frames, deadline);
+        state.claimed = false;
+        if earliest && state.reader && !state.reader_parked {
+            if let Some(waker) = &state.reader_waker {
+                waker.wake();
+            }
+            // Or it follows a caller that reads.
+            self.wake.notify_all();
         }
     }
 
@@ -372,9 +447,7 @@ impl ClientConnection {
             }
             if state.dispatchers.len() < limit {
                 if let Some(d) = dispatcher.take() {
-                    let frames = state.frames;
-                    state.dispatchers.bind(id, d, frames, deadline);
-                    state.claimed = false;
+                    self.bind_locked(state, id, d, deadline);
                 }
                 return true;
             }
@@ -401,50 +474,62 @@ impl ClientConnection {
     }
 
     /// Ends the request `id` as timed out now (its owner's deadline
-    /// passed), unless its outcome was dispatched already.
+    /// passed), unless its outcome was dispatched already: COMPLETED_NO
+    /// when its message was still queued (it is taken out and never
+    /// written). When a thread is writing its message, waits for that
+    /// thread, which ends it by the same deadline.
     pub(crate) fn time_out(&self, id: u32) {
         let mut state = self.state.lock();
-        let frames = state.frames;
-        state.dispatchers.time_out(id, frames);
+        while state.dispatchers.contains(id) {
+            let departure = self.outbox.lock().departure(id);
+            if departure == Departure::Writing {
+                self.wake.wait(&mut state);
+                continue;
+            }
+            let frames = state.frames;
+            state
+                .dispatchers
+                .time_out(id, frames, departure == Departure::Left);
+        }
         self.wake.notify_all();
         release(state);
     }
 
-    /// Writes a whole message, failing if the server does not take it
-    /// within `timeout` (`None`: however long it takes). An error means
-    /// the request did not reach the server whole (so it was not
-    /// processed); the connection is then closed, since part of a message
-    /// may have left and nothing more can follow it.
-    pub(crate) fn send_within(
-        self: &Arc<Self>,
-        bytes: &[u8],
-        timeout: Option<Duration>,
-    ) -> Result<(), SendError> {
-        self.write(bytes, Some(timeout))
-    }
-
-    /// Writes `bytes`, or leaves them to another thread:
+    /// Sends a whole message, `outgoing` saying which reply it awaits and
+    /// when its write must be over: writes it now, or leaves it to another
+    /// thread:
     /// - while asynchronous requests are pipelined on the connection (two
     ///   or more outstanding, this one included), to the connection's
     ///   writer thread ([`write_behind`](Self::write_behind)), which
     ///   writes what queued while it slept or wrote in one go: the sending
     ///   thread makes no system call, and many requests leave per write;
-    /// - else, to the thread writing now, if one is (see
-    ///   [`write_combined`](Self::write_combined)).
+    /// - else, to the thread writing now, if one is, which writes it with
+    ///   whatever else queued once its own write is done (so many threads
+    ///   calling at once make few writes).
     ///
     /// Messages leave in the order they were sent: once one waits for the
     /// writer thread, every later one does too. `Ok` for a message left
-    /// to another thread: should its write fail, the connection closes,
-    /// which ends its request like any other outstanding one.
-    fn write(
+    /// to another thread: what becomes of it reaches its request through
+    /// its dispatcher (see [`super::outbox`]). An error means the message
+    /// did not leave whole (so the server cannot have run it): the
+    /// connection is closing, or this thread's write failed or ran past
+    /// the deadline (the connection is then closed).
+    pub(crate) fn send(
         self: &Arc<Self>,
         bytes: &[u8],
-        timeout: Option<Option<Duration>>,
+        outgoing: Outgoing,
     ) -> Result<(), SendError> {
         let pipelining = self.state.lock().dispatchers.readerless() >= 2;
         let mut outbox = self.outbox.lock();
-        if !outbox.writing && (pipelining || !outbox.queued.is_empty()) {
-            outbox.queued.extend_from_slice(bytes);
+        if outbox.shut {
+            return Err(SendError::Failed);
+        }
+        if outbox.writing {
+            outbox.push(bytes, outgoing);
+            return Ok(());
+        }
+        if pipelining || !outbox.is_empty() {
+            outbox.push(bytes, outgoing);
             if outbox.writer_parked {
                 // Woken once: those queued before it runs need no more.
                 outbox.writer_parked = false;
@@ -462,123 +547,202 @@ impl ClientConnection {
                 outbox.writer = true;
                 return Ok(());
             }
-            // No thread: this one writes what is queued, its own last.
-            let queued = std::mem::take(&mut outbox.queued);
+            // No thread: this one writes what is queued, its own last
+            // (what becomes of each reaches its request, this one's too).
+            let batch = outbox.take();
             drop(outbox);
-            return self.write_combined(&queued, timeout);
+            let _ = self.write_in_turn(&batch);
+            return Ok(());
         }
+        let batch = Batch::single(bytes, outgoing);
+        outbox.begin(&batch);
         drop(outbox);
-        self.write_combined(bytes, timeout)
+        self.write_in_turn(&batch)
+            .map_err(|stopped| match stopped.stop {
+                Stop::Failed => SendError::Failed,
+                Stop::TimedOut => SendError::TimedOut,
+            })
     }
 
-    /// Writes `bytes`, or leaves them to the thread writing now, which
-    /// writes every message queued meanwhile in one go after its own (so
-    /// many threads calling at once make few writes).
-    fn write_combined(
-        &self,
-        bytes: &[u8],
-        timeout: Option<Option<Duration>>,
-    ) -> Result<(), SendError> {
-        {
-            let mut outbox = self.outbox.lock();
-            if outbox.writing {
-                outbox.queued.extend_from_slice(bytes);
+    /// Writes `first` (this thread writes the connection now: it took the
+    /// batch from the outbox, or began it), then what queued meanwhile;
+    /// returns how `first`'s write went.
+    fn write_in_turn(&self, first: &Batch<'_>) -> Result<(), Stopped> {
+        let written = self.write_batch(first);
+        if written.is_ok() {
+            self.write_queued();
+        }
+        written
+    }
+
+    /// Writes what is queued, batch after batch, until nothing is (this
+    /// thread writes the connection now), then lets go of the writing.
+    fn write_queued(&self) {
+        loop {
+            let batch = {
+                let mut outbox = self.outbox.lock();
+                if outbox.is_empty() {
+                    outbox.written();
+                    self.outbox_drained.notify_all();
+                    return;
+                }
+                outbox.take()
+            };
+            if self.write_batch(&batch).is_err() {
+                // The connection is closed, the writing given up.
+                return;
+            }
+        }
+    }
+
+    /// The body of the writer thread (see [`send`](Self::send)): writes
+    /// what queued, a batch per turn, and parks when nothing is queued;
+    /// ends when the connection closes (once what was queued before its
+    /// CloseConnection is written) or after [`READER_LINGER`] with nothing
+    /// to write.
+    fn write_behind(&self) {
+        while let Some(batch) = self.next_batch_behind() {
+            if self.write_batch(&batch).is_ok() {
+                self.write_queued();
+            }
+        }
+    }
+
+    /// The writer thread's next batch, once messages are queued and no
+    /// other thread writes; `None` when the thread is to end.
+    fn next_batch_behind(&self) -> Option<Batch<'static>> {
+        let mut outbox = self.outbox.lock();
+        let mut yielded = false;
+        loop {
+            if !outbox.is_empty() && !outbox.writing {
+                return Some(outbox.take());
+            }
+            if outbox.shut && outbox.is_empty() {
+                outbox.writer = false;
+                return None;
+            }
+            if !yielded {
+                // Let the senders (on this CPU, say) queue more before
+                // parking, which costs them a wake-up.
+                yielded = true;
+                MutexGuard::unlocked(&mut outbox, std::thread::yield_now);
+                continue;
+            }
+            outbox.writer_parked = true;
+            let idle = self
+                .outbox_ready
+                .wait_for(&mut outbox, READER_LINGER)
+                .timed_out();
+            outbox.writer_parked = false;
+            if idle && outbox.is_empty() {
+                outbox.writer = false;
+                return None;
+            }
+        }
+    }
+
+    /// Writes `batch` (this thread writes the connection now). When the
+    /// write stops before its end, each request of the batch not written
+    /// whole learns what that means (see [`super::outbox`]), and the
+    /// connection is closed: the bytes on the wire may end in the middle
+    /// of a message, so nothing more can follow them.
+    fn write_batch(&self, batch: &Batch<'_>) -> Result<(), Stopped> {
+        match self.put_on_wire(batch) {
+            Ok(()) => {
+                self.outbox.lock().left();
+                // Requests whose deadline passed while they were written
+                // (whoever found it passed left them to this thread) end
+                // now; a caller may wait for that.
+                let now = Instant::now();
+                if batch.deadline_from(0).is_some_and(|d| d <= now) {
+                    let mut state = self.state.lock();
+                    let frames = state.frames;
+                    for id in batch.overdue(now) {
+                        state.dispatchers.time_out(id, frames, true);
+                    }
+                    self.wake.notify_all();
+                    release(state);
+                }
+                Ok(())
+            }
+            Err(stopped) => {
+                let mut state = self.state.lock();
+                for (id, verdict) in batch.verdicts(stopped, Instant::now()) {
+                    let outcome = match verdict {
+                        Verdict::Unsent => Awaited::Unsent,
+                        Verdict::TimedOut => Awaited::TimedOut {
+                            silent: false,
+                            sent: false,
+                        },
+                    };
+                    state.dispatchers.settle(id, outcome);
+                }
+                self.end(&mut state, Closed::Broken);
+                self.outbox.lock().written();
+                self.stream.shutdown();
+                release(state);
+                Err(stopped)
+            }
+        }
+    }
+
+    /// Writes the bytes of `batch` to the socket, each write bounded by
+    /// the earliest deadline of the messages not yet written whole; says
+    /// how far it got when it stops before the end.
+    fn put_on_wire(&self, batch: &Batch<'_>) -> Result<(), Stopped> {
+        let mut timeout = self.write_lock.lock();
+        let wire = self
+            .stream
+            .seal(batch.bytes(), batch.ends())
+            .map_err(|_| Stopped {
+                stop: Stop::Failed,
+                whole: 0,
+                partly: false,
+            })?;
+        let bytes = wire.bytes();
+        let end = |i: usize| wire.end(i, batch.end(i));
+        let mut written = 0;
+        let mut whole = 0;
+        loop {
+            while whole < batch.len() && end(whole) <= written {
+                whole += 1;
+            }
+            if whole == batch.len() {
                 return Ok(());
             }
-            outbox.writing = true;
-        }
-        let own = self.write_now(bytes, timeout);
-        let mut written = own.is_ok();
-        loop {
-            let queued = {
-                let mut outbox = self.outbox.lock();
-                if !written || outbox.queued.is_empty() {
-                    outbox.writing = false;
-                    outbox.queued.clear();
-                    break;
-                }
-                std::mem::take(&mut outbox.queued)
+            let partly = written > whole.checked_sub(1).map_or(0, end);
+            let stopped = |stop| Stopped {
+                stop,
+                whole,
+                partly,
             };
-            written = self.write_now(&queued, timeout).is_ok();
-        }
-        own
-    }
-
-    /// The body of the writer thread (see [`write`](Self::write)): writes
-    /// what queued, a batch per turn, and parks when nothing is queued;
-    /// ends when the connection closes or after [`READER_LINGER`] with
-    /// nothing to write.
-    fn write_behind(&self) {
-        loop {
-            let mut yielded = false;
-            let queued = {
-                let mut outbox = self.outbox.lock();
-                loop {
-                    if self.state.lock().closed.is_some() {
-                        outbox.writer = false;
-                        outbox.queued.clear();
-                        return;
-                    }
-                    if !outbox.queued.is_empty() && !outbox.writing {
-                        outbox.writing = true;
-                        break std::mem::take(&mut outbox.queued);
-                    }
-                    if !yielded {
-                        // Let the senders (on this CPU, say) queue more
-                        // before parking, which costs them a wake-up.
-                        yielded = true;
-                        MutexGuard::unlocked(&mut outbox, std::thread::yield_now);
-                        continue;
-                    }
-                    outbox.writer_parked = true;
-                    let idle = self
-                        .outbox_ready
-                        .wait_for(&mut outbox, READER_LINGER)
-                        .timed_out();
-                    outbox.writer_parked = false;
-                    if idle && outbox.queued.is_empty() {
-                        outbox.writer = false;
-                        return;
-                    }
-                }
+            let wanted = match batch.deadline_from(whole) {
+                None => None,
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    // A zero timeout means none: 1 ms at least.
+                    Some(left) if !left.is_zero() => Some(left.max(Duration::from_millis(1))),
+                    _ => return Err(stopped(Stop::TimedOut)),
+                },
             };
-            let written = self.write_now(&queued, None).is_ok();
-            let mut outbox = self.outbox.lock();
-            outbox.writing = false;
-            if !written {
-                outbox.queued.clear();
+            if needs_new_timeout(*timeout, wanted) {
+                if self.stream.socket().set_write_timeout(wanted).is_err() {
+                    return Err(stopped(Stop::Failed));
+                }
+                *timeout = wanted;
+            }
+            match self.stream.socket().write(&bytes[written..]) {
+                Ok(0) => return Err(stopped(Stop::Failed)),
+                Ok(n) => written += n,
+                // Out of time (the deadline is looked at again), or a
+                // signal.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => return Err(stopped(Stop::Failed)),
             }
         }
-    }
-
-    /// Writes `bytes`, first setting the socket's write timeout to
-    /// `timeout` when one is given and differs from the current one.
-    fn write_now(&self, bytes: &[u8], timeout: Option<Option<Duration>>) -> Result<(), SendError> {
-        let written = {
-            let mut current = self.write_lock.lock();
-            match timeout {
-                Some(t) if t != *current => self
-                    .stream
-                    .socket()
-                    .set_write_timeout(t)
-                    .map(|()| *current = t)
-                    .and_then(|()| self.stream.write_all(bytes)),
-                _ => self.stream.write_all(bytes),
-            }
-        };
-        let Err(e) = written else {
-            return Ok(());
-        };
-        let _ = self.stream.socket().shutdown(Shutdown::Both);
-        let mut state = self.state.lock();
-        state.close(Closed::Broken);
-        self.wake.notify_all();
-        release(state);
-        self.outbox_ready.notify_all();
-        Err(match e.kind() {
-            ErrorKind::WouldBlock | ErrorKind::TimedOut => SendError::TimedOut,
-            _ => SendError::Failed,
-        })
     }
 
     /// Waits for the reply to `id`, whose dispatcher fills `slot`, until
@@ -612,7 +776,10 @@ impl ClientConnection {
         }
         // The dispatcher ran (reply, close or time-out) unless the request
         // was never bound; then nothing can come.
-        slot.take().unwrap_or(Awaited::TimedOut { silent: true })
+        slot.take().unwrap_or(Awaited::TimedOut {
+            silent: true,
+            sent: true,
+        })
     }
 
     /// Leads or follows on the connection until `done` (asked with the
@@ -693,8 +860,7 @@ impl ClientConnection {
             let _ = self.stream.socket().shutdown(Shutdown::Both);
             let mut state = self.state.lock();
             state.reader = false;
-            state.close(Closed::Broken);
-            self.wake.notify_all();
+            self.end(&mut state, Closed::Broken);
             release(state);
             return false;
         }
@@ -702,29 +868,75 @@ impl ClientConnection {
     }
 
     /// The body of the thread [`ensure_reader`](Self::ensure_reader)
-    /// starts: leads (or follows) on the connection while asynchronous
-    /// requests are outstanding, waking at least every [`READER_TICK`] to
-    /// end those whose deadline passed; then [lingers](Self::linger).
+    /// starts: [reads](Self::read_for_asynchronous) while asynchronous
+    /// requests are outstanding, then [lingers](Self::linger).
     fn read_while_asynchronous(&self) {
-        loop {
-            loop {
-                let now = Instant::now();
-                let next = self.state.lock().dispatchers.next_expiry();
-                let until = next.map_or(now + READER_TICK, |e| e.min(now + READER_TICK));
-                // True once none is outstanding or the connection closed.
-                if self.wait_until(Some(until), |state| state.dispatchers.readerless() == 0) {
-                    break;
-                }
-                let mut state = self.state.lock();
-                let frames = state.frames;
-                state.dispatchers.expire(Instant::now(), frames);
-                self.wake.notify_all();
-                release(state);
+        // A wait for bytes that a request with an earlier deadline cuts
+        // short; without one (no poll available) the thread reads with a
+        // timeout of at most `READER_TICK`.
+        let mut socket_wait = match SocketWait::new(self.stream.socket()) {
+            Ok((wait, waker)) => {
+                self.state.lock().reader_waker = Some(waker);
+                Some(wait)
             }
+            Err(_) => None,
+        };
+        loop {
+            self.read_for_asynchronous(socket_wait.as_mut());
             if !self.linger() {
                 return;
             }
         }
+    }
+
+    /// Leads (or follows) on the connection while asynchronous requests
+    /// are outstanding on it, ending each at its deadline. With nothing
+    /// to read it waits in `socket_wait` until bytes arrive or the
+    /// earliest deadline (a request bound with an earlier one wakes it);
+    /// while a caller reads, it follows until then.
+    fn read_for_asynchronous(&self, mut socket_wait: Option<&mut SocketWait>) {
+        let mut state = self.state.lock();
+        loop {
+            #[cfg(test)]
+            {
+                state.reader_turns += 1;
+            }
+            self.expire_locked(&mut state);
+            if state.closed.is_some() || state.dispatchers.readerless() == 0 {
+                break;
+            }
+            // What the last read or the deadlines ended is told (callbacks
+            // run) before the thread sleeps again.
+            let handoffs = state.dispatchers.take_handoffs();
+            if !handoffs.is_empty() {
+                MutexGuard::unlocked(&mut state, || run(handoffs));
+                continue;
+            }
+            let until = state.dispatchers.next_expiry();
+            if state.leader {
+                match until {
+                    Some(until) => {
+                        self.wake.wait_until(&mut state, until);
+                    }
+                    None => self.wake.wait(&mut state),
+                }
+            } else if let Some(wait) = socket_wait.as_deref_mut() {
+                if self.has_input() {
+                    // What has arrived: a read takes it at once.
+                    self.lead_once(&mut state, Some(POLL_READ));
+                } else {
+                    MutexGuard::unlocked(&mut state, || wait.wait(until));
+                }
+            } else {
+                let now = Instant::now();
+                let timeout = until.map_or(READER_TICK, |d| {
+                    d.saturating_duration_since(now)
+                        .clamp(Duration::from_millis(1), READER_TICK)
+                });
+                self.lead_once(&mut state, Some(timeout));
+            }
+        }
+        release(state);
     }
 
     /// Parks the reader thread, not reading, until asynchronous requests
@@ -749,9 +961,16 @@ impl ClientConnection {
         state.reader_parked = false;
         if !resumed {
             state.reader = false;
+            state.reader_waker = None;
         }
         release(state);
         resumed
+    }
+
+    /// Whether something waits to be read: bytes in the socket (or its
+    /// end), or input the stream has read and not handed out yet.
+    fn has_input(&self) -> bool {
+        self.stream.has_buffered_input() || readiness(self.stream.socket()) != Readiness::Nothing
     }
 
     /// Reads what has arrived, without blocking, when no other thread is
@@ -762,8 +981,7 @@ impl ClientConnection {
         if state.leader || state.closed.is_some() {
             return;
         }
-        let frames = state.frames;
-        state.dispatchers.expire(Instant::now(), frames);
+        self.expire_locked(&mut state);
         if readiness(self.stream.socket()) != Readiness::Nothing {
             self.lead_once(&mut state, Some(POLL_READ));
         }
@@ -830,10 +1048,18 @@ impl ClientConnection {
     /// Ends the requests whose deadline has passed.
     fn expire(&self) {
         let mut state = self.state.lock();
-        let frames = state.frames;
-        state.dispatchers.expire(Instant::now(), frames);
+        self.expire_locked(&mut state);
         self.wake.notify_all();
         release(state);
+    }
+
+    /// Ends the requests whose deadline has passed (see
+    /// [`DispatcherTable::expire`]), the read state locked.
+    fn expire_locked(&self, state: &mut ReadState) {
+        let frames = state.frames;
+        state.dispatchers.expire(Instant::now(), frames, &mut |id| {
+            self.outbox.lock().departure(id)
+        });
     }
 
     /// Has `reactor` read the replies of the asynchronous requests
@@ -890,9 +1116,8 @@ impl ClientConnection {
     fn lead_once(&self, state: &mut MutexGuard<'_, ReadState>, timeout: Option<Duration>) {
         if needs_new_timeout(state.read_timeout, timeout) {
             if self.stream.socket().set_read_timeout(timeout).is_err() {
-                state.close(Closed::Broken);
+                self.end(state, Closed::Broken);
                 let _ = self.stream.socket().shutdown(Shutdown::Both);
-                self.wake.notify_all();
                 return;
             }
             state.read_timeout = timeout;
@@ -915,7 +1140,11 @@ impl ClientConnection {
                 state.closed.get_or_insert(Closed::Broken);
             }
             Ok(n) => {
-                if state.decoder.handle_bytes(&buf[..n]).is_err() {
+                let mut too_large = None;
+                if let Err(e) = state.decoder.handle_bytes(&buf[..n]) {
+                    if matches!(e, FrameError::TooLarge { .. }) {
+                        too_large = state.decoder.refused_request_id();
+                    }
                     state.closed = Some(Closed::Broken);
                 }
                 let before = state.frames;
@@ -926,56 +1155,97 @@ impl ClientConnection {
                 if state.frames != before {
                     state.last_received = Instant::now();
                 }
+                // The reply the decoder refused ends its request alone;
+                // the close ends the others.
+                if let Some(id) = too_large {
+                    state.dispatchers.settle(id, Awaited::ReplyTooLarge);
+                }
             }
         }
         state.buf = buf;
         if let Some(closed) = state.closed {
-            state.close(closed);
+            self.end(state, closed);
             self.stream.shutdown();
         } else {
-            let frames = state.frames;
-            state.dispatchers.expire(Instant::now(), frames);
+            self.expire_locked(state);
         }
         self.wake.notify_all();
     }
 
-    /// Sends CloseConnection (GIOP 1.2 style) and closes.
+    /// Closes the connection in an orderly way: what is queued on it is
+    /// written, then CloseConnection (GIOP 1.2 style), before the socket
+    /// is shut, and nothing more is sent on it. A server that does not
+    /// take those bytes within [`CLOSE_LIMIT`] does not hold the close up.
     pub(crate) fn close(&self, version: GiopVersion) {
-        if let Ok(b) = armillary_giop::giop::MessageBuilder::new(
+        let limit = Instant::now() + CLOSE_LIMIT;
+        let message = armillary_giop::giop::MessageBuilder::new(
             version,
             armillary_giop::ByteOrder::NATIVE,
             &MessageBody::CloseConnection,
-        ) {
-            let _ = self.write_combined(&b.finish(false), None);
+        );
+        let batch = {
+            let mut outbox = self.outbox.lock();
+            if std::mem::replace(&mut outbox.shut, true) {
+                // Closing, or closed, already.
+                None
+            } else {
+                if let Ok(message) = message {
+                    let outgoing = Outgoing {
+                        reply: None,
+                        deadline: Some(limit),
+                    };
+                    outbox.push(&message.finish(false), outgoing);
+                }
+                if outbox.writing || outbox.writer {
+                    // The thread writing, or the writer thread, writes it
+                    // after the others.
+                    if outbox.writer_parked {
+                        outbox.writer_parked = false;
+                        self.outbox_ready.notify_one();
+                    }
+                    while (outbox.writing || !outbox.is_empty())
+                        && !self
+                            .outbox_drained
+                            .wait_until(&mut outbox, limit)
+                            .timed_out()
+                    {}
+                    None
+                } else {
+                    (!outbox.is_empty()).then(|| outbox.take())
+                }
+            }
+        };
+        if let Some(batch) = batch {
+            // Should it fail, the connection is closed already.
+            let _ = self.write_in_turn(&batch);
         }
         // Closed (orderly) before the socket is shut, so that a thread
         // blocked reading it does not take the shutdown for a broken
         // connection.
         let mut state = self.state.lock();
-        state.close(Closed::Orderly);
-        self.wake.notify_all();
+        self.end(&mut state, Closed::Orderly);
         release(state);
-        self.outbox_ready.notify_all();
         self.stream.shutdown();
     }
 }
 
-/// How long the thread reading for asynchronous requests reads at most
-/// before it looks at their deadlines again: a request bound while it is
-/// blocked in a read, with a deadline earlier than that read's end, ends
-/// this much late at worst.
+/// How long the reader thread reads at most before it looks at deadlines
+/// again when it cannot wait in a poll of the socket (see
+/// [`SocketWait::new`]): a request bound while it reads, with an earlier
+/// deadline than that read's end, ends this much late at worst.
 const READER_TICK: Duration = Duration::from_millis(50);
 
 /// How long the thread reading for asynchronous requests stays parked
 /// once none is outstanding, in case more come (a client making one AMI
-/// call at a time would otherwise start a thread per call).
+/// call at a time would otherwise start a thread per call); also how long
+/// the writer thread stays parked with nothing to write.
 const READER_LINGER: Duration = Duration::from_secs(2);
 
-/// Whether a read that may last `wanted` must first set the socket's read
-/// timeout, now `current`. A shorter timeout that is still at least half
-/// of the one wanted is kept: the reader then wakes a little early and
-/// looks again (every read of a reader with a moving deadline would
-/// otherwise cost a `setsockopt`).
+/// Whether a read or write that may last `wanted` must first set the
+/// socket's timeout, now `current`. A shorter timeout that is still at
+/// least half of the one wanted is kept: the reader (or writer) then wakes
+/// a little early and looks again (every read of a reader with a moving
+/// deadline would otherwise cost a `setsockopt`).
 fn needs_new_timeout(current: Option<Duration>, wanted: Option<Duration>) -> bool {
     match (current, wanted) {
         (None, None) => false,
@@ -1041,19 +1311,24 @@ pub(crate) struct ConnectionCache {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// Whether requests share connections.
     mux: Box<dyn super::mux::TransportMux>,
+    /// The largest reply a connection accepts (`-ORBMaxMessageSize`).
+    max_message_size: usize,
 }
 
 impl ConnectionCache {
     /// A cache whose TLS connections use `tls`, sharing connections as
-    /// `mux` says.
+    /// `mux` says, whose connections accept replies of at most
+    /// `max_message_size` bytes.
     pub(crate) fn new(
         tls: Option<Arc<rustls::ClientConfig>>,
         mux: Box<dyn super::mux::TransportMux>,
+        max_message_size: usize,
     ) -> Self {
         ConnectionCache {
             connections: Mutex::default(),
             tls,
             mux,
+            max_message_size,
         }
     }
 
@@ -1116,7 +1391,8 @@ impl ConnectionCache {
                 .clamp(Duration::from_millis(1), CONNECT_TIMEOUT),
             None => CONNECT_TIMEOUT,
         };
-        let fresh = ClientConnection::open(host, port, config, connect_timeout)?;
+        let fresh =
+            ClientConnection::open(host, port, config, connect_timeout, self.max_message_size)?;
         let took = self.mux.take(&fresh);
         list.push(fresh.clone());
         Ok(Checkout(fresh, took))
@@ -1261,7 +1537,8 @@ pub(crate) mod tests {
     pub(crate) fn connected() -> (Arc<ClientConnection>, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT).unwrap();
+        let conn =
+            ClientConnection::open("127.0.0.1", port, None, CONNECT_TIMEOUT, 1 << 20).unwrap();
         let (server, _) = listener.accept().unwrap();
         (conn, server)
     }
@@ -1287,7 +1564,7 @@ pub(crate) mod tests {
         let port = listener.local_addr().unwrap().port();
         let get = |cache: &ConnectionCache| cache.get("127.0.0.1", port, false, None).unwrap();
 
-        let cache = ConnectionCache::new(None, Box::new(Exclusive));
+        let cache = ConnectionCache::new(None, Box::new(Exclusive), 1 << 20);
         let first = get(&cache);
         let _slot = expect(&first, 1);
         // A reply is awaited on the first: the next request opens another.
@@ -1310,7 +1587,7 @@ pub(crate) mod tests {
         assert!(Arc::ptr_eq(&again, &first_conn));
         assert_eq!(cache.count("127.0.0.1", port), 3);
 
-        let cache = ConnectionCache::new(None, Box::new(Muxed));
+        let cache = ConnectionCache::new(None, Box::new(Muxed), 1 << 20);
         let a = get(&cache);
         let _slot = expect(&a, 1);
         let b = get(&cache);
@@ -1327,7 +1604,7 @@ pub(crate) mod tests {
         let deadline = Instant::now() + Duration::from_millis(50);
         assert!(matches!(
             conn.wait_reply(1, &slot1, Some(deadline)),
-            Awaited::TimedOut { silent: true }
+            Awaited::TimedOut { silent: true, .. }
         ));
         assert!(conn.state.lock().dispatchers.is_empty());
 
@@ -1354,7 +1631,7 @@ pub(crate) mod tests {
         let deadline = Instant::now() + Duration::from_millis(20);
         assert!(matches!(
             conn.wait_reply(3, &slot3, Some(deadline)),
-            Awaited::TimedOut { silent: false }
+            Awaited::TimedOut { silent: false, .. }
         ));
         // The socket's read timeout is cleared for a wait without deadline.
         let slot5 = expect(&conn, 5);
@@ -1476,7 +1753,7 @@ pub(crate) mod tests {
         conn.poll();
         assert!(matches!(
             late.take(),
-            Some(Awaited::TimedOut { silent: true })
+            Some(Awaited::TimedOut { silent: true, .. })
         ));
         assert!(conn.state.lock().dispatchers.is_empty());
         assert_eq!(Arc::strong_count(&late), 1);
@@ -1594,6 +1871,73 @@ pub(crate) mod tests {
             assert!(Instant::now() < deadline, "the reader never ended");
             std::thread::yield_now();
         }
+    }
+
+    #[test]
+    fn a_close_writes_what_is_queued_then_close_connection_before_it_shuts() {
+        use armillary_testkit::giop::split_messages;
+        use std::io::Read;
+        let (conn, mut server) = connected();
+        // Another thread writes (this test plays it): a message sent now
+        // queues behind it, and so does the close's CloseConnection.
+        conn.outbox.lock().writing = true;
+        let message = reply(7, 777);
+        conn.send(&message, Outgoing::default()).unwrap();
+        let closer = {
+            let conn = conn.clone();
+            std::thread::spawn(move || conn.close(GiopVersion::V1_2))
+        };
+        armillary_testkit::wait_until("the close queues CloseConnection", || {
+            conn.outbox.lock().shut
+        });
+        // The writing thread, its own write done, writes what queued.
+        conn.write_queued();
+        closer.join().unwrap();
+        // The server gets the message, then CloseConnection, then the end.
+        let mut received = Vec::new();
+        server.read_to_end(&mut received).unwrap();
+        let messages = split_messages(&received);
+        assert_eq!(messages.len(), 2, "{received:?}");
+        assert_eq!(messages[0], message);
+        let close = armillary_giop::giop::Message::decode(&messages[1]).unwrap();
+        assert!(matches!(close.body, MessageBody::CloseConnection));
+    }
+
+    #[test]
+    fn the_reader_thread_wakes_at_the_earliest_deadline_and_not_for_nothing() {
+        use crate::transport::reply::deferred::DeferredSlot;
+        let (conn, _server) = connected();
+        // An asynchronous request with a far deadline: its reader thread
+        // waits for bytes, or that deadline.
+        let patient = Arc::new(DeferredSlot::new(true));
+        let far = Instant::now() + Duration::from_secs(3600);
+        conn.bind(1, patient.dispatcher(), Some(far));
+        assert!(conn.ensure_reader());
+        let turns = || conn.state.lock().reader_turns;
+        armillary_testkit::wait_until("the reader runs", || turns() >= 1);
+        // Nothing comes and nothing is due: it does not wake (a reader
+        // that looked at deadlines every so often would have, many
+        // times).
+        let waiting = turns();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(turns(), waiting, "the reader woke with nothing due");
+        // A request bound with an earlier deadline wakes it: that request
+        // ends at its deadline, while the first still waits.
+        let hasty = Arc::new(DeferredSlot::new(true));
+        let soon = Instant::now() + Duration::from_millis(20);
+        conn.bind(2, hasty.dispatcher(), Some(soon));
+        armillary_testkit::wait_until("the hasty request times out", || hasty.is_ready());
+        assert!(matches!(
+            hasty.take(),
+            Some(Awaited::TimedOut { sent: true, .. })
+        ));
+        assert!(!patient.is_ready());
+        assert!(conn.state.lock().dispatchers.contains(1));
+        conn.close(GiopVersion::V1_2);
+        assert!(matches!(
+            patient.take(),
+            Some(Awaited::Closed(Closed::Orderly))
+        ));
     }
 
     #[test]

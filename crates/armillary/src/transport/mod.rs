@@ -5,12 +5,18 @@
 //! who wait for them as the [wait strategy](wait) says;
 //! the server side accepts connections and reads requests through the
 //! reactor.
+//!
+//! Both sides take the largest message they accept from the ORB's
+//! `-ORBMaxMessageSize` (`OrbConfig::max_message_size`); a client also
+//! refuses to send a request larger than that.
 
 pub(crate) mod client;
 pub(crate) mod mux;
+pub(crate) mod outbox;
 pub(crate) mod profiles;
 pub(crate) mod reply;
 pub(crate) mod server;
+pub(crate) mod socket_wait;
 pub(crate) mod tls;
 pub(crate) mod wait;
 
@@ -19,12 +25,19 @@ use armillary_giop::giop::FrameLimits;
 /// Bytes read from a socket at a time.
 pub(crate) const READ_BUFFER: usize = 64 * 1024;
 
-/// The frame limits both sides apply to what a peer sends.
-pub(crate) fn frame_limits() -> FrameLimits {
+/// Messages a peer may have in reassembly at once (GIOP 1.2 interleaves
+/// the fragments of several).
+pub(crate) const MAX_REASSEMBLIES: usize = 1024;
+
+/// The frame limits a client applies to what a server sends: messages,
+/// reassembled ones included, of at most `max_message_size` bytes (the
+/// ORB's `-ORBMaxMessageSize`, which bounds what its server side accepts
+/// too).
+pub(crate) fn client_frame_limits(max_message_size: usize) -> FrameLimits {
     FrameLimits {
-        max_message_size: 128 << 20,
+        max_message_size,
         max_fragments: 1 << 16,
-        max_pending_bytes: 256 << 20,
-        max_reassemblies: 1024,
+        max_pending_bytes: max_message_size.saturating_mul(2),
+        max_reassemblies: MAX_REASSEMBLIES,
     }
 }

@@ -8,6 +8,7 @@
 //! that announces TLS endpoints over plain TCP, and a TLS endpoint never
 //! serves a byte of plain GIOP.
 
+use std::borrow::Cow;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use armillary_giop::ior::security::{
 };
 use armillary_giop::ior::{ProfileBody, TaggedComponent};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use rustls_pki_types::ServerName;
 
 use crate::tls::{ClientAuth, TlsConfig};
@@ -59,11 +60,34 @@ impl ClientStream {
         }
     }
 
-    /// Writes all of `bytes`. Safe to call while another thread reads.
-    pub(crate) fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+    /// The bytes to write to the socket for the whole messages `plaintext`
+    /// (which end at `ends`): the messages themselves, or, over TLS, their
+    /// records, each message sealed on its own so that a write that stops
+    /// part way tells which messages left. Safe to call while another
+    /// thread reads; over TLS, no other thread writes records while the
+    /// result lives.
+    pub(crate) fn seal<'a>(
+        &'a self,
+        plaintext: &'a [u8],
+        ends: impl Iterator<Item = usize>,
+    ) -> io::Result<Wire<'a>> {
         match self {
-            ClientStream::Plain(s) => (&*s).write_all(bytes),
-            ClientStream::Tls(s) => s.write_all(bytes),
+            ClientStream::Plain(_) => Ok(Wire {
+                bytes: Cow::Borrowed(plaintext),
+                sealed_ends: None,
+                _records: None,
+            }),
+            ClientStream::Tls(s) => s.seal(plaintext, ends),
+        }
+    }
+
+    /// Whether input that was read from the socket waits to be returned
+    /// (TLS records read but not yet decrypted and handed out): a reader
+    /// must not wait for the socket before it has taken it.
+    pub(crate) fn has_buffered_input(&self) -> bool {
+        match self {
+            ClientStream::Plain(_) => false,
+            ClientStream::Tls(s) => s.has_buffered_input(),
         }
     }
 
@@ -85,6 +109,32 @@ impl ClientStream {
                 s.socket.shutdown(Shutdown::Both)
             }
         };
+    }
+}
+
+/// Bytes ready for a client's socket (see [`ClientStream::seal`]).
+pub(crate) struct Wire<'a> {
+    bytes: Cow<'a, [u8]>,
+    /// Over TLS, where each message's records end; `None`: the messages
+    /// themselves are written, and end where they end.
+    sealed_ends: Option<Vec<usize>>,
+    /// Over TLS, keeps other threads from writing records meanwhile.
+    _records: Option<MutexGuard<'a, ()>>,
+}
+
+impl Wire<'_> {
+    /// The bytes to write.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Where message `i` (which ends at `plain_end` in the plaintext)
+    /// ends in [`bytes`](Self::bytes).
+    pub(crate) fn end(&self, i: usize, plain_end: usize) -> usize {
+        match &self.sealed_ends {
+            Some(ends) => ends.get(i).copied().unwrap_or(self.bytes.len()),
+            None => plain_end,
+        }
     }
 }
 
@@ -219,14 +269,50 @@ impl TlsClientStream {
         }
     }
 
-    fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
-        let _writing = self.write_lock.lock();
-        let mut sealed = Vec::with_capacity(bytes.len() + 64);
+    /// Seals each message of `plaintext` (ending at `ends`) into records;
+    /// the result holds the write lock.
+    fn seal<'a>(
+        &'a self,
+        plaintext: &[u8],
+        ends: impl Iterator<Item = usize>,
+    ) -> io::Result<Wire<'a>> {
+        let writing = self.write_lock.lock();
+        let mut sealed = Vec::with_capacity(plaintext.len() + 64);
+        let mut sealed_ends = Vec::new();
         {
             let mut session = self.session.lock();
-            seal(&mut *session, bytes, &mut sealed)?;
+            let mut start = 0;
+            for end in ends {
+                let message = plaintext
+                    .get(start..end)
+                    .ok_or(io::Error::from(ErrorKind::InvalidInput))?;
+                seal(&mut *session, message, &mut sealed)?;
+                sealed_ends.push(sealed.len());
+                start = end;
+            }
         }
-        (&self.socket).write_all(&sealed)
+        Ok(Wire {
+            bytes: Cow::Owned(sealed),
+            sealed_ends: Some(sealed_ends),
+            _records: Some(writing),
+        })
+    }
+
+    /// Whether ciphertext read from the socket waits to be fed to the
+    /// session, or plaintext to be read from it.
+    fn has_buffered_input(&self) -> bool {
+        let Some(cipher) = self.read_buf.try_lock() else {
+            // The reading thread is at it.
+            return false;
+        };
+        if cipher.start < cipher.end {
+            return true;
+        }
+        match self.session.lock().process_new_packets() {
+            Ok(io) => io.plaintext_bytes_to_read() > 0,
+            // The next read reports it.
+            Err(_) => true,
+        }
     }
 }
 

@@ -23,9 +23,10 @@
 //!
 //! No thread exists per outstanding request: a dispatcher is a small heap
 //! object in a hash map. Every bound dispatcher ends in exactly one
-//! [`ReplyDispatcher::dispatch`] (its reply, the connection's close, or its
-//! deadline) or is unbound by its owner; a reply whose id is not bound (a
-//! oneway, a request whose owner gave up, a timed-out one) is dropped.
+//! [`ReplyDispatcher::dispatch`] (its reply, the connection's close, its
+//! deadline, or what became of its request's write) or is unbound by its
+//! owner; a reply whose id is not bound (a oneway, a request whose owner
+//! gave up, a timed-out one) is dropped.
 
 pub(crate) mod callback;
 pub(crate) mod deferred;
@@ -37,20 +38,31 @@ use std::time::Instant;
 use armillary_giop::giop::Frame;
 
 use super::client::Closed;
+use super::outbox::Departure;
 
 /// What became of a request that expected a reply.
 #[derive(Debug)]
 pub(crate) enum Awaited {
     /// Its reply arrived.
     Reply(Frame),
+    /// Its reply was larger than the client's message size limit: the
+    /// connection, which could not read past it, is closed.
+    ReplyTooLarge,
     /// The connection closed first.
     Closed(Closed),
+    /// The connection failed before any byte of the request left (it was
+    /// queued, or in a write that failed before reaching it): it may be
+    /// sent again.
+    Unsent,
     /// Its deadline passed first. `silent`: nothing at all arrived on the
     /// connection since the request was bound (a hung server, or a peer
     /// gone without closing).
     TimedOut {
         /// Whether the connection was silent meanwhile.
         silent: bool,
+        /// Whether the request left whole (else the server cannot have
+        /// run it).
+        sent: bool,
     },
 }
 
@@ -91,7 +103,9 @@ struct Entry {
 pub(crate) struct DispatcherTable {
     entries: HashMap<u32, Entry>,
     /// No entry's deadline is earlier than this (`None`: no entry has
-    /// one), so [`expire`](Self::expire) costs nothing until it passes.
+    /// one), so [`expire`](Self::expire) costs nothing until it passes;
+    /// entries whose deadline passed while their request was being
+    /// written are left out (the writing thread ends them).
     next_expiry: Option<Instant>,
     /// How many bound dispatchers need a reader.
     readerless: usize,
@@ -155,27 +169,46 @@ impl DispatcherTable {
     /// Hands `frame` to the dispatcher of `id`; false (and the frame is
     /// dropped) when none is bound.
     pub(crate) fn dispatch(&mut self, id: u32, frame: Frame) -> bool {
+        self.settle(id, Awaited::Reply(frame))
+    }
+
+    /// Hands `outcome` to the dispatcher of `id`; false when none is
+    /// bound.
+    pub(crate) fn settle(&mut self, id: u32, outcome: Awaited) -> bool {
         match self.remove(id) {
             Some(entry) => {
-                self.end(entry, Awaited::Reply(frame));
+                self.end(entry, outcome);
                 true
             }
             None => false,
         }
     }
 
+    /// Whether a dispatcher is bound to `id`.
+    pub(crate) fn contains(&self, id: u32) -> bool {
+        self.entries.contains_key(&id)
+    }
+
     /// Ends the request `id` as timed out now, whatever its deadline (its
     /// owner's own deadline passed). `frames` is the connection's message
-    /// count now.
-    pub(crate) fn time_out(&mut self, id: u32, frames: u64) {
+    /// count now; `sent`, whether the request left whole.
+    pub(crate) fn time_out(&mut self, id: u32, frames: u64, sent: bool) {
         if let Some(entry) = self.remove(id) {
             let silent = entry.frames_before == frames;
-            self.end(entry, Awaited::TimedOut { silent });
+            self.end(entry, Awaited::TimedOut { silent, sent });
         }
     }
 
-    /// Ends every request whose deadline is not after `now` as timed out.
-    pub(crate) fn expire(&mut self, now: Instant, frames: u64) {
+    /// Ends every request whose deadline is not after `now` as timed out,
+    /// asking `departure` where each one's message is: one still queued
+    /// was taken out of the queue (it never left); one being written is
+    /// left to the writing thread, which ends it by that deadline.
+    pub(crate) fn expire(
+        &mut self,
+        now: Instant,
+        frames: u64,
+        departure: &mut dyn FnMut(u32) -> Departure,
+    ) {
         if self.next_expiry.is_none_or(|e| e > now) {
             return;
         }
@@ -186,9 +219,18 @@ impl DispatcherTable {
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
-            self.time_out(id, frames);
+            match departure(id) {
+                Departure::Writing => {}
+                Departure::Withdrawn => self.time_out(id, frames, false),
+                Departure::Left => self.time_out(id, frames, true),
+            }
         }
-        self.next_expiry = self.entries.values().filter_map(|e| e.deadline).min();
+        self.next_expiry = self
+            .entries
+            .values()
+            .filter_map(|e| e.deadline)
+            .filter(|d| *d > now)
+            .min();
     }
 
     /// Ends every request: the connection closed.
@@ -250,7 +292,7 @@ mod tests {
         )
         .unwrap()
         .finish(false);
-        let mut decoder = armillary_giop::giop::FrameDecoder::new(super::super::frame_limits());
+        let mut decoder = armillary_giop::giop::FrameDecoder::default();
         decoder.handle_bytes(&bytes).unwrap();
         decoder.poll_frame().unwrap()
     }
@@ -285,12 +327,15 @@ mod tests {
         table.bind(1, late.dispatcher(), 0, Some(now));
         table.bind(2, patient.dispatcher(), 0, None);
         // Not yet expired a moment before the deadline.
-        table.expire(now - Duration::from_millis(1), 0);
+        table.expire(now - Duration::from_millis(1), 0, &mut |_| Departure::Left);
         assert!(!late.is_ready());
-        table.expire(now, 0);
+        table.expire(now, 0, &mut |_| Departure::Left);
         assert!(matches!(
             late.take(),
-            Some(Awaited::TimedOut { silent: true })
+            Some(Awaited::TimedOut {
+                silent: true,
+                sent: true
+            })
         ));
         assert_eq!(table.len(), 1);
         // The slot of the timed-out request is held by its owner only.
@@ -306,10 +351,43 @@ mod tests {
         let mut table = DispatcherTable::default();
         let slot = Arc::new(DeferredSlot::default());
         table.bind(1, slot.dispatcher(), 3, None);
-        table.time_out(1, 4);
+        table.time_out(1, 4, true);
         assert!(matches!(
             slot.take(),
-            Some(Awaited::TimedOut { silent: false })
+            Some(Awaited::TimedOut {
+                silent: false,
+                sent: true
+            })
+        ));
+    }
+
+    #[test]
+    fn an_expired_request_is_ended_as_its_message_departed() {
+        let mut table = DispatcherTable::default();
+        let now = Instant::now();
+        let slots: Vec<_> = (1..=3)
+            .map(|id| {
+                let slot = Arc::new(DeferredSlot::default());
+                table.bind(id, slot.dispatcher(), 0, Some(now));
+                slot
+            })
+            .collect();
+        table.expire(now, 0, &mut |id| match id {
+            1 => Departure::Withdrawn,
+            2 => Departure::Writing,
+            _ => Departure::Left,
+        });
+        assert!(matches!(
+            slots[0].take(),
+            Some(Awaited::TimedOut { sent: false, .. })
+        ));
+        // Left to the thread writing it, and to nobody's next expiry.
+        assert!(!slots[1].is_ready());
+        assert!(table.contains(2));
+        assert_eq!(table.next_expiry(), None);
+        assert!(matches!(
+            slots[2].take(),
+            Some(Awaited::TimedOut { sent: true, .. })
         ));
     }
 
@@ -348,7 +426,7 @@ mod tests {
         table.bind(1, slot.dispatcher(), 0, Some(Instant::now()));
         assert!(table.unbind(1));
         assert!(!table.unbind(1));
-        table.expire(Instant::now(), 0);
+        table.expire(Instant::now(), 0, &mut |_| Departure::Left);
         assert!(!slot.is_ready());
         assert_eq!(Arc::strong_count(&slot), 1);
     }

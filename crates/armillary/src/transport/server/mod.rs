@@ -86,7 +86,7 @@ impl Limits {
                 max_fragments: config.max_fragments,
                 // One connection may hold at most the server's budget.
                 max_pending_bytes: config.max_partial_bytes,
-                max_reassemblies: super::frame_limits().max_reassemblies,
+                max_reassemblies: super::MAX_REASSEMBLIES,
             },
             idle_timeout: config.idle_timeout,
             message_timeout: config.message_timeout,
