@@ -59,7 +59,12 @@ const WAKER: Token = Token(usize::MAX);
 pub(crate) type Task = Box<dyn FnOnce() + Send>;
 
 /// The least time between two rounds of ticks: deadlines that fall close
-/// together are checked in one round, at most that late.
+/// together are checked in one round, at most that late (so an AMI
+/// request's call timeout, checked at a round, fires on time).
+const TICK_SPACING: Duration = Duration::from_millis(1);
+
+/// How often a handler with nothing due but something to look at again
+/// (bytes a caller left unread, a paused acceptor) asks for a round.
 pub(crate) const TICK_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What one event says about a socket.
@@ -388,11 +393,11 @@ impl Reactor {
     }
 
     /// Asks for a round of ticks at `at` (a handler's deadline), or as
-    /// soon after it as rounds may come ([`TICK_INTERVAL`] apart). A
+    /// soon after it as rounds may come ([`TICK_SPACING`] apart). A
     /// thread waiting in the poll for a later time is woken to wait for
     /// this one instead.
     pub fn tick_at(&self, at: Instant) {
-        let at = at.max(*self.last_tick.lock() + TICK_INTERVAL);
+        let at = at.max(*self.last_tick.lock() + TICK_SPACING);
         {
             let mut next = self.next_tick.lock();
             if next.is_some_and(|next| next <= at) {
@@ -419,7 +424,7 @@ impl Reactor {
                 _ => return false,
             }
             // Before anyone can ask for the next round (as the handlers
-            // do below), which comes `TICK_INTERVAL` after this one.
+            // do below), which comes `TICK_SPACING` after this one.
             *self.last_tick.lock() = now;
         }
         self.tick_all();
@@ -437,5 +442,33 @@ impl Reactor {
         for h in handlers {
             h.tick(self);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 25): a round of ticks asked for just after one
+    /// came was put off by 500 ms, so the call timeout of an AMI request
+    /// whose replies a reactor reads fired up to that late.
+    #[test]
+    fn a_deadline_after_a_round_gets_a_round_of_its_own_at_once() {
+        let reactor = Reactor::new().unwrap();
+        reactor.tick_at(Instant::now());
+        let came = (0..1000).any(|_| {
+            std::thread::sleep(Duration::from_millis(1));
+            reactor.tick_if_due()
+        });
+        assert!(came, "the first round never came");
+        let deadline = Instant::now() + Duration::from_millis(20);
+        reactor.tick_at(deadline);
+        let next = reactor.next_tick.lock().expect("a round is due");
+        // The round is set for the deadline itself (it may be a little
+        // later only if the deadline came within a round's spacing).
+        assert!(
+            next <= deadline + Duration::from_millis(5),
+            "{next:?} is after {deadline:?}"
+        );
     }
 }

@@ -37,8 +37,9 @@
 //!   (a request sent with an earlier one wakes it), so a future or
 //!   callback times out at its deadline; with nothing due it does not
 //!   wake at all. (Where the ORB's reactor reads instead, in an ORB with
-//!   a server, deadlines are looked at on the reactor's ticks, twice a
-//!   second.) While two or more are outstanding on a connection,
+//!   a server, the connection asks the reactor for a round of ticks at
+//!   the earliest deadline, and the request times out then.) While two or
+//!   more are outstanding on a connection,
 //!   requests are written by the connection's writer thread, many per
 //!   write and in the order they were sent: sending one is queueing it
 //!   (no system call). It parks when there is nothing to write and ends

@@ -154,8 +154,8 @@ pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
 /// `Orb::perform_work` (application threads), or the server's threads,
 /// deliver AMI replies without a thread of their own. Deadlines of those
 /// requests are then checked at the reactor's ticks, which the connection
-/// asks for while they are outstanding (at their deadline, twice a second
-/// at least).
+/// asks for while they are outstanding (at their earliest deadline, and
+/// every [`TICK_INTERVAL`](crate::reactor::TICK_INTERVAL) at least).
 fn read_in_reactor(reactor: Option<&Arc<Reactor>>, conn: &Arc<ClientConnection>) -> bool {
     match reactor {
         Some(reactor) if !reactor.is_stopping() => {
