@@ -174,17 +174,6 @@ pub enum Etherealize {
     No,
 }
 
-impl From<bool> for Etherealize {
-    /// `true` is [`Etherealize::Yes`], as CORBA's boolean parameter.
-    fn from(etherealize: bool) -> Self {
-        if etherealize {
-            Etherealize::Yes
-        } else {
-            Etherealize::No
-        }
-    }
-}
-
 /// Builds references for the POA: the ORB knows its endpoints and the IOR
 /// layout; the POA knows the object key.
 pub(crate) trait ReferenceFactory: Send + Sync + 'static {
