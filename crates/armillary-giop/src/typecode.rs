@@ -840,11 +840,7 @@ impl TypeCode {
              -> Result<(), CdrError> {
                 w.align(4);
                 let inner_base = base + w.len() + 4;
-                let mut inner =
-                    CdrWriter::new(w.byte_order(), w.version()).with_codesets(w.codesets());
-                inner.write_octet(w.byte_order().flag());
-                body(&mut inner, inner_base, st)?;
-                w.write_octet_seq(inner.as_bytes())
+                w.write_encapsulation(|inner| body(inner, inner_base, st))
             };
         match &*self.0 {
             Repr::Simple(_) | Repr::Recursive { .. } => Ok(()),
