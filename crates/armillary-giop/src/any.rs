@@ -601,6 +601,7 @@ fn label_value(disc: &TypeCode, label: i128) -> DynValue {
         TCKind::ULongLong => DynValue::ULongLong(label as u64),
         TCKind::Boolean => DynValue::Boolean(label != 0),
         TCKind::Char => DynValue::Char(char::from(label as u8)),
+        TCKind::Octet => DynValue::Octet(label as u8),
         TCKind::WChar => DynValue::WChar(char::from_u32(label as u32).unwrap_or('\0')),
         _ => DynValue::Null,
     }
@@ -615,6 +616,7 @@ fn value_label(v: &DynValue) -> Option<i128> {
         DynValue::LongLong(x) => (*x).into(),
         DynValue::ULongLong(x) => (*x).into(),
         DynValue::Boolean(b) => i128::from(*b),
+        DynValue::Octet(x) => (*x).into(),
         DynValue::Char(c) | DynValue::WChar(c) => u32::from(*c).into(),
         _ => return None,
     })

@@ -8,8 +8,80 @@
 //! repository id. On the wire such a placeholder is an *indirection* back
 //! to the enclosing TypeCode; decoding turns indirections back into
 //! placeholders (or, for a repeated non-recursive type, into a copy).
+//!
+//! # The label of a union's default member
+//!
+//! A `tk_union` TypeCode carries a label for every member, the default
+//! member included, and ORBs disagree on what that one is:
+//!
+//! - The CORBA API marks the default member with a label of type octet
+//!   and value 0 (CORBA 3.0 §10.5.11.1, `UnionDef`: "a label with type
+//!   octet and value 0 indicates the default union member"; the same in
+//!   `TypeCode::member_label` and `ORB::create_union_tc`). The CDR
+//!   encoding (§15.3.5.1) carries each member's label before its name
+//!   and type; ORBs read the default member's two ways there.
+//! - omniORB 4.2.5 and 4.3.3 write and read every label, the default
+//!   member's too, as a value of the discriminator's type, at that type's
+//!   alignment (`src/lib/omniORB/dynamic/typecode.cc`:
+//!   `TypeCode_union::NP_marshalComplexParams` and
+//!   `NP_unmarshalComplexParams`, through
+//!   `TypeCode_union_helper::marshalLabel` / `unmarshalLabel`; 4.3.3
+//!   differs only in macro names). The default member's value is 0
+//!   (`create_union_tc` stores `Discriminator(0)`; omniidl's tables for
+//!   `PR_union_tc` say `0`, `omniidl_be/cxx/dynskel/typecode.py`) and is
+//!   ignored on reading. So omniORB misreads a zero octet wherever the
+//!   two forms put the member's name at different places. It has no
+//!   `wchar` discriminators in TypeCodes.
+//! - TAO writes every label through `Case_T::marshal_label` in the
+//!   discriminator's type (`tao/AnyTypeCode/Union_TypeCode.cpp`,
+//!   `TypeCode_Case_T.cpp`); its IDL compiler gives the default case the
+//!   union's default discriminator value, one no case uses
+//!   (`be_union_branch::gen_default_label_value`; `(E) -1` for an enum
+//!   whose enumerators are all used), not 0. It reads every label, the
+//!   default's too, in the discriminator's type
+//!   (`tao/AnyTypeCode/TypeCode_CDR_Extraction.cpp`, `tc_union_factory`;
+//!   integer, char, boolean and enum discriminators only) and finds the
+//!   default member by its index (`tao/AnyTypeCode/skip.cpp`).
+//! - JacORB writes the zero octet and reads one octet for the default
+//!   member (`org/jacorb/orb/typecode/UnionTypeCodeWriter.java`,
+//!   `UnionTypeCodeReader.java`); so does the JDK ORB on reading
+//!   (`com/sun/corba/se/impl/corba/TypeCodeImpl.java`: "for the default
+//!   case, read off the zero octet").
+//!
+//! (TAO as in `DOCGroup/ACE_TAO`'s master, JacORB as in `JacORB/JacORB`'s
+//! at 74b62ee.) Where the two forms put the member's name at the same
+//! place (a `long` label that falls 4-aligned, any `char`, `boolean` or
+//! `octet` one) every ORB reads either; elsewhere none reads both.
+//!
+//! So the writer chooses per receiver ([`DefaultLabelForm`], set on the
+//! [`CdrWriter`]; the zero octet unless set). The ORB sets it per message:
+//! a request takes the form its target reads, known from the
+//! `TAG_ORB_TYPE` component of the target's IIOP profile
+//! ([`DefaultLabelForm::read_by`]): omniORB publishes `0x41545400`
+//! (`omniORB_TAG_ORB_TYPE`, `orbcore/constants.cc`, in every IIOP 1.1+
+//! profile, `orbcore/ior.cc`) and TAO `0x54414f00` (`TAO_ORB_TYPE`), both
+//! read the discriminator's type; JacORB publishes `0x4a414300`
+//! (`ORBConstants.JACORB_ORB_ID`, added by `ORB.java`) and reads the zero
+//! octet. A reference without one, or from Armillary (which reads both),
+//! gets the ORB's configured form. A reply takes the form the client's own
+//! TypeCodes showed ([`CdrReader::default_label_seen`]), in that request
+//! or an earlier one on the connection, else the configured form: GIOP
+//! does not say which ORB a client is.
+//!
+//! Armillary reads both forms, any label value (TAO's too), and tells them
+//! apart for certain: where they put the member's name at the same place
+//! there is nothing to tell; where one form's label cannot be read (a
+//! zero octet is no `wchar`) it is the other; elsewhere the rest of the
+//! union is read both ways, and the reading that decodes wins; if both
+//! do, the only one that ends exactly at the end of the union's
+//! encapsulation, then the only one whose member names hold no NUL (IDL
+//! strings never do). Two readings left undecided with different members
+//! are a MARSHAL error, never a guess. Reading twice is bounded: one
+//! TypeCode's decoding parses at most about twice as many TypeCodes as
+//! its bytes can hold, so hostile nesting of ambiguous labels is refused
+//! instead of taking exponential time.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -124,6 +196,47 @@ pub struct UnionMember {
     pub name: String,
     /// Member type.
     pub type_code: TypeCode,
+}
+
+/// How a TypeCode writes the label of a union's default member (see the
+/// module docs for which ORB reads which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DefaultLabelForm {
+    /// The zero octet, as the CORBA API marks the default member: what
+    /// JacORB and the JDK ORB read.
+    #[default]
+    ZeroOctet,
+    /// A zero of the discriminator's type, at that type's alignment: what
+    /// omniORB and TAO read.
+    DiscriminatorTyped,
+}
+
+impl DefaultLabelForm {
+    /// The form the ORB that published `TAG_ORB_TYPE` id `orb_type` reads;
+    /// `None` for Armillary (which reads both) and for ORBs not known.
+    ///
+    /// ```
+    /// use armillary_giop::ior::{ORB_TYPE_JACORB, ORB_TYPE_OMNIORB};
+    /// use armillary_giop::typecode::DefaultLabelForm;
+    ///
+    /// assert_eq!(
+    ///     DefaultLabelForm::read_by(ORB_TYPE_OMNIORB),
+    ///     Some(DefaultLabelForm::DiscriminatorTyped)
+    /// );
+    /// assert_eq!(
+    ///     DefaultLabelForm::read_by(ORB_TYPE_JACORB),
+    ///     Some(DefaultLabelForm::ZeroOctet)
+    /// );
+    /// assert_eq!(DefaultLabelForm::read_by(0x1234_5678), None);
+    /// ```
+    pub fn read_by(orb_type: u32) -> Option<DefaultLabelForm> {
+        use crate::ior::{ORB_TYPE_JACORB, ORB_TYPE_OMNIORB, ORB_TYPE_TAO};
+        match orb_type {
+            ORB_TYPE_OMNIORB | ORB_TYPE_TAO => Some(DefaultLabelForm::DiscriminatorTyped),
+            ORB_TYPE_JACORB => Some(DefaultLabelForm::ZeroOctet),
+            _ => None,
+        }
+    }
 }
 
 /// One state member of a valuetype.
@@ -840,11 +953,7 @@ impl TypeCode {
              -> Result<(), CdrError> {
                 w.align(4);
                 let inner_base = base + w.len() + 4;
-                let mut inner =
-                    CdrWriter::new(w.byte_order(), w.version()).with_codesets(w.codesets());
-                inner.write_octet(w.byte_order().flag());
-                body(&mut inner, inner_base, st)?;
-                w.write_octet_seq(inner.as_bytes())
+                w.write_encapsulation(|inner| body(inner, inner_base, st))
             };
         match &*self.0 {
             Repr::Simple(_) | Repr::Recursive { .. } => Ok(()),
@@ -882,7 +991,12 @@ impl TypeCode {
                 e.write_len(members.len())?;
                 for (i, m) in members.iter().enumerate() {
                     if i as i32 == *default_index {
-                        e.write_octet(0);
+                        match e.default_label() {
+                            DefaultLabelForm::ZeroOctet => e.write_octet(0),
+                            DefaultLabelForm::DiscriminatorTyped => {
+                                write_label(e, discriminator, 0)?
+                            }
+                        }
                     } else {
                         write_label(e, discriminator, m.label)?;
                     }
@@ -945,10 +1059,16 @@ impl TypeCode {
         }
     }
 
-    /// Reads a TypeCode.
+    /// Reads a TypeCode. A union's default label is read in either form
+    /// (see the module docs); the form one showed unambiguously is noted
+    /// on `r` ([`CdrReader::default_label_seen`]).
     pub fn decode(r: &mut CdrReader<'_>) -> Result<TypeCode, CdrError> {
         let mut st = DecodeState::default();
-        decode_at(r, 0, &mut st)
+        let tc = decode_at(r, 0, &mut st)?;
+        if let Some(form) = st.seen {
+            r.note_default_label(form);
+        }
+        Ok(tc)
     }
 }
 
@@ -966,7 +1086,7 @@ pub(crate) fn write_label(w: &mut CdrWriter, disc: &TypeCode, label: i128) -> Re
         TCKind::LongLong => w.write_longlong(i64::try_from(label).map_err(|_| bad)?),
         TCKind::ULongLong => w.write_ulonglong(u64::try_from(label).map_err(|_| bad)?),
         TCKind::Boolean => w.write_bool(label != 0),
-        TCKind::Char => w.write_octet(u8::try_from(label).map_err(|_| bad)?),
+        TCKind::Char | TCKind::Octet => w.write_octet(u8::try_from(label).map_err(|_| bad)?),
         TCKind::WChar => {
             let c = u32::try_from(label)
                 .ok()
@@ -994,7 +1114,7 @@ pub(crate) fn read_label(r: &mut CdrReader<'_>, disc: &TypeCode) -> Result<i128,
         TCKind::LongLong => r.read_longlong()?.into(),
         TCKind::ULongLong => r.read_ulonglong()?.into(),
         TCKind::Boolean => i128::from(r.read_bool()?),
-        TCKind::Char => r.read_octet()?.into(),
+        TCKind::Char | TCKind::Octet => r.read_octet()?.into(),
         TCKind::WChar => u32::from(r.read_wchar()?).into(),
         _ => {
             return Err(CdrError::Invalid {
@@ -1005,43 +1125,224 @@ pub(crate) fn read_label(r: &mut CdrReader<'_>, disc: &TypeCode) -> Result<i128,
     })
 }
 
-/// Skips the label of a union's default member. TAO, the JDK ORB and
-/// Armillary write it as the zero octet; omniORB writes a zero of the
-/// discriminator's type, aligned. Where the two put the member's name at
-/// different places (a discriminator wider than an octet, at some
-/// alignments), the form after which a plausible name and TypeCode kind
-/// follow is taken, the zero octet when both look plausible.
-fn skip_default_label(e: &mut CdrReader<'_>, disc: &TypeCode) -> Result<(), CdrError> {
-    let mut narrow = e.clone();
-    narrow.read_octet()?;
-    let mut wide = e.clone();
-    let wide_zero = matches!(read_label(&mut wide, disc), Ok(0));
-    let name_at = |r: &CdrReader<'_>| {
-        let mut r = r.clone();
-        r.align(4).map(|_| r.position()).ok()
-    };
-    let take_wide = wide_zero
-        && name_at(&wide) != name_at(&narrow)
-        && plausible_member(&wide)
-        && !plausible_member(&narrow);
-    *e = if take_wide { wide } else { narrow };
-    Ok(())
-}
-
-/// Whether a union member's name and the kind of its TypeCode can be read
-/// at `r`.
-fn plausible_member(r: &CdrReader<'_>) -> bool {
-    let mut r = r.clone();
-    r.read_string().is_ok()
-        && matches!(r.read_ulong(), Ok(kind) if kind <= 0x20 || kind == 0xffff_ffff)
-}
-
+/// What decoding one TypeCode keeps track of.
 #[derive(Default)]
 struct DecodeState {
     /// TypeCodes being decoded: (absolute offset, repository id).
     open: Vec<(usize, String)>,
     /// TypeCodes fully decoded, by absolute offset (for repeated types).
-    done: HashMap<usize, TypeCode>,
+    /// Ordered, so that what a discarded reading of a default label added
+    /// (everything from the label on) can be split off.
+    done: BTreeMap<usize, TypeCode>,
+    /// TypeCodes parsed so far, both readings of ambiguous labels counted.
+    parsed: usize,
+    /// The most `parsed` may reach: set from the length of the outermost
+    /// encapsulation when it is opened (see [`parse_budget`]).
+    budget: Option<usize>,
+    /// The form of the first default label only one reading could take.
+    seen: Option<DefaultLabelForm>,
+}
+
+impl DecodeState {
+    /// Fails once more TypeCodes were parsed than the budget allows. The
+    /// failure is the decoding's, not one reading's: which reading of an
+    /// ambiguous label runs out depends only on the order they run in.
+    fn check_budget(&self, offset: usize) -> Result<(), CdrError> {
+        match self.budget {
+            Some(budget) if self.parsed > budget => Err(CdrError::Invalid {
+                offset,
+                what: "TypeCode too costly to decode (ambiguous union default labels)",
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How many TypeCodes decoding a TypeCode whose outermost encapsulation
+/// holds `len` bytes may parse: read once, every TypeCode in it starts at
+/// its own 4-aligned offset, so at most `len / 4 + 1` of them; twice that
+/// (and a little) leaves room for reading ambiguous default labels both
+/// ways, where the wrong reading of well-formed input fails within a few
+/// TypeCodes, but refuses input crafted to make both readings parse on and
+/// on, nested (which would double the work at every level).
+fn parse_budget(len: usize) -> usize {
+    2 * (len / 4 + 1) + 16
+}
+
+/// One way of reading a union's members from its default member on (see
+/// [`read_members_from_default`]).
+struct Reading<'a> {
+    members: Vec<UnionMember>,
+    /// The encapsulation after the last member.
+    rest: CdrReader<'a>,
+    /// The TypeCodes it decoded, by absolute offset.
+    done: BTreeMap<usize, TypeCode>,
+    /// The first form a union inside it showed.
+    seen: Option<DefaultLabelForm>,
+}
+
+impl Reading<'_> {
+    /// Whether no member name holds a NUL. An IDL string never does; a
+    /// reading that took the bytes of the other reading's name length
+    /// (whose high octets are zero) for a name's characters does.
+    fn names_without_nul(&self) -> bool {
+        self.members.iter().all(|m| !m.name.contains('\0'))
+    }
+}
+
+/// Reads a union's `n` members, the default one's label (at index
+/// `default_index`) in whichever form it was written.
+fn read_union_members(
+    e: &mut CdrReader<'_>,
+    b: usize,
+    st: &mut DecodeState,
+    disc: &TypeCode,
+    default_index: i32,
+    n: usize,
+) -> Result<Vec<UnionMember>, CdrError> {
+    let mut members = Vec::with_capacity(e.capacity_hint(n, 8));
+    for i in 0..n {
+        if i as i32 == default_index {
+            members.extend(read_members_from_default(e, b, st, disc, n - i)?);
+            break;
+        }
+        let label = read_label(e, disc)?;
+        members.push(read_member(e, b, st, label)?);
+    }
+    Ok(members)
+}
+
+/// A member's name and type, after its label.
+fn read_member(
+    e: &mut CdrReader<'_>,
+    b: usize,
+    st: &mut DecodeState,
+    label: i128,
+) -> Result<UnionMember, CdrError> {
+    Ok(UnionMember {
+        label,
+        name: e.read_string()?,
+        type_code: decode_at(e, b, st)?,
+    })
+}
+
+/// Reads the `count` last members of a union, the first of which is the
+/// default member, whose label `e` is at. Its label may be the zero octet
+/// or a value of the discriminator's type (any value: TAO writes the
+/// union's default discriminator value). Where both put the member's name
+/// at the same place, either will do; elsewhere the rest is read both
+/// ways, and the reading taken is the one that decodes; if both do, the
+/// only one that ends exactly at the end of the encapsulation; if that
+/// does not tell, the only one whose member names hold no NUL (where TAO's
+/// label is a small number, the zero-octet reading can take the label for
+/// a name's length, the typed reading's name length for its characters,
+/// and go on in step with it). Two readings still undecided that differ
+/// are an error. The default member's label is kept as 0.
+fn read_members_from_default<'a>(
+    e: &mut CdrReader<'a>,
+    b: usize,
+    st: &mut DecodeState,
+    disc: &TypeCode,
+    count: usize,
+) -> Result<Vec<UnionMember>, CdrError> {
+    let label_at = e.position();
+    let mut octet = e.clone();
+    let octet_label = octet.read_octet();
+    let mut typed = e.clone();
+    let typed_label = read_label(&mut typed, disc);
+    // Where each reading finds the member's name (a string: 4-aligned).
+    let name_at = |r: &CdrReader<'_>| {
+        let mut r = r.clone();
+        r.align(4).ok().map(|()| r.position())
+    };
+    // One reading: the name is at the same place either way (the bytes do
+    // not tell the form), or one form's label cannot even be read (the
+    // bytes are in the other form).
+    let only = match (octet_label, typed_label) {
+        (Ok(_), Ok(_)) if name_at(&octet) != name_at(&typed) => None,
+        (Ok(_), Ok(_)) => Some((octet.clone(), None)),
+        (Ok(_), Err(_)) => Some((octet.clone(), Some(DefaultLabelForm::ZeroOctet))),
+        (Err(_), Ok(_)) => Some((typed.clone(), Some(DefaultLabelForm::DiscriminatorTyped))),
+        (Err(err), Err(_)) => return Err(err),
+    };
+    if let Some((reader, form)) = only {
+        if let Some(form) = form {
+            st.seen.get_or_insert(form);
+        }
+        let (members, rest) = read_rest(reader, b, st, disc, count)?;
+        *e = rest;
+        return Ok(members);
+    }
+    // Every TypeCode either reading decodes starts after the label: what
+    // each added to `done` is split off, and only the winner's kept.
+    let split = b + label_at;
+    let open = st.open.len();
+    let seen = st.seen.take();
+    let reading = |reader: CdrReader<'a>, st: &mut DecodeState| {
+        let result = read_rest(reader, b, st, disc, count);
+        st.open.truncate(open);
+        let done = st.done.split_off(&split);
+        let seen = st.seen.take();
+        result.map(|(members, rest)| Reading {
+            members,
+            rest,
+            done,
+            seen,
+        })
+    };
+    let as_octet = reading(octet, st);
+    let as_typed = reading(typed, st);
+    st.check_budget(label_at)?;
+    let (winner, form) = match (as_octet, as_typed) {
+        (Ok(o), Err(_)) => (o, Some(DefaultLabelForm::ZeroOctet)),
+        (Err(_), Ok(t)) => (t, Some(DefaultLabelForm::DiscriminatorTyped)),
+        // The typed reading's error: the form most ORBs write.
+        (Err(_), Err(err)) => return Err(err),
+        (Ok(o), Ok(t)) => {
+            let only = |in_o: bool, in_t: bool| match (in_o, in_t) {
+                (true, false) => Some(DefaultLabelForm::ZeroOctet),
+                (false, true) => Some(DefaultLabelForm::DiscriminatorTyped),
+                _ => None,
+            };
+            let form = only(o.rest.is_empty(), t.rest.is_empty())
+                .or_else(|| only(o.names_without_nul(), t.names_without_nul()));
+            match form {
+                Some(DefaultLabelForm::ZeroOctet) => (o, form),
+                Some(DefaultLabelForm::DiscriminatorTyped) => (t, form),
+                None if o.members == t.members => (o, None),
+                None => {
+                    return Err(CdrError::Invalid {
+                        offset: label_at,
+                        what: "union default label reads both as the zero octet and as a \
+                               discriminator value, with different members",
+                    })
+                }
+            }
+        }
+    };
+    st.done.extend(winner.done);
+    st.seen = seen.or(form).or(winner.seen);
+    *e = winner.rest;
+    Ok(winner.members)
+}
+
+/// [`read_members_from_default`]'s members, read at `e` (just after the
+/// default member's label): that member, then the others with their
+/// labels; with the encapsulation that follows.
+fn read_rest<'a>(
+    mut e: CdrReader<'a>,
+    b: usize,
+    st: &mut DecodeState,
+    disc: &TypeCode,
+    count: usize,
+) -> Result<(Vec<UnionMember>, CdrReader<'a>), CdrError> {
+    let mut members = Vec::with_capacity(e.capacity_hint(count, 8));
+    members.push(read_member(&mut e, b, st, 0)?);
+    for _ in 1..count {
+        let label = read_label(&mut e, disc)?;
+        members.push(read_member(&mut e, b, st, label)?);
+    }
+    Ok((members, e))
 }
 
 fn decode_at(
@@ -1053,6 +1354,8 @@ fn decode_at(
         r.align(4)?;
         let start = base + r.position();
         let offset = r.position();
+        st.parsed += 1;
+        st.check_budget(offset)?;
         let raw = r.read_ulong()?;
         if raw == INDIRECTION {
             let here = base + r.position();
@@ -1101,13 +1404,13 @@ fn decode_params(
         | K::Native
         | K::Component
         | K::Home => {
-            let (mut e, _) = open_encaps(r, base)?;
+            let (mut e, _) = open_encaps(r, base, st)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
             TypeCode::interface(kind, &id, &name)
         }
         K::Struct | K::Except => {
-            let (mut e, b) = open_encaps(r, base)?;
+            let (mut e, b) = open_encaps(r, base, st)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
             st.open.push((start, id.clone()));
@@ -1126,7 +1429,7 @@ fn decode_params(
             })
         }
         K::Union => {
-            let (mut e, b) = open_encaps(r, base)?;
+            let (mut e, b) = open_encaps(r, base, st)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
             st.open.push((start, id.clone()));
@@ -1134,22 +1437,7 @@ fn decode_params(
                 let discriminator = decode_at(&mut e, b, st)?;
                 let default_index = e.read_long()?;
                 let n = e.read_seq_len(8)?;
-                let mut members = Vec::with_capacity(e.capacity_hint(n, 8));
-                for i in 0..n {
-                    let label = if i as i32 == default_index {
-                        // The default member's label has no meaning; it is
-                        // kept as 0.
-                        skip_default_label(&mut e, &discriminator)?;
-                        0
-                    } else {
-                        read_label(&mut e, &discriminator)?
-                    };
-                    members.push(UnionMember {
-                        label,
-                        name: e.read_string()?,
-                        type_code: decode_at(&mut e, b, st)?,
-                    });
-                }
+                let members = read_union_members(&mut e, b, st, &discriminator, default_index, n)?;
                 Ok::<_, CdrError>((discriminator, default_index, members))
             })();
             st.open.pop();
@@ -1157,14 +1445,14 @@ fn decode_params(
             TypeCode::union_tc(&id, &name, discriminator, default_index, members)
         }
         K::Enum => {
-            let (mut e, _) = open_encaps(r, base)?;
+            let (mut e, _) = open_encaps(r, base, st)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
             let members = e.read_seq_with(5, |e| e.read_string())?;
             TypeCode::new(Repr::Enum { id, name, members })
         }
         K::Sequence | K::Array => {
-            let (mut e, b) = open_encaps(r, base)?;
+            let (mut e, b) = open_encaps(r, base, st)?;
             let element = decode_at(&mut e, b, st)?;
             let n = e.read_ulong()?;
             if kind == K::Sequence {
@@ -1174,7 +1462,7 @@ fn decode_params(
             }
         }
         K::Alias | K::ValueBox => {
-            let (mut e, b) = open_encaps(r, base)?;
+            let (mut e, b) = open_encaps(r, base, st)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
             st.open.push((start, id.clone()));
@@ -1188,7 +1476,7 @@ fn decode_params(
             })
         }
         K::Value | K::Event => {
-            let (mut e, b) = open_encaps(r, base)?;
+            let (mut e, b) = open_encaps(r, base, st)?;
             let id = e.read_string()?;
             let name = e.read_string()?;
             let modifier = e.read_short()?;
@@ -1214,11 +1502,18 @@ fn decode_params(
 }
 
 /// Opens the encapsulated parameter list of a complex TypeCode: a reader
-/// over it and the absolute offset of its first byte.
-fn open_encaps<'a>(r: &mut CdrReader<'a>, base: usize) -> Result<(CdrReader<'a>, usize), CdrError> {
+/// over it and the absolute offset of its first byte. The first one opened
+/// (the outermost) sets the decoding's budget.
+fn open_encaps<'a>(
+    r: &mut CdrReader<'a>,
+    base: usize,
+    st: &mut DecodeState,
+) -> Result<(CdrReader<'a>, usize), CdrError> {
     r.align(4)?;
     let inner_base = base + r.position() + 4;
     let e = r.read_encapsulation()?;
+    st.budget
+        .get_or_insert_with(|| parse_budget(e.buffer().len()));
     Ok((e, inner_base))
 }
 
@@ -1297,21 +1592,27 @@ mod tests {
 
     /// Regression: omniORB 4.2 writes a union's default label as a zero of
     /// the discriminator's type (8 aligned bytes for `unsigned long long`),
-    /// not as the zero octet; both decode. The bytes are omniORB's own
+    /// not as the zero octet; both decode, the form is told, and written
+    /// in that form the TypeCode gives omniORB's bytes back (but for the
+    /// stale bytes in its alignment gaps). The bytes are omniORB's own
     /// (`create_union_tc` marshalled little-endian, stale bytes in its
     /// alignment gaps included) for
     /// `union U switch (D) { case 0: unsigned short a; default: unsigned short b; }`.
     #[test]
     fn omniorb_default_labels_of_the_discriminator_type_decode() {
-        for (disc, hex) in [
+        // The `unsigned long` label is 4-aligned, where both forms are the
+        // same bytes; the `unsigned long long` one is not 8-aligned.
+        for (disc, told, hex) in [
             (
                 TypeCode::ulong(),
+                None,
                 "100000004800000001d422840a00000049444c3a553a312e30000000020000005500398d\
                  0500000001000000020000000000000002000000610000000400000000000000020000006200\
                  000004000000",
             ),
             (
                 TypeCode::ulonglong(),
+                Some(DefaultLabelForm::DiscriminatorTyped),
                 "100000005400000001bb524a0a00000049444c3a553a312e3000398d020000005500398d\
                  1800000001000000020000000000000000000000020000006100000004000000020000000000\
                  000000000000020000006200000004000000",
@@ -1324,6 +1625,14 @@ mod tests {
             let mut r = CdrReader::new(&bytes, ByteOrder::Little, GiopVersion::V1_2);
             let tc = TypeCode::decode(&mut r).unwrap();
             assert!(r.is_empty());
+            assert_eq!(r.default_label_seen(), told);
+            let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2)
+                .with_default_label(DefaultLabelForm::DiscriminatorTyped);
+            tc.encode(&mut w).unwrap();
+            assert_eq!(w.len(), bytes.len());
+            let stale = w.as_bytes().iter().zip(&bytes).filter(|(a, b)| a != b);
+            assert!(stale.clone().all(|(ours, _)| *ours == 0));
+            assert!(stale.count() <= 8);
             let member = |label, name: &str| UnionMember {
                 label,
                 name: name.into(),

@@ -1,10 +1,12 @@
 //! The `any` values omniORB sent in the captured `echo_any` calls: they
 //! decode with the right TypeCodes and values and re-encode to the same
-//! bytes; TypeCodes and values round-trip in both byte orders.
+//! bytes (with either form of union default label: in the captures the
+//! label sits where both forms are the same bytes); TypeCodes and values
+//! round-trip in both byte orders.
 
 use armillary_giop::any::{Any, AnyValue, DynValue};
 use armillary_giop::giop::Message;
-use armillary_giop::typecode::{StructMember, TCKind, TypeCode, UnionMember};
+use armillary_giop::typecode::{DefaultLabelForm, StructMember, TCKind, TypeCode, UnionMember};
 use armillary_giop::{
     ByteOrder, CdrDecode, CdrEncode, CdrReader, CdrWriter, CodeSets, GiopVersion,
 };
@@ -30,6 +32,11 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
             let mut r = msg.body_reader(&bytes).with_codesets(CodeSets::NATIVE);
             let any = Any::decode(&mut r).unwrap_or_else(|e| panic!("{session} {entry}: {e}"));
             assert!(r.is_empty(), "{session}: trailing bytes");
+            // `Kinds::Value`'s default label (a `long` discriminator) sits
+            // 4-aligned, where a zero octet and its padding are the bytes of
+            // a zero `long`: the bytes do not tell the form, and both forms
+            // re-encode to them.
+            assert_eq!(r.default_label_seen(), None, "{session}");
             // Encode again at the same offset: the same layout. omniORB
             // leaves stale bytes in alignment gaps inside encapsulations,
             // so the bytes are compared outside those gaps: same length,
@@ -38,6 +45,12 @@ fn omniorb_anys_decode_and_re_encode_exactly() {
                 .with_codesets(CodeSets::NATIVE)
                 .with_align_base(msg.body_offset);
             any.encode(&mut w).unwrap();
+            let mut typed = w
+                .clone()
+                .with_default_label(DefaultLabelForm::DiscriminatorTyped);
+            typed.truncate(0);
+            any.encode(&mut typed).unwrap();
+            assert_eq!(typed.as_bytes(), w.as_bytes(), "{session}: both forms");
             let original = &bytes[msg.body_offset..];
             assert_eq!(w.len(), original.len(), "{session}: re-encoded length");
             let mut again = CdrReader::new(w.as_bytes(), msg.header.byte_order, msg.header.version)

@@ -17,6 +17,7 @@
 //! | `-ORBLane NAME:THREADS` | a lane, a pool of threads a [`RequestFilter`](crate::RequestFilter) may route requests to; repeatable |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
+//! | `-ORBUnionDefaultLabel discriminator\|zero-octet` | how this ORB's TypeCodes label a union's default member for a peer whose form it does not know: a zero of the discriminator's type (the default; omniORB and TAO read it) or the zero octet (JacORB and the JDK ORB read it); see [`UnionDefaultLabel`] |
 //! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is refused with the reactive, thread-per-connection and application models (see [`WaitStrategy`]) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
@@ -56,6 +57,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use armillary_giop::cdr::codeset::{self, CodeSetComponent, CodeSetComponentInfo};
+use armillary_giop::typecode::DefaultLabelForm;
 use armillary_giop::GiopVersion;
 
 /// How the server side runs requests.
@@ -352,6 +354,38 @@ pub enum TransportMux {
     Muxed,
 }
 
+/// How this ORB's TypeCodes label a union's default member when it does
+/// not know which form the receiver reads (`-ORBUnionDefaultLabel`).
+///
+/// ORBs disagree: omniORB and TAO read a value of the discriminator's
+/// type there, JacORB and the JDK ORB the zero octet, and neither reads
+/// the other's form wherever the two put the member's name at different
+/// places (see `armillary_giop::typecode` for the sources). So a request
+/// takes the form its target's ORB reads, known from the `TAG_ORB_TYPE`
+/// component of the reference, and a reply the form the client's own
+/// TypeCodes showed on the connection; this setting is for the rest:
+/// references without an ORB type (a `corbaloc:` URL, say) or from
+/// Armillary (which reads both), and replies to clients whose TypeCodes
+/// have not shown their form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnionDefaultLabel {
+    /// A zero of the discriminator's type (`discriminator`; the default).
+    #[default]
+    Discriminator,
+    /// The zero octet (`zero-octet`).
+    ZeroOctet,
+}
+
+impl From<UnionDefaultLabel> for DefaultLabelForm {
+    fn from(label: UnionDefaultLabel) -> DefaultLabelForm {
+        match label {
+            UnionDefaultLabel::Discriminator => DefaultLabelForm::DiscriminatorTyped,
+            UnionDefaultLabel::ZeroOctet => DefaultLabelForm::ZeroOctet,
+        }
+    }
+}
+
 /// One listening endpoint: a host name or address and a port.
 ///
 /// ```
@@ -618,6 +652,9 @@ pub struct OrbConfig {
     pub(crate) wait_strategy: WaitStrategy,
     /// Whether requests share connections.
     pub(crate) transport_mux: TransportMux,
+    /// How TypeCodes label a union's default member for a peer whose
+    /// form is not known.
+    pub(crate) union_default_label: UnionDefaultLabel,
     /// The threading framework's filter (see [`crate::RequestFilter`]).
     pub(crate) request_filter: crate::request_filter::FilterSlot,
     /// The lanes a request filter may route requests to.
@@ -651,6 +688,7 @@ impl Default for OrbConfig {
             client_max_outstanding: 1024,
             wait_strategy: WaitStrategy::LeaderFollowers,
             transport_mux: TransportMux::Muxed,
+            union_default_label: UnionDefaultLabel::Discriminator,
             request_filter: crate::request_filter::FilterSlot::default(),
             lanes: Vec::new(),
         }
@@ -861,6 +899,14 @@ impl OrbConfig {
         self
     }
 
+    /// Sets how TypeCodes label a union's default member for a peer whose
+    /// form this ORB does not know (default
+    /// [`UnionDefaultLabel::Discriminator`]; `-ORBUnionDefaultLabel`).
+    pub fn union_default_label(mut self, label: UnionDefaultLabel) -> Self {
+        self.union_default_label = label;
+        self
+    }
+
     /// Sets the most requests this ORB may have awaiting their reply on one
     /// client connection (default 1,024, at least 1;
     /// `-ORBClientMaxOutstanding`). A request beyond the limit waits, before
@@ -1014,6 +1060,12 @@ impl OrbConfig {
     /// Whether requests to one server share a connection.
     pub fn get_transport_mux(&self) -> TransportMux {
         self.transport_mux
+    }
+
+    /// How TypeCodes label a union's default member for a peer whose form
+    /// is not known (see [`UnionDefaultLabel`]).
+    pub fn get_union_default_label(&self) -> UnionDefaultLabel {
+        self.union_default_label
     }
 
     /// How a thread waits for a reply (see [`WaitStrategy`]).
@@ -1385,6 +1437,14 @@ impl OrbConfig {
                         "exclusive" => TransportMux::Exclusive,
                         "muxed" => TransportMux::Muxed,
                         _ => return Err(bad(&option, &v, "expected exclusive or muxed")),
+                    };
+                }
+                "-ORBUnionDefaultLabel" => {
+                    let v = value()?;
+                    self.union_default_label = match v.as_str() {
+                        "discriminator" => UnionDefaultLabel::Discriminator,
+                        "zero-octet" => UnionDefaultLabel::ZeroOctet,
+                        _ => return Err(bad(&option, &v, "expected discriminator or zero-octet")),
                     };
                 }
                 "-ORBWaitStrategy" => {
@@ -1884,6 +1944,24 @@ mod tests {
                     .transport_mux(TransportMux::Muxed),
             ),
             (
+                vec!["-ORBUnionDefaultLabel", "zero-octet"],
+                OrbConfig::new().union_default_label(UnionDefaultLabel::ZeroOctet),
+            ),
+            (
+                // `discriminator` is the default: shown after the other.
+                vec![
+                    "-ORBUnionDefaultLabel",
+                    "zero-octet",
+                    "-ORBHoldLimit",
+                    "7",
+                    "-ORBUnionDefaultLabel",
+                    "discriminator",
+                ],
+                OrbConfig::new()
+                    .hold_limit(7)
+                    .union_default_label(UnionDefaultLabel::Discriminator),
+            ),
+            (
                 vec!["-ORBWaitStrategy", "read"],
                 OrbConfig::new().wait_strategy(WaitStrategy::Read),
             ),
@@ -1973,8 +2051,10 @@ mod tests {
             .max_forwards(9)
             .tls(crate::tls::TlsConfig::new().require(true))
             .call_timeout(Duration::from_secs(10))
-            .client_max_outstanding(11);
+            .client_max_outstanding(11)
+            .union_default_label(UnionDefaultLabel::ZeroOctet);
         assert_eq!(c.get_client_max_outstanding(), 11);
+        assert_eq!(c.get_union_default_label(), UnionDefaultLabel::ZeroOctet);
         assert_eq!(c.get_endpoints(), [ListenEndpoint::new("127.0.0.1", 7)]);
         assert_eq!(c.get_publish_host(), Some("h"));
         assert_eq!(c.get_initial_reference("A"), Some("corbaloc::h:1/A"));

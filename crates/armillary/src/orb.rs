@@ -1113,6 +1113,12 @@ impl OrbCore {
             let mut builder = MessageBuilder::new(version, ByteOrder::NATIVE, &header)
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             builder.body().set_codesets(codesets);
+            // Union default labels in the form the target's ORB reads.
+            builder.body().set_default_label(
+                usable
+                    .default_label
+                    .unwrap_or(self.config.union_default_label.into()),
+            );
             (request.args)(builder.body())
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             let bytes = builder.finish(false);

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use armillary_giop::cdr::{CdrError, CdrReader, CdrWriter};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
+use armillary_giop::typecode::DefaultLabelForm;
 
 use crate::exception::UserException;
 use crate::poa::ObjectId;
@@ -314,6 +315,13 @@ impl<'a> ServerRequest<'a> {
 
     /// Starts (or restarts) a normal reply and returns the writer for the
     /// return value and the out and inout parameters.
+    ///
+    /// The reply's TypeCodes label a union's default member the way the
+    /// client's did in the arguments read so far, if they showed it (see
+    /// [`CdrReader::default_label_seen`]); else as the connection's
+    /// earlier requests showed, else as configured
+    /// ([`UnionDefaultLabel`](crate::config::UnionDefaultLabel)). So do
+    /// [`raise`](Self::raise)'s.
     pub fn results(&mut self) -> &mut CdrWriter {
         self.reset(ReplyKind::Normal);
         &mut self.reply
@@ -358,6 +366,15 @@ impl<'a> ServerRequest<'a> {
     fn reset(&mut self, kind: ReplyKind) {
         self.reply.truncate(self.body_start);
         self.kind = kind;
+        if let Some(form) = self.args.default_label_seen() {
+            self.reply.set_default_label(form);
+        }
+    }
+
+    /// How the client labels a union's default member, as far as the
+    /// TypeCodes in the arguments read showed it.
+    pub(crate) fn default_label_seen(&self) -> Option<DefaultLabelForm> {
+        self.args.default_label_seen()
     }
 
     /// How the reply ends, the writer holding it, and where its body starts.

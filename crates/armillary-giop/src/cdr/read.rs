@@ -5,6 +5,7 @@ use super::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 use super::fragments::BlockLayout;
 use super::write::{char_set_name, wchar_set_name};
 use super::{CdrDecode, CdrError, Fixed, LongDouble, MAX_DEPTH};
+use crate::typecode::DefaultLabelForm;
 use crate::version::{ByteOrder, GiopVersion};
 
 /// Decodes values from a byte slice. Never panics on any input: every read
@@ -25,6 +26,9 @@ pub struct CdrReader<'a> {
     pub(super) fragment_starts: &'a [usize],
     /// How a block of primitive values cut by one of those starts is read.
     pub(super) layout: BlockLayout,
+    /// The form of the first union default label the TypeCodes read here
+    /// showed unambiguously.
+    default_label_seen: Option<DefaultLabelForm>,
 }
 
 impl<'a> CdrReader<'a> {
@@ -40,6 +44,7 @@ impl<'a> CdrReader<'a> {
             depth: 0,
             fragment_starts: &[],
             layout: BlockLayout::Undecided,
+            default_label_seen: None,
         }
     }
 
@@ -86,6 +91,21 @@ impl<'a> CdrReader<'a> {
     /// The transmission code sets in use.
     pub fn codesets(&self) -> CodeSets {
         self.codesets
+    }
+
+    /// How the sender labels a union's default member in its TypeCodes, as
+    /// far as the TypeCodes read so far showed it: the form of the first
+    /// default label that could be read only one way (`None` while every
+    /// one read either way, or there was none). A server answers in it
+    /// (see [`DefaultLabelForm`]).
+    pub fn default_label_seen(&self) -> Option<DefaultLabelForm> {
+        self.default_label_seen
+    }
+
+    /// Records the form a TypeCode's default label showed, unless an
+    /// earlier one did.
+    pub(crate) fn note_default_label(&mut self, form: DefaultLabelForm) {
+        self.default_label_seen.get_or_insert(form);
     }
 
     /// The stream offset of the next byte.

@@ -2,6 +2,7 @@
 
 use super::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 use super::{CdrEncode, CdrError, Fixed, LongDouble};
+use crate::typecode::DefaultLabelForm;
 use crate::version::{ByteOrder, GiopVersion};
 
 /// Encodes values into a buffer in one byte order, for one GIOP version and
@@ -28,6 +29,8 @@ pub struct CdrWriter {
     order: ByteOrder,
     version: GiopVersion,
     codesets: CodeSets,
+    /// How the TypeCodes written here label a union's default member.
+    default_label: DefaultLabelForm,
 }
 
 impl CdrWriter {
@@ -39,6 +42,7 @@ impl CdrWriter {
             order,
             version,
             codesets: CodeSets::DEFAULT,
+            default_label: DefaultLabelForm::ZeroOctet,
         }
     }
 
@@ -67,6 +71,25 @@ impl CdrWriter {
     /// Changes the transmission code sets mid-stream.
     pub fn set_codesets(&mut self, codesets: CodeSets) {
         self.codesets = codesets;
+    }
+
+    /// Sets how the TypeCodes written label a union's default member (the
+    /// zero octet unless set; see [`DefaultLabelForm`] for which ORB reads
+    /// which).
+    pub fn with_default_label(mut self, form: DefaultLabelForm) -> Self {
+        self.default_label = form;
+        self
+    }
+
+    /// Changes how the TypeCodes written from now on label a union's
+    /// default member (for the receiver of one message).
+    pub fn set_default_label(&mut self, form: DefaultLabelForm) {
+        self.default_label = form;
+    }
+
+    /// How the TypeCodes written label a union's default member.
+    pub fn default_label(&self) -> DefaultLabelForm {
+        self.default_label
     }
 
     /// The byte order being written.
@@ -399,13 +422,16 @@ impl CdrWriter {
     }
 
     /// Writes an encapsulation: a `sequence<octet>` whose content is written
-    /// by `body` into a fresh stream in this writer's byte order, starting
-    /// with the byte-order octet, with alignment restarting at that octet.
+    /// by `body` into a fresh stream in this writer's byte order (and code
+    /// sets and default-label form), starting with the byte-order octet,
+    /// with alignment restarting at that octet.
     pub fn write_encapsulation(
         &mut self,
         body: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
     ) -> Result<(), CdrError> {
-        let mut inner = CdrWriter::new(self.order, self.version).with_codesets(self.codesets);
+        let mut inner = CdrWriter::new(self.order, self.version)
+            .with_codesets(self.codesets)
+            .with_default_label(self.default_label);
         inner.write_octet(self.order.flag());
         body(&mut inner)?;
         self.write_octet_seq(&inner.buf)

@@ -256,15 +256,18 @@ impl<E: UserExceptionSet> ExceptionHolder<E> {
 impl<E: UserExceptionSet> ExceptionHolder<E> {
     /// The exception's octets marshaled afresh for a receiver that reads
     /// them from alignment 0, with no fragment headers, in the GIOP
-    /// version and code sets of `w` (the message the holder travels in):
-    /// the octets as they came may have been aligned from another offset
-    /// (a GIOP 1.0/1.1 reply body that did not start 8-aligned), cut by
-    /// fragment headers (fragmented GIOP 1.1) or written in the code sets
-    /// of another connection. A user exception that the operation does not
-    /// declare, or that does not decode, travels as it came (the receiver
-    /// decodes it to UNKNOWN or MARSHAL, as this process would).
+    /// version, code sets and union default-label form of `w` (the
+    /// message the holder travels in): the octets as they came may have
+    /// been aligned from another offset (a GIOP 1.0/1.1 reply body that
+    /// did not start 8-aligned), cut by fragment headers (fragmented GIOP
+    /// 1.1) or written for another connection. A user exception that the
+    /// operation does not declare, or that does not decode, travels as it
+    /// came (the receiver decodes it to UNKNOWN or MARSHAL, as this
+    /// process would).
     fn marshaled_for(&self, w: &CdrWriter) -> Vec<u8> {
-        let mut out = CdrWriter::new(self.byte_order, w.version()).with_codesets(w.codesets());
+        let mut out = CdrWriter::new(self.byte_order, w.version())
+            .with_codesets(w.codesets())
+            .with_default_label(w.default_label());
         let mut r = self.reader();
         let encoded = if self.is_system_exception {
             SystemException::decode_body(&mut r)

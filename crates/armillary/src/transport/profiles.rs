@@ -1,14 +1,18 @@
 //! IIOP profiles as a client uses them, decoded once: the profile body
-//! (address, object key, components) and the routes to call it by,
-//! kept by the profile's bytes. A reference called again and again is
-//! not decoded again on every call (its components were, code sets and
-//! TLS addresses included, which showed in the client's profile).
+//! (address, object key, components), the routes to call it by and the
+//! form of union default labels its ORB reads, kept by the profile's
+//! bytes. A reference called again and again is not decoded again on
+//! every call (its components were, code sets and TLS addresses
+//! included, which showed in the client's profile).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use armillary_giop::ior::{ProfileBody, TaggedProfile, TAG_INTERNET_IOP};
+use armillary_giop::ior::{
+    KnownComponent, ProfileBody, TaggedProfile, TAG_INTERNET_IOP, TAG_ORB_TYPE,
+};
 use armillary_giop::system_exception::SystemException;
+use armillary_giop::typecode::DefaultLabelForm;
 use parking_lot::Mutex;
 
 use super::tls::{routes, Route};
@@ -24,6 +28,10 @@ pub(crate) struct UsableProfile {
     pub(crate) body: ProfileBody,
     /// The addresses to call, in order, or why none can be.
     pub(crate) routes: Result<Vec<Route>, SystemException>,
+    /// How the ORB that made the profile reads a union's default label,
+    /// by its `TAG_ORB_TYPE` ([`DefaultLabelForm::read_by`]); `None`:
+    /// no ORB type, or one that reads both forms or is not known.
+    pub(crate) default_label: Option<DefaultLabelForm>,
 }
 
 /// The profiles used last, each decoded once (see the module docs).
@@ -75,9 +83,14 @@ impl ProfileCache {
             }
         }
         let body = ProfileBody::decode(data).ok()?;
+        let default_label = match body.component(TAG_ORB_TYPE) {
+            Some(KnownComponent::OrbType(id)) => DefaultLabelForm::read_by(id),
+            _ => None,
+        };
         let usable = Arc::new(UsableProfile {
             data: data.to_vec(),
             routes: routes(&body, self.client_tls, self.require_tls),
+            default_label,
             body,
         });
         let mut recent = self.recent.lock();
@@ -97,6 +110,39 @@ mod tests {
         TaggedProfile {
             tag: TAG_INTERNET_IOP,
             data: body.encode().unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_orb_type_tells_the_default_label_form() {
+        use armillary_giop::ior::{TaggedComponent, ORB_TYPE_ARMILLARY, ORB_TYPE_JACORB};
+        use armillary_giop::ior::{ORB_TYPE_OMNIORB, ORB_TYPE_TAO};
+        let cache = ProfileCache::new(false, false);
+        let with_orb_type = |orb_type: Option<u32>| {
+            let mut body = ProfileBody::new(GiopVersion::V1_2, "127.0.0.1", 1, vec![1]);
+            body.components
+                .extend(orb_type.map(TaggedComponent::orb_type));
+            TaggedProfile {
+                tag: TAG_INTERNET_IOP,
+                data: body.encode().unwrap(),
+            }
+        };
+        for (orb_type, form) in [
+            (
+                Some(ORB_TYPE_OMNIORB),
+                Some(DefaultLabelForm::DiscriminatorTyped),
+            ),
+            (
+                Some(ORB_TYPE_TAO),
+                Some(DefaultLabelForm::DiscriminatorTyped),
+            ),
+            (Some(ORB_TYPE_JACORB), Some(DefaultLabelForm::ZeroOctet)),
+            (Some(ORB_TYPE_ARMILLARY), None),
+            (Some(0x1234_5678), None),
+            (None, None),
+        ] {
+            let (_, usable) = cache.first_iiop(&[with_orb_type(orb_type)]).unwrap();
+            assert_eq!(usable.default_label, form, "{orb_type:x?}");
         }
     }
 

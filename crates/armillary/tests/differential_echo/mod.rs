@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use armillary::config::OrbConfig;
 use armillary::giop::any::Any;
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
+use armillary::giop::typecode::DefaultLabelForm;
 use armillary::runtime::ReplyBody;
 use armillary::{ObjectRef, Orb, Servant, ServerRequest, WaitForCompletion};
 use armillary_giop::cdr::{
@@ -520,8 +521,9 @@ pub const ENCAPSULATION_CODESETS: CodeSets = CodeSets {
     write_bom: true,
 };
 
-/// Armillary's CDR encapsulation of an any: the byte-order octet, the
-/// TypeCode, the value (wchar as in GIOP 1.2). Wide characters carry a
+/// Armillary's CDR encapsulation of an any, as omniORB reads it: the
+/// byte-order octet, the TypeCode (a union's default label as a value of
+/// the discriminator's type), the value (wchar as in GIOP 1.2). Wide characters carry a
 /// byte order mark in little-endian streams and none in big-endian ones
 /// (where UTF-16 without a mark already means big-endian), as omniORB
 /// writes them; both forms are legal.
@@ -530,7 +532,9 @@ pub fn encapsulate(any: &Any, order: ByteOrder) -> Vec<u8> {
         write_bom: order == ByteOrder::Little,
         ..ENCAPSULATION_CODESETS
     };
-    let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_codesets(codesets);
+    let mut w = CdrWriter::new(order, GiopVersion::V1_2)
+        .with_codesets(codesets)
+        .with_default_label(DefaultLabelForm::DiscriminatorTyped);
     w.write_octet(u8::from(order == ByteOrder::Little));
     any.encode(&mut w)
         .unwrap_or_else(|e| panic!("encoding {any:?}: {e}"));

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,7 @@ use armillary_giop::giop::{
     TargetAddress,
 };
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use armillary_giop::typecode::DefaultLabelForm;
 use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
 use mio::net::TcpStream;
 use mio::{Interest, Token};
@@ -206,6 +207,9 @@ pub(crate) struct ServerConnection {
     held_replies: Mutex<HeldReplies>,
     /// Code sets the client announced (CodeSets service context).
     codesets: Mutex<CodeSets>,
+    /// How the client labels a union's default member, once one of its
+    /// requests' TypeCodes showed it: replies use it from then on.
+    default_label_seen: OnceLock<DefaultLabelForm>,
     closed: AtomicBool,
     /// Requests parked by a holding POA manager and not answered yet: the
     /// connection is not idle while there are any.
@@ -386,6 +390,7 @@ impl ServerConnection {
             outgoing: Mutex::new(VecDeque::new()),
             held_replies: Mutex::default(),
             codesets: Mutex::new(CodeSets::DEFAULT),
+            default_label_seen: OnceLock::new(),
             closed: AtomicBool::new(false),
             held: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
@@ -1204,9 +1209,19 @@ impl ServerConnection {
             MessageBuilder::reply(version, order, h.request_id, ReplyStatus::NoException)
                 .body_offset();
         let args = frame.reader(msg).with_codesets(codesets);
+        // Union default labels in the form the client's TypeCodes showed
+        // (this request's, see `ServerRequest::results`, or an earlier
+        // one's), else the configured one: GIOP does not say which ORB the
+        // client is.
+        let default_label = self
+            .default_label_seen
+            .get()
+            .copied()
+            .unwrap_or(self.shared().default_label);
         let writer = CdrWriter::new(order, version)
             .with_codesets(codesets)
-            .with_align_base(body_offset);
+            .with_align_base(body_offset)
+            .with_default_label(default_label);
         // The servant sees the object id within its POA, not the whole key.
         let object_id = upcall.object_id().clone();
         let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer);
@@ -1214,6 +1229,10 @@ impl ServerConnection {
             let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
         };
+        if let Some(form) = request.default_label_seen() {
+            // The first form shown stays: a client's ORB does not change.
+            let _ = self.default_label_seen.set(form);
+        }
         match outcome {
             Ok(()) => {
                 let (kind, w, _) = request.into_reply();

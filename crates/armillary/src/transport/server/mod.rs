@@ -47,6 +47,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use armillary_giop::giop::FrameLimits;
+use armillary_giop::typecode::DefaultLabelForm;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Token};
 use parking_lot::Mutex;
@@ -143,6 +144,9 @@ struct Shared {
     lanes: crate::request_filter::Lanes,
     /// Numbers the connections (the streams of `locality:N`).
     next_connection: AtomicU64,
+    /// How replies label a union's default member for a client whose
+    /// TypeCodes have not shown its form (`-ORBUnionDefaultLabel`).
+    default_label: DefaultLabelForm,
 }
 
 impl Shared {
@@ -249,6 +253,7 @@ impl Server {
             accept_failures: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             filter: config.request_filter.0.clone(),
+            default_label: config.union_default_label.into(),
             lanes: crate::request_filter::Lanes::start(&config.lanes).map_err(|source| {
                 OrbError::Listen {
                     endpoint: "lane".into(),
