@@ -890,7 +890,7 @@ impl Orb {
                     return Ok(request);
                 }
             }
-            let _waiting = crate::transport::server::waiting_for_reply();
+            let _waiting = crate::thread_role::waiting_for_reply();
             held.activity.wait_beyond(seen);
         }
     }

@@ -180,6 +180,7 @@ mod request_filter;
 pub mod runtime;
 mod servant;
 mod slots;
+mod thread_role;
 mod timeout;
 pub mod tls;
 mod transport;

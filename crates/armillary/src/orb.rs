@@ -165,7 +165,7 @@ pub(crate) struct OrbCore {
     /// The IIOP profiles of the references called, decoded once.
     profiles: crate::transport::profiles::ProfileCache,
     /// How a caller waits for its reply (from the configuration).
-    wait: Box<dyn crate::transport::wait::WaitStrategy>,
+    wait: Box<dyn crate::transport::wait::Waiter>,
     server: Mutex<Option<Arc<Server>>>,
     /// Plain object keys bound by the application (`corbaloc` targets).
     pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
@@ -823,8 +823,7 @@ impl OrbCore {
         // Nor one this thread runs: it may block on the reply (a servant
         // awaiting a future inside its upcall), and then nobody would read.
         let server = self.running_server().filter(|server| {
-            !server.driven_by_application()
-                && !crate::transport::wait::handles_events_of(server.reactor())
+            !server.driven_by_application() && !crate::reactor::handles_events_of(server.reactor())
         });
         let by_reactor = self
             .wait
@@ -965,8 +964,8 @@ impl OrbCore {
         slot: &SyncSlot,
         deadline: Option<Instant>,
     ) -> Awaited {
-        let _waiting = crate::transport::server::waiting_for_reply();
-        let serving = crate::transport::wait::serving(self);
+        let _waiting = crate::thread_role::waiting_for_reply();
+        let serving = crate::transport::wait::serving(self.driven_reactor());
         conn.wait_reply_by(id, slot, deadline, &*self.wait, &serving)
     }
 
@@ -978,9 +977,18 @@ impl OrbCore {
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&mut crate::transport::client::ReadState) -> bool,
     ) -> bool {
-        let _waiting = crate::transport::server::waiting_for_reply();
-        let serving = crate::transport::wait::serving(self);
+        let _waiting = crate::thread_role::waiting_for_reply();
+        let serving = crate::transport::wait::serving(self.driven_reactor());
         self.wait.wait(&serving, conn, deadline, done)
+    }
+
+    /// The reactor of this ORB's server when the application's threads
+    /// drive it: any thread waiting for a reply serves it then.
+    fn driven_reactor(&self) -> Option<Arc<crate::reactor::Reactor>> {
+        if !self.driven_by_application() {
+            return None;
+        }
+        self.running_server().map(|server| server.reactor().clone())
     }
 
     /// The server, if it has started (without starting it).

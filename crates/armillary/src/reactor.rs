@@ -29,10 +29,11 @@
 //!
 //! **Invariant:** the poll lock is never held while a handler runs.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -54,6 +55,44 @@ pub(crate) trait EventHandler: Send + Sync + 'static {
 }
 
 const WAKER: Token = Token(usize::MAX);
+
+thread_local! {
+    /// The reactors whose events this thread is handling, innermost last.
+    static HANDLING: RefCell<Vec<Weak<Reactor>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks the calling thread as handling an event of `reactor` (an upcall
+/// may come of it) until the returned guard drops: a wait for a reply
+/// inside serves that reactor (`transport::wait`).
+pub(crate) fn handling(reactor: &Arc<Reactor>) -> HandlingGuard {
+    HANDLING.with(|r| r.borrow_mut().push(Arc::downgrade(reactor)));
+    HandlingGuard(())
+}
+
+/// Unmarks the calling thread when dropped (see [`handling`]).
+#[derive(Debug)]
+pub(crate) struct HandlingGuard(());
+
+impl Drop for HandlingGuard {
+    fn drop(&mut self) {
+        HANDLING.with(|r| r.borrow_mut().pop());
+    }
+}
+
+/// The reactor whose event the calling thread handles, innermost first.
+pub(crate) fn innermost_handled() -> Option<Arc<Reactor>> {
+    HANDLING.with(|r| r.borrow().last().and_then(Weak::upgrade))
+}
+
+/// Whether the calling thread is handling an event of `reactor` (an
+/// upcall it runs, or an application thread's `Orb::run`), at any depth.
+pub(crate) fn handles_events_of(reactor: &Arc<Reactor>) -> bool {
+    HANDLING.with(|r| {
+        r.borrow()
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(reactor)))
+    })
+}
 
 /// A posted piece of work, run by an event loop thread.
 pub(crate) type Task = Box<dyn FnOnce() + Send>;
@@ -368,7 +407,7 @@ impl Reactor {
             Some(handler) => {
                 // A reply awaited inside the handler's upcall is awaited
                 // serving this reactor (see `transport::wait`).
-                let _handling = crate::transport::wait::handling(self);
+                let _handling = handling(self);
                 handler.ready(self, ready.readiness);
                 true
             }
@@ -384,7 +423,7 @@ impl Reactor {
         let task = self.tasks.lock().pop_front();
         match task {
             Some(task) => {
-                let _handling = crate::transport::wait::handling(self);
+                let _handling = handling(self);
                 task();
                 true
             }

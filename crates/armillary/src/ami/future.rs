@@ -88,7 +88,7 @@ impl<R, E: From<SystemException>> Future for ReplyFuture<R, E> {
                 this.decode = Some(decode);
                 // A servant awaiting this inside an upcall: the replies
                 // its thread holds go out before it may block.
-                crate::transport::server::write_held_replies();
+                crate::thread_role::write_held_replies();
                 return Poll::Pending;
             }
         }

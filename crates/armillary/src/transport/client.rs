@@ -71,7 +71,7 @@ pub(crate) use super::reply::Awaited;
 use super::reply::{DispatcherTable, Handoff, ReplyDispatcher};
 use super::socket_wait::{SocketWait, SocketWaker};
 use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
-use super::wait::{Serving, WaitStrategy};
+use super::wait::{Serving, Waiter};
 use crate::net;
 use crate::reactor::{EventHandler, Reactor};
 
@@ -440,7 +440,7 @@ impl ClientConnection {
     ) -> bool {
         let mut dispatcher = Some(dispatcher);
         // It may wait for replies to free a slot.
-        let _waiting = super::server::waiting_for_reply();
+        let _waiting = crate::thread_role::waiting_for_reply();
         let ended = self.wait_until(deadline, |state| {
             if state.closed.is_some() {
                 return true;
@@ -768,7 +768,7 @@ impl ClientConnection {
         id: u32,
         slot: &SyncSlot,
         deadline: Option<Instant>,
-        strategy: &dyn WaitStrategy,
+        strategy: &dyn Waiter,
         serving: &Serving,
     ) -> Awaited {
         if !strategy.wait(serving, self, deadline, &mut |_| slot.is_ready()) {

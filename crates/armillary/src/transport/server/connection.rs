@@ -10,13 +10,12 @@
 //! holds the replies it writes while it runs the requests of one read,
 //! and writes them in one go when it is done, when it has held the first
 //! for [`HOLD_LIMIT`], when they reach [`MAX_HELD_BYTES`], or before it
-//! waits for a reply of its own ([`waiting_for_reply`]; nothing is held
+//! waits for a reply of its own (`thread_role::waiting_for_reply`; nothing is held
 //! while it waits, so the replies to requests it serves meanwhile, nested
 //! calls among them, go out at once). A pipelining client then gets many
 //! replies per segment, and the server makes one write per read instead
 //! of one per request.
 
-use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -40,13 +39,14 @@ use mio::{Interest, Token};
 use parking_lot::Mutex;
 
 use super::adapter::{Located, ObjectAdapter};
-use super::concurrency::{Dispatch, ServerConcurrency};
+use super::concurrency::{ResolvedRequest, ServerConcurrency};
 use super::owed_reply::{OwedReply, ReplySink};
 use super::Shared;
 use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
 use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
+use crate::thread_role;
 
 /// The longest the reading thread holds a reply while it runs the other
 /// requests read with it.
@@ -68,53 +68,17 @@ struct HeldReplies {
     since: Option<Instant>,
 }
 
-thread_local! {
-    /// The connections whose replies this thread holds, with their reactor.
-    static HOLDING: RefCell<Vec<(Weak<ServerConnection>, Arc<Reactor>)>> =
-        const { RefCell::new(Vec::new()) };
-    /// How many waits for a reply this thread is in (nested): while it is
-    /// in any, it holds no reply.
-    static WAITING: Cell<u32> = const { Cell::new(0) };
+/// The replies a thread holds on one connection, written when the thread
+/// is about to block (`thread_role::write_held_replies`).
+struct HeldOn {
+    conn: Weak<ServerConnection>,
+    reactor: Arc<Reactor>,
 }
 
-/// A thread's wait for a reply of its own (see [`waiting_for_reply`]).
-#[derive(Debug)]
-pub(crate) struct WaitingForReply(());
-
-/// Called before a thread waits for a reply of its own (a servant's call
-/// to another object): writes the replies it holds, and has it hold none
-/// until the returned guard drops, so that no reply waits on that call,
-/// nor the replies of what the thread serves while it waits.
-pub(crate) fn waiting_for_reply() -> WaitingForReply {
-    write_held_replies();
-    let _ = WAITING.try_with(|w| w.set(w.get() + 1));
-    WaitingForReply(())
-}
-
-impl Drop for WaitingForReply {
-    fn drop(&mut self) {
-        let _ = WAITING.try_with(|w| w.set(w.get().saturating_sub(1)));
-    }
-}
-
-/// Whether the calling thread is waiting for a reply of its own.
-fn is_waiting() -> bool {
-    WAITING.try_with(|w| w.get() > 0).unwrap_or(false)
-}
-
-/// Writes the replies the calling thread holds, on every connection: for
-/// a thread that may block now (see [`waiting_for_reply`]).
-pub(crate) fn write_held_replies() {
-    let holding = HOLDING
-        .try_with(|h| {
-            let h = h.borrow();
-            (!h.is_empty()).then(|| h.clone())
-        })
-        .ok()
-        .flatten();
-    for (conn, reactor) in holding.into_iter().flatten() {
-        if let Some(conn) = conn.upgrade() {
-            conn.write_held(&reactor);
+impl thread_role::HeldReplies for HeldOn {
+    fn write_held(&self) {
+        if let Some(conn) = self.conn.upgrade() {
+            conn.write_held(&self.reactor);
         }
     }
 }
@@ -538,7 +502,7 @@ impl ServerConnection {
     /// Starts holding the replies this thread writes (true), unless some
     /// thread holds them already (false).
     fn hold_replies(&self, reactor: &Arc<Reactor>) -> bool {
-        if is_waiting() {
+        if thread_role::is_waiting_for_reply() {
             return false;
         }
         {
@@ -548,20 +512,24 @@ impl ServerConnection {
             }
             held.thread = Some(std::thread::current().id());
         }
-        HOLDING.with(|h| h.borrow_mut().push((self.me.clone(), reactor.clone())));
+        let held = HeldOn {
+            conn: self.me.clone(),
+            reactor: reactor.clone(),
+        };
+        thread_role::hold_replies(self.holding_key(), std::rc::Rc::new(held));
         true
     }
 
     /// Stops holding replies and writes those held.
     fn release_replies(&self, reactor: &Arc<Reactor>) {
-        HOLDING.with(|h| {
-            let mut h = h.borrow_mut();
-            if let Some(i) = h.iter().rposition(|(c, _)| Weak::ptr_eq(c, &self.me)) {
-                h.remove(i);
-            }
-        });
+        thread_role::stop_holding(self.holding_key());
         self.held_replies.lock().thread = None;
         self.write_held(reactor);
+    }
+
+    /// This connection's key among the replies a thread holds.
+    fn holding_key(&self) -> usize {
+        self.me.as_ptr() as usize
     }
 
     /// Writes the replies held (holding goes on).
@@ -1175,11 +1143,11 @@ impl ServerConnection {
             conn.run_upcall(&*adapter, &frame, &msg, upcall, reply);
             drop(in_progress);
         };
-        let dispatch = Dispatch::new(upcall, reply, operation, self.id, Box::new(run));
+        let request = ResolvedRequest::new(upcall, reply, operation, self.id, Box::new(run));
         if route == Route::Default {
-            self.concurrency.dispatch(dispatch);
+            self.concurrency.schedule(request);
         } else {
-            dispatch.run();
+            request.run();
         }
     }
 
@@ -1368,7 +1336,7 @@ impl ServerConnection {
             let mut held = self.held_replies.lock();
             if held.thread.is_some()
                 && held.thread == Some(std::thread::current().id())
-                && !is_waiting()
+                && !thread_role::is_waiting_for_reply()
             {
                 held.since.get_or_insert_with(Instant::now);
                 held.bytes.extend_from_slice(bytes);

@@ -55,7 +55,6 @@ use parking_lot::Mutex;
 pub(crate) use adapter::{Located, ObjectAdapter};
 pub(crate) use concurrency::driven_by_application;
 use concurrency::ServerConcurrency;
-pub(crate) use connection::{waiting_for_reply, write_held_replies};
 use connection::{ConnStream, ServerConnection};
 
 use crate::completion::WaitForCompletion;
@@ -636,7 +635,7 @@ impl Acceptor {
                     // wait serves this connection meanwhile.
                     let _serving = {
                         let (conn, reactor) = (conn2.clone(), reactor2.clone());
-                        crate::transport::wait::serving_connection(move || {
+                        crate::thread_role::serve_while_waiting(move || {
                             conn.serve_available(&reactor)
                         })
                     };

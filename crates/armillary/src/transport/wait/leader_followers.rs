@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 
 use super::{
     read_in_reactor, run_reactor_until, slice_end, wait_reading, wait_serving_own_connection,
-    Serve, Serving, WaitStrategy,
+    Serve, Serving, Waiter,
 };
 use crate::reactor::Reactor;
 use crate::transport::client::{ClientConnection, ReadState};
@@ -55,7 +55,7 @@ impl LeaderFollowers {
     }
 }
 
-impl WaitStrategy for LeaderFollowers {
+impl Waiter for LeaderFollowers {
     fn wait(
         &self,
         serving: &Serving,
@@ -65,7 +65,7 @@ impl WaitStrategy for LeaderFollowers {
     ) -> bool {
         let reactor = match serving.what() {
             Serve::Nothing => return wait_reading(serving, conn, deadline, done),
-            Serve::OwnConnection(serve) => {
+            Serve::Hook(serve) => {
                 return wait_serving_own_connection(serving, &**serve, conn, deadline, done)
             }
             Serve::Reactor(reactor) => reactor,

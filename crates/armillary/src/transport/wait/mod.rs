@@ -14,7 +14,10 @@
 //!   reactor: it runs it, so requests of the ORB's server and replies of
 //!   client connections (which are then registered with the reactor) are
 //!   handled meanwhile;
-//! - a thread-per-connection thread serves the connection it reads;
+//! - a thread whose concurrency model queued work for it alone (the
+//!   connection a thread-per-connection thread reads, the queue of a
+//!   worker-pool, thread-per-object or locality worker) runs that work
+//!   through its serving hook (`thread_role::serve_while_waiting`);
 //! - with [`ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads)
 //!   any thread serves the ORB's reactor (nobody else may be running it);
 //! - any other thread serves nothing: the server's own threads do.
@@ -36,14 +39,12 @@ mod leader_followers;
 mod reactor;
 mod read;
 
-use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::{ClientConnection, ReadState};
 use crate::config::OrbConfig;
-use crate::orb::OrbCore;
 use crate::poa::single_thread::{owner_waits, OwnerWaits};
 use crate::reactor::Reactor;
 
@@ -76,10 +77,11 @@ pub(crate) enum Serve {
     /// A reactor: the thread's upcall came from it, or the application's
     /// threads drive it.
     Reactor(Arc<Reactor>),
-    /// Thread per connection: the connection this thread reads, as a
-    /// function that serves what has arrived on it (true if it served
-    /// anything).
-    OwnConnection(Rc<dyn Fn() -> bool>),
+    /// The work this thread's concurrency model queued for it alone (the
+    /// connection a thread-per-connection thread reads, a worker's
+    /// queue): its serving hook (`thread_role::serve_while_waiting`),
+    /// which runs some of it and tells whether it ran any.
+    Hook(Rc<dyn Fn() -> bool>),
 }
 
 impl std::fmt::Debug for Serve {
@@ -87,7 +89,7 @@ impl std::fmt::Debug for Serve {
         f.write_str(match self {
             Serve::Nothing => "Nothing",
             Serve::Reactor(_) => "Reactor",
-            Serve::OwnConnection(_) => "OwnConnection",
+            Serve::Hook(_) => "Hook",
         })
     }
 }
@@ -123,7 +125,7 @@ impl Serving {
 }
 
 /// How a thread waits for a reply on a client connection.
-pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
+pub(crate) trait Waiter: Send + Sync + std::fmt::Debug {
     /// Waits until `done` (asked with the connection's read state locked)
     /// is true or the connection has closed (true), or `deadline` passes
     /// (false), serving `serving` meanwhile as the strategy does.
@@ -149,7 +151,7 @@ pub(crate) trait WaitStrategy: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// [`WaitStrategy::read_asynchronous`] for the strategies that run the
+/// [`Waiter::read_asynchronous`] for the strategies that run the
 /// reactor: the reactor reads the connection, so `Orb::run` and
 /// `Orb::perform_work` (application threads), or the server's threads,
 /// deliver AMI replies without a thread of their own. Deadlines of those
@@ -166,93 +168,38 @@ fn read_in_reactor(reactor: Option<&Arc<Reactor>>, conn: &Arc<ClientConnection>)
     }
 }
 
-/// The wait strategy `config` asks for (the one place it is chosen).
-pub(crate) fn strategy(config: &OrbConfig) -> Box<dyn WaitStrategy> {
+/// The wait strategy `config` asks for (the one place it is chosen; a
+/// strategy added to the option has no arm here until it has a file).
+pub(crate) fn strategy(config: &OrbConfig) -> Box<dyn Waiter> {
     match config.get_wait_strategy() {
         crate::config::WaitStrategy::Read => Box::new(WaitOnRead),
         crate::config::WaitStrategy::Reactor => Box::new(WaitOnReactor),
-        _ => Box::new(LeaderFollowers::default()),
+        crate::config::WaitStrategy::LeaderFollowers => Box::new(LeaderFollowers::default()),
     }
 }
 
-thread_local! {
-    /// The reactors whose events this thread is handling, innermost last.
-    static REACTORS: RefCell<Vec<Weak<Reactor>>> = const { RefCell::new(Vec::new()) };
-    /// Thread per connection: what serves the connection this thread reads.
-    static OWN_CONNECTION: RefCell<Option<Rc<dyn Fn() -> bool>>> = const { RefCell::new(None) };
-}
-
-/// What the calling thread must serve while it waits for a reply to a
-/// request `core` sent. While the returned value lives, the
-/// SINGLE_THREAD_MODEL POAs whose upcalls the thread is in take it as
-/// waiting (their requests are handed over to it).
-pub(crate) fn serving(core: &OrbCore) -> Serving {
+/// What the calling thread must serve while it waits for a reply:
+/// `driven` is the reactor of its ORB's server when the application's
+/// threads drive it (any waiting thread serves it then). While the
+/// returned value lives, the SINGLE_THREAD_MODEL POAs whose upcalls the
+/// thread is in take it as waiting (their requests are handed over to it).
+pub(crate) fn serving(driven: Option<Arc<Reactor>>) -> Serving {
     Serving {
-        what: what_to_serve(core),
+        what: what_to_serve(driven),
         handed_over: owner_waits(),
     }
 }
 
-fn what_to_serve(core: &OrbCore) -> Serve {
-    if let Some(own) = OWN_CONNECTION.with(|c| c.borrow().clone()) {
-        return Serve::OwnConnection(own);
+fn what_to_serve(driven: Option<Arc<Reactor>>) -> Serve {
+    if let Some(hook) = crate::thread_role::serving_hook() {
+        return Serve::Hook(hook);
     }
-    if let Some(reactor) = REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade)) {
+    if let Some(reactor) = crate::reactor::innermost_handled() {
         return Serve::Reactor(reactor);
     }
-    if core.driven_by_application() {
-        if let Some(server) = core.running_server() {
-            return Serve::Reactor(server.reactor().clone());
-        }
-    }
-    Serve::Nothing
-}
-
-/// Whether the calling thread is handling an event of `reactor` (an
-/// upcall it runs, or an application thread's `Orb::run`), at any depth.
-pub(crate) fn handles_events_of(reactor: &Arc<Reactor>) -> bool {
-    REACTORS.with(|r| {
-        r.borrow()
-            .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(reactor)))
-    })
-}
-
-/// Marks the calling thread as handling an event of a reactor until
-/// dropped (see [`handling`]).
-#[derive(Debug)]
-pub(crate) struct HandlingGuard(());
-
-/// Marks the calling thread as handling an event of `reactor` (an upcall
-/// may come of it): a wait inside serves that reactor.
-pub(crate) fn handling(reactor: &Arc<Reactor>) -> HandlingGuard {
-    REACTORS.with(|r| r.borrow_mut().push(Arc::downgrade(reactor)));
-    HandlingGuard(())
-}
-
-impl Drop for HandlingGuard {
-    fn drop(&mut self) {
-        REACTORS.with(|r| r.borrow_mut().pop());
-    }
-}
-
-/// Marks the calling thread as the thread of one server connection until
-/// dropped (see [`serving_connection`]).
-#[derive(Debug)]
-pub(crate) struct OwnConnectionGuard(());
-
-/// Marks the calling thread as the thread that reads one server
-/// connection (thread per connection); `serve` serves what has arrived on
-/// it without waiting long, and a wait for a reply on this thread calls it
-/// so that a nested call coming on that connection is served.
-pub(crate) fn serving_connection(serve: impl Fn() -> bool + 'static) -> OwnConnectionGuard {
-    OWN_CONNECTION.with(|c| *c.borrow_mut() = Some(Rc::new(serve)));
-    OwnConnectionGuard(())
-}
-
-impl Drop for OwnConnectionGuard {
-    fn drop(&mut self) {
-        OWN_CONNECTION.with(|c| c.borrow_mut().take());
+    match driven {
+        Some(reactor) => Serve::Reactor(reactor),
+        None => Serve::Nothing,
     }
 }
 
@@ -391,7 +338,7 @@ mod tests {
         let (conn, server) = connected();
         let serving = Serving::from(Serve::Reactor(reactor.clone()));
         let served = Arc::new(AtomicUsize::new(0));
-        let strategies: [&dyn WaitStrategy; 2] = [&WaitOnReactor, &LeaderFollowers::default()];
+        let strategies: [&dyn Waiter; 2] = [&WaitOnReactor, &LeaderFollowers::default()];
         for (id, strategy) in (1..).zip(strategies) {
             let slot = expect(&conn, id);
             // Work for the reactor, which only the waiting thread runs: it
@@ -426,7 +373,7 @@ mod tests {
                 true
             }
         };
-        let serving = Serving::from(Serve::OwnConnection(Rc::new(serve)));
+        let serving = Serving::from(Serve::Hook(Rc::new(serve)));
         let deadline = Some(Instant::now() + LIMIT);
         assert!(WaitOnReactor.wait(&serving, &conn, deadline, &mut |_| slot.is_ready()));
         assert_eq!(reply_value(slot.take()), 111);
@@ -506,29 +453,44 @@ mod tests {
     fn a_thread_serves_what_it_handles_innermost_first() {
         let outer = Reactor::new().unwrap();
         let inner = Reactor::new().unwrap();
-        let top = || REACTORS.with(|r| r.borrow().last().and_then(Weak::upgrade));
+        let top = || match serving(None).what {
+            Serve::Reactor(r) => Some(r),
+            _ => None,
+        };
         assert!(top().is_none());
         {
-            let _a = handling(&outer);
+            let _a = crate::reactor::handling(&outer);
             assert!(Arc::ptr_eq(&top().unwrap(), &outer));
             {
-                let _b = handling(&inner);
+                let _b = crate::reactor::handling(&inner);
                 assert!(Arc::ptr_eq(&top().unwrap(), &inner));
             }
             assert!(Arc::ptr_eq(&top().unwrap(), &outer));
         }
         assert!(top().is_none());
+        // An application-driven ORB's reactor, when nothing closer is.
+        assert!(Arc::ptr_eq(
+            &match serving(Some(outer.clone())).what {
+                Serve::Reactor(r) => r,
+                other => panic!("{other:?}"),
+            },
+            &outer
+        ));
+        // A serving hook comes first.
         let served = Rc::new(std::cell::Cell::new(0));
         {
             let s = served.clone();
-            let _own = serving_connection(move || {
+            let _hook = crate::thread_role::serve_while_waiting(move || {
                 s.set(s.get() + 1);
                 true
             });
-            let own = OWN_CONNECTION.with(|c| c.borrow().clone()).unwrap();
-            own();
+            let _a = crate::reactor::handling(&outer);
+            match serving(None).what {
+                Serve::Hook(hook) => assert!(hook()),
+                other => panic!("{other:?}"),
+            }
         }
         assert_eq!(served.get(), 1);
-        assert!(OWN_CONNECTION.with(|c| c.borrow().is_none()));
+        assert!(crate::thread_role::serving_hook().is_none());
     }
 }

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use super::{
     read_in_reactor, run_reactor_until, wait_reading, wait_serving_own_connection, Serve, Serving,
-    WaitStrategy,
+    Waiter,
 };
 use crate::reactor::Reactor;
 use crate::transport::client::{ClientConnection, ReadState};
@@ -25,7 +25,7 @@ use crate::transport::client::{ClientConnection, ReadState};
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct WaitOnReactor;
 
-impl WaitStrategy for WaitOnReactor {
+impl Waiter for WaitOnReactor {
     fn wait(
         &self,
         serving: &Serving,
@@ -35,7 +35,7 @@ impl WaitStrategy for WaitOnReactor {
     ) -> bool {
         match serving.what() {
             Serve::Nothing => wait_reading(serving, conn, deadline, done),
-            Serve::OwnConnection(serve) => {
+            Serve::Hook(serve) => {
                 wait_serving_own_connection(serving, &**serve, conn, deadline, done)
             }
             Serve::Reactor(reactor) => run_reactor_until(serving, reactor, conn, deadline, done),

@@ -12,14 +12,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{wait_reading, Serving, WaitStrategy};
+use super::{wait_reading, Serving, Waiter};
 use crate::transport::client::{ClientConnection, ReadState};
 
 /// Wait on read (`-ORBWaitStrategy read`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct WaitOnRead;
 
-impl WaitStrategy for WaitOnRead {
+impl Waiter for WaitOnRead {
     fn wait(
         &self,
         serving: &Serving,

@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{Dispatch, ServerConcurrency};
+use super::{ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 
 /// What the scheduler runs.
@@ -103,7 +103,7 @@ impl ServerConcurrency for Locality {
         1
     }
 
-    fn dispatch(&self, request: Dispatch) {
+    fn schedule(&self, request: ResolvedRequest) {
         let Some(pool) = &self.pool else {
             return request.run();
         };
@@ -330,7 +330,7 @@ impl LocalityPool {
                     // A worker whose job waits for a reply runs waiting
                     // jobs meanwhile (a nested call back into this server).
                     let nested = shared.clone();
-                    let _serving = crate::transport::wait::serving_connection(move || {
+                    let _serving = crate::thread_role::serve_while_waiting(move || {
                         run_nested(&nested, worker)
                     });
                     work(&shared, worker);

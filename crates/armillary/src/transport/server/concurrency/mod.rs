@@ -4,13 +4,16 @@
 //! Each model is one [`ServerConcurrency`] in a file of its own
 //! (`reactive.rs`, `thread_pool.rs`, `thread_per_connection.rs`,
 //! `application.rs`, `thread_per_request.rs`, `worker_pool.rs`,
-//! `thread_per_object.rs`), and [`for_config`] is the one place that picks
-//! it from the ORB's configuration. A POA may choose another model for its
-//! own requests (`Policy::Concurrency`): `per_poa.rs` routes each request
-//! to its POA's model, which decides where the request runs (the ORB's
-//! model still decides who reads). The server and the ORB ask the model;
-//! they never branch on which one it is. Adding a model is adding a file
-//! and a line in `for_config`.
+//! `thread_per_object.rs`, `locality.rs`), and [`for_model`] is the one
+//! place that maps a [`ConcurrencyModel`] to its implementation (an
+//! exhaustive `match`: a model added to the enum does not compile until it
+//! has its arm). [`for_config`] builds the ORB's model from its
+//! configuration: a POA may choose another model for its own requests
+//! (`Policy::Concurrency`), and `per_poa.rs` routes each request to its
+//! POA's model, which decides where the request runs (the ORB's model
+//! still decides who reads). The server and the ORB ask the model; they
+//! never branch on which one it is. Adding a model is adding a file and
+//! an arm in `for_model`.
 //!
 //! A model decides two things:
 //! - who reads: how many threads the server starts to drive its reactor
@@ -20,7 +23,7 @@
 //!   and whether each connection is read by a blocking thread of its own
 //!   ([`thread_per_connection`](ServerConcurrency::thread_per_connection));
 //! - where a request runs once it was read and resolved to a servant
-//!   ([`dispatch`](ServerConcurrency::dispatch)): on the thread that read
+//!   ([`schedule`](ServerConcurrency::schedule)): on the thread that read
 //!   it, or handed to another.
 //!
 //! **Invariant:** a model never blocks a reading thread on an upcall it
@@ -92,8 +95,8 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
 
     /// Runs a request that was read and resolved to a servant: here, on
     /// the thread that read it, or on another thread. The request's reply
-    /// is written by [`Dispatch::run`], wherever it runs.
-    fn dispatch(&self, request: Dispatch) {
+    /// is written by [`ResolvedRequest::run`], wherever it runs.
+    fn schedule(&self, request: ResolvedRequest) {
         request.run();
     }
 
@@ -102,7 +105,7 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
     /// for the upcalls they run (never for the calling thread itself).
     fn stop(&self, _wait: WaitForCompletion) {}
 
-    /// The connection numbered `connection` (see [`Dispatch::connection`])
+    /// The connection numbered `connection` (see [`ResolvedRequest::connection`])
     /// has closed: forget what the model keeps about it.
     fn connection_closed(&self, _connection: u64) {}
 }
@@ -140,9 +143,7 @@ fn for_model(model: ConcurrencyModel) -> std::io::Result<Arc<dyn ServerConcurren
             Arc::new(worker_pool::WorkerPool::start(workers, queue)?)
         }
         ConcurrencyModel::ThreadPerObject => Arc::new(thread_per_object::ThreadPerObject::new()),
-        // `SingleThreadedReactive`, and any model added to the enum later
-        // until it has an implementation here.
-        _ => Arc::new(reactive::Reactive),
+        ConcurrencyModel::SingleThreadedReactive => Arc::new(reactive::Reactive),
     })
 }
 
@@ -198,10 +199,10 @@ impl ModelThreads {
 /// A request read and resolved to a servant, ready to run: the upcall
 /// and the work around it (decoding the arguments, the reply). Running it
 /// writes the reply on the connection it came from; a model that cannot
-/// run a request answers it with [`Dispatch::reject`]. It carries the
+/// run a request answers it with [`ResolvedRequest::reject`]. It carries the
 /// reply its request is owed ([`OwedReply`]), so that one dropped unrun,
 /// or whose upcall panics outside the servant, is still answered.
-pub(crate) struct Dispatch {
+pub(crate) struct ResolvedRequest {
     upcall: Upcall,
     reply: OwedReply,
     operation: Arc<str>,
@@ -209,7 +210,7 @@ pub(crate) struct Dispatch {
     run: Box<dyn FnOnce(Upcall, OwedReply) + Send>,
 }
 
-impl Dispatch {
+impl ResolvedRequest {
     /// A request whose upcall `run` carries out and answers with `reply`.
     pub(crate) fn new(
         upcall: Upcall,
@@ -217,8 +218,8 @@ impl Dispatch {
         operation: Arc<str>,
         connection: u64,
         run: Box<dyn FnOnce(Upcall, OwedReply) + Send>,
-    ) -> Dispatch {
-        Dispatch {
+    ) -> ResolvedRequest {
+        ResolvedRequest {
             upcall,
             reply,
             operation,
@@ -259,7 +260,7 @@ impl Dispatch {
     /// the thread goes on, whichever model's it is, and the request is
     /// answered with UNKNOWN by the reply it owes.
     pub(crate) fn run(self) {
-        let Dispatch {
+        let ResolvedRequest {
             upcall, reply, run, ..
         } = self;
         let single = upcall.poa().single_thread().cloned();
@@ -282,9 +283,9 @@ impl Dispatch {
     }
 }
 
-impl fmt::Debug for Dispatch {
+impl fmt::Debug for ResolvedRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Dispatch")
+        f.debug_struct("ResolvedRequest")
             .field("upcall", &self.upcall)
             .field("operation", &self.operation)
             .finish_non_exhaustive()

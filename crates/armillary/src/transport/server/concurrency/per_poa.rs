@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{busy, for_model, Dispatch, ServerConcurrency};
+use super::{busy, for_model, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 use crate::config::ConcurrencyModel;
 
@@ -76,13 +76,13 @@ impl ServerConcurrency for PerPoa {
         self.orb.promotes_followers()
     }
 
-    fn dispatch(&self, request: Dispatch) {
+    fn schedule(&self, request: ResolvedRequest) {
         match request.poa().policies().concurrency {
             Some(model) if model != self.orb_model => match self.chosen(model) {
-                Some(chosen) => chosen.dispatch(request),
+                Some(chosen) => chosen.schedule(request),
                 None => request.reject(busy()),
             },
-            _ => self.orb.dispatch(request),
+            _ => self.orb.schedule(request),
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{busy, Dispatch, ModelThreads, ServerConcurrency};
+use super::{busy, ModelThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 use crate::poa::ObjectId;
 
@@ -36,7 +36,7 @@ impl ThreadPerObject {
 }
 
 /// The objects with a thread, and the requests waiting for it.
-type Queues = Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>;
+type Queues = Mutex<HashMap<ObjectKey, VecDeque<ResolvedRequest>>>;
 
 /// An object's thread: runs its requests in order until none is left.
 /// While an upcall waits for a reply, the thread runs the object's next
@@ -45,7 +45,7 @@ type Queues = Mutex<HashMap<ObjectKey, VecDeque<Dispatch>>>;
 fn serve(queues: &Arc<Queues>, key: &ObjectKey) {
     let _serving = {
         let (queues, key) = (queues.clone(), key.clone());
-        crate::transport::wait::serving_connection(move || run_next(&queues, &key))
+        crate::thread_role::serve_while_waiting(move || run_next(&queues, &key))
     };
     loop {
         let request = {
@@ -84,7 +84,7 @@ impl ServerConcurrency for ThreadPerObject {
         1
     }
 
-    fn dispatch(&self, request: Dispatch) {
+    fn schedule(&self, request: ResolvedRequest) {
         let key = (request.poa().identity(), request.object_id().clone());
         let mut queues = self.queues.lock();
         if let Some(queue) = queues.get_mut(&key) {

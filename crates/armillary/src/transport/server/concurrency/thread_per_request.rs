@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{busy, Dispatch, ModelThreads, ServerConcurrency};
+use super::{busy, ModelThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 
 /// A new thread per request, at most `cap` alive.
@@ -47,7 +47,7 @@ impl ServerConcurrency for ThreadPerRequest {
         1
     }
 
-    fn dispatch(&self, request: Dispatch) {
+    fn schedule(&self, request: ResolvedRequest) {
         if self.alive.fetch_add(1, Ordering::SeqCst) >= self.cap {
             self.alive.fetch_sub(1, Ordering::SeqCst);
             request.reject(busy());

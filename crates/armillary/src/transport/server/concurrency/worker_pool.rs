@@ -4,7 +4,7 @@
 //! full is answered at once with TRANSIENT (`minor::SERVER_BUSY`,
 //! COMPLETED_NO): the reading thread never waits for a worker. A worker
 //! whose upcall waits for a reply runs queued requests meanwhile
-//! (`transport::wait::serving_connection`), so a call back into this
+//! (`thread_role::serve_while_waiting`), so a call back into this
 //! server is served even when every worker waits.
 
 use std::collections::VecDeque;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{busy, Dispatch, ModelThreads, ServerConcurrency};
+use super::{busy, ModelThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 
 /// N workers fed by a bounded queue.
@@ -32,7 +32,7 @@ struct Queue {
 
 #[derive(Debug)]
 struct QueueState {
-    requests: VecDeque<Dispatch>,
+    requests: VecDeque<ResolvedRequest>,
     stopped: bool,
 }
 
@@ -61,7 +61,7 @@ impl WorkerPool {
                 // on its own callbacks however small it is.
                 let nested = queue.clone();
                 let _serving =
-                    crate::transport::wait::serving_connection(move || nested.run_one_queued());
+                    crate::thread_role::serve_while_waiting(move || nested.run_one_queued());
                 queue.work();
             };
             if let Err(e) = pool.threads.spawn("armillary-worker", worker) {
@@ -119,7 +119,7 @@ impl ServerConcurrency for WorkerPool {
         1
     }
 
-    fn dispatch(&self, request: Dispatch) {
+    fn schedule(&self, request: ResolvedRequest) {
         let mut state = self.queue.state.lock();
         if state.stopped || state.requests.len() >= self.queue.capacity {
             drop(state);

@@ -1,0 +1,120 @@
+//! What the calling thread is doing for the ORB, kept per thread where any
+//! layer can ask: the client's waits need to know what the thread serves
+//! meanwhile, and the server needs to know when a thread is about to block
+//! waiting for a reply of its own. It sits below both the transport and
+//! the ORB core, so that neither reaches into the other for it.
+//!
+//! - **Waiting for a reply** ([`waiting_for_reply`]): a thread that is
+//!   about to block waiting for a reply of its own (a servant calling
+//!   another object, a future awaited in an upcall) first writes the
+//!   replies it holds ([`hold_replies`]: the reactive server's reply
+//!   coalescing), and holds none while it waits, so that no reply waits on
+//!   that call, nor the replies of what the thread serves meanwhile.
+//! - **Serving while waiting** ([`serve_while_waiting`]): a thread whose
+//!   concurrency model has work queued for it that only it may run (the
+//!   connection a thread-per-connection thread reads, the jobs of a worker
+//!   pool, thread-per-object or locality worker) installs a hook that runs
+//!   some of that work; a wait for a reply on this thread calls it, so
+//!   that a nested request queued for the thread is served.
+//!
+//! Which reactor's events a thread handles is the reactor's own business
+//! (`reactor::handling`).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// Replies a thread holds to write them together (the server's reply
+/// coalescing on one connection), which it must write before it blocks.
+pub(crate) trait HeldReplies {
+    /// Writes the replies held (holding goes on).
+    fn write_held(&self);
+}
+
+thread_local! {
+    /// How many waits for a reply this thread is in (nested).
+    static WAITING: Cell<u32> = const { Cell::new(0) };
+    /// The replies this thread holds, by the holder's key.
+    static HOLDING: RefCell<Vec<(usize, Rc<dyn HeldReplies>)>> = const { RefCell::new(Vec::new()) };
+    /// The work this thread's concurrency model queued for it alone.
+    static SERVING_HOOK: RefCell<Option<Rc<dyn Fn() -> bool>>> = const { RefCell::new(None) };
+}
+
+/// A thread's wait for a reply of its own (see [`waiting_for_reply`]).
+#[derive(Debug)]
+pub(crate) struct WaitingForReply(());
+
+/// Called before a thread waits for a reply of its own: writes the
+/// replies it holds, and has it hold none until the returned guard drops.
+pub(crate) fn waiting_for_reply() -> WaitingForReply {
+    write_held_replies();
+    let _ = WAITING.try_with(|w| w.set(w.get() + 1));
+    WaitingForReply(())
+}
+
+impl Drop for WaitingForReply {
+    fn drop(&mut self) {
+        let _ = WAITING.try_with(|w| w.set(w.get().saturating_sub(1)));
+    }
+}
+
+/// Whether the calling thread is waiting for a reply of its own (then it
+/// must not hold replies).
+pub(crate) fn is_waiting_for_reply() -> bool {
+    WAITING.try_with(|w| w.get() > 0).unwrap_or(false)
+}
+
+/// Records that the calling thread holds replies, under `key` (the
+/// holder's identity), until [`stop_holding`].
+pub(crate) fn hold_replies(key: usize, holder: Rc<dyn HeldReplies>) {
+    HOLDING.with(|h| h.borrow_mut().push((key, holder)));
+}
+
+/// The calling thread no longer holds the replies of `key`.
+pub(crate) fn stop_holding(key: usize) {
+    HOLDING.with(|h| {
+        let mut h = h.borrow_mut();
+        if let Some(i) = h.iter().rposition(|(k, _)| *k == key) {
+            h.remove(i);
+        }
+    });
+}
+
+/// Writes the replies the calling thread holds, everywhere: for a thread
+/// that may block now.
+pub(crate) fn write_held_replies() {
+    // Copied out first: writing may come back here.
+    let holding = HOLDING
+        .try_with(|h| {
+            let h = h.borrow();
+            (!h.is_empty()).then(|| h.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>())
+        })
+        .ok()
+        .flatten();
+    for holder in holding.into_iter().flatten() {
+        holder.write_held();
+    }
+}
+
+/// Installs the calling thread's serving hook (see the module docs) until
+/// the returned guard drops: `serve` runs some of the work queued for this
+/// thread without waiting long, and tells whether it ran any.
+pub(crate) fn serve_while_waiting(serve: impl Fn() -> bool + 'static) -> ServingHookGuard {
+    SERVING_HOOK.with(|c| *c.borrow_mut() = Some(Rc::new(serve)));
+    ServingHookGuard(())
+}
+
+/// The calling thread's serving hook, if its model installed one.
+pub(crate) fn serving_hook() -> Option<Rc<dyn Fn() -> bool>> {
+    SERVING_HOOK.with(|c| c.borrow().clone())
+}
+
+/// Removes the calling thread's serving hook when dropped (see
+/// [`serve_while_waiting`]).
+#[derive(Debug)]
+pub(crate) struct ServingHookGuard(());
+
+impl Drop for ServingHookGuard {
+    fn drop(&mut self) {
+        SERVING_HOOK.with(|c| c.borrow_mut().take());
+    }
+}
