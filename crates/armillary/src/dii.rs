@@ -56,8 +56,8 @@ use armillary_giop::giop::SyncScope;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::typecode::{TCKind, TypeCode};
 
-use crate::deferred::PendingReply;
 use crate::object::{DecodingScope, ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
+use crate::pending::PendingReply;
 use crate::transport::reply::callback::Notify;
 use crate::Orb;
 

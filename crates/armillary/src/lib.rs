@@ -161,19 +161,21 @@
 #![allow(clippy::needless_doctest_main)]
 
 pub mod ami;
-mod collocated;
+mod collocation;
 mod completion;
 pub mod config;
-mod deferred;
 pub mod dii;
 pub mod dsi;
 mod endpoint;
 mod error;
 mod exception;
 mod idl_type;
+mod invocation;
 mod net;
 mod object;
+mod object_id;
 mod orb;
+mod pending;
 pub mod poa;
 mod reactor;
 mod request_filter;

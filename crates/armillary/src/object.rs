@@ -17,7 +17,7 @@ use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
 
-use crate::deferred::PendingReply;
+use crate::pending::PendingReply;
 
 /// One request as a stub describes it: the operation and how to write its
 /// arguments. `args` may be called more than once (a LOCATION_FORWARD or a

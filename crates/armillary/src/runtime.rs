@@ -23,8 +23,8 @@
 //! and everything else through the crate root (or `::armillary::poa`).
 
 pub use crate::ami::UserExceptionSet;
-pub use crate::deferred::PendingReply;
 pub use crate::object::{Invoker, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome};
+pub use crate::pending::PendingReply;
 pub use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, CodeSets};
 pub use armillary_giop::typecode::{StructMember, TCKind, UnionMember};
 pub use armillary_giop::{ByteOrder, GiopVersion};

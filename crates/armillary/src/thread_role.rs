@@ -17,11 +17,17 @@
 //!   some of that work; a wait for a reply on this thread calls it, so
 //!   that a nested request queued for the thread is served.
 //!
+//! - **Work handed over while waiting** ([`owns`], [`hand_overs`]): a
+//!   thread in an upcall of a SINGLE_THREAD_MODEL POA owns it; while it
+//!   waits for a reply, requests for that POA that other threads take are
+//!   handed over to it, and its wait runs them (`poa::single_thread`).
+//!
 //! Which reactor's events a thread handles is the reactor's own business
 //! (`reactor::handling`).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Replies a thread holds to write them together (the server's reply
 /// coalescing on one connection), which it must write before it blocks.
@@ -30,7 +36,20 @@ pub(crate) trait HeldReplies {
     fn write_held(&self);
 }
 
+/// Something a thread owns to which other threads hand work while the
+/// owner waits for a reply (a SINGLE_THREAD_MODEL POA).
+pub(crate) trait HandOver: Send + Sync {
+    /// The owner starts waiting: other threads may hand work over.
+    fn start_waiting(&self);
+    /// The owner's wait ended.
+    fn stop_waiting(&self);
+    /// Runs one piece of work handed over, if any; true if it ran one.
+    fn run_one(self: Arc<Self>) -> bool;
+}
+
 thread_local! {
+    /// What this thread owns that takes hand-overs, innermost last.
+    static OWNED: RefCell<Vec<Arc<dyn HandOver>>> = const { RefCell::new(Vec::new()) };
     /// How many waits for a reply this thread is in (nested).
     static WAITING: Cell<u32> = const { Cell::new(0) };
     /// The replies this thread holds, by the holder's key.
@@ -116,5 +135,72 @@ pub(crate) struct ServingHookGuard(());
 impl Drop for ServingHookGuard {
     fn drop(&mut self) {
         SERVING_HOOK.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// Records that the calling thread owns `owner` (it entered it), until
+/// [`disowns`].
+pub(crate) fn owns(owner: Arc<dyn HandOver>) {
+    OWNED.with(|o| o.borrow_mut().push(owner));
+}
+
+/// The calling thread no longer owns `owner` (it left it).
+pub(crate) fn disowns(owner: &Arc<dyn HandOver>) {
+    OWNED.with(|o| {
+        let mut owned = o.borrow_mut();
+        if let Some(i) = owned.iter().rposition(|p| Arc::ptr_eq(p, owner)) {
+            owned.remove(i);
+        }
+    });
+}
+
+/// Whether the calling thread owns nothing that takes hand-overs.
+#[cfg(test)]
+pub(crate) fn owns_nothing() -> bool {
+    OWNED.with(|o| o.borrow().is_empty())
+}
+
+/// What the calling thread owns, marked as waiting for a reply until
+/// dropped: work for it that other threads take is handed over to this
+/// thread meanwhile, and its wait runs it ([`HandOvers::run_one`]).
+#[derive(Default)]
+pub(crate) struct HandOvers {
+    owned: Vec<Arc<dyn HandOver>>,
+}
+
+impl std::fmt::Debug for HandOvers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandOvers")
+            .field("owned", &self.owned.len())
+            .finish()
+    }
+}
+
+/// Marks what the calling thread owns as waiting (see [`HandOvers`]);
+/// `None` when it owns nothing.
+pub(crate) fn hand_overs() -> Option<HandOvers> {
+    let owned = OWNED.with(|o| o.borrow().clone());
+    if owned.is_empty() {
+        return None;
+    }
+    for owner in &owned {
+        owner.start_waiting();
+    }
+    Some(HandOvers { owned })
+}
+
+impl HandOvers {
+    /// Runs one piece of work handed over to this thread, if any
+    /// (innermost owner first). True if it ran one.
+    pub(crate) fn run_one(&self) -> bool {
+        self.owned.iter().rev().any(|owner| owner.clone().run_one())
+    }
+}
+
+impl Drop for HandOvers {
+    fn drop(&mut self) {
+        for owner in &self.owned {
+            owner.stop_waiting();
+        }
     }
 }

@@ -22,8 +22,8 @@ use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use parking_lot::{Condvar, Mutex};
 
 use super::{ExceptionHolder, OwnedRequest, UserExceptionSet};
-use crate::deferred::PendingReply;
 use crate::object::{Invoker, ReplyMessage, ReplyOutcome};
+use crate::pending::PendingReply;
 use crate::transport::reply::callback::Notify;
 
 /// A normal reply's decoder, as `sendc_<op>` passes it.

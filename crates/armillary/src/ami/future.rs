@@ -14,8 +14,8 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 
 use super::poller::Decoder;
 use super::OwnedRequest;
-use crate::deferred::PendingReply;
 use crate::object::{decode_reply, Invoker};
+use crate::pending::PendingReply;
 use crate::transport::reply::callback::Notify;
 
 /// The reply to an operation sent with

@@ -12,8 +12,8 @@ use armillary_giop::cdr::CdrError;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 
 use super::OwnedRequest;
-use crate::deferred::PendingReply;
 use crate::object::{decode_reply, Invoker, ReplyBody, ReplyMessage};
+use crate::pending::PendingReply;
 
 /// A reply decoder as stubs write it (the shape of
 /// [`ObjectRef::invoke`](crate::ObjectRef::invoke)'s `result`).

@@ -15,7 +15,6 @@ pub mod current;
 mod key;
 mod manager;
 mod object_activity;
-pub(crate) mod object_id;
 mod policy;
 mod servant_manager;
 pub(crate) mod single_thread;
@@ -35,10 +34,10 @@ use aom::{ActiveObjectMap, Entry};
 use key::{ObjectKey, PoaName};
 use object_activity::{ObjectActivity, ObjectRequest};
 
+pub use crate::object_id::ObjectId;
 pub use current::PoaCurrent;
 pub(crate) use manager::Admission;
 pub use manager::{PoaManager, PoaManagerState};
-pub use object_id::ObjectId;
 pub use policy::{
     IdAssignmentPolicy, IdUniquenessPolicy, ImplicitActivationPolicy, LifespanPolicy, Policies,
     Policy, RequestProcessingPolicy, ServantRetentionPolicy, ThreadPolicy,

@@ -16,12 +16,13 @@
 //! Requests handed over that the owner could not run before its wait
 //! ended run when it leaves the POA, before the next thread enters.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::thread_role::{self, HandOver};
 
 /// A request (its upcall and reply) to run as an upcall of the POA.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
@@ -56,11 +57,6 @@ impl std::fmt::Debug for State {
             .field("handed_over", &self.handed_over.len())
             .finish()
     }
-}
-
-thread_local! {
-    /// The single-thread POAs this thread owns, innermost last.
-    static OWNED: RefCell<Vec<Arc<SingleThread>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// An upcall of the POA in progress on this thread (see
@@ -112,7 +108,7 @@ impl SingleThread {
         if state.owner.is_none() {
             state.owner = Some(me);
             drop(state);
-            OWNED.with(|o| o.borrow_mut().push(self.clone()));
+            thread_role::owns(self.clone());
         }
         Entered(self.clone())
     }
@@ -149,54 +145,25 @@ impl SingleThread {
         }
         state.owner = None;
         drop(state);
-        OWNED.with(|o| {
-            let mut owned = o.borrow_mut();
-            if let Some(i) = owned.iter().rposition(|p| Arc::ptr_eq(p, self)) {
-                owned.remove(i);
-            }
-        });
+        let me: Arc<dyn HandOver> = self.clone();
+        thread_role::disowns(&me);
         self.changed.notify_all();
     }
 }
 
-/// The single-thread POAs the calling thread owns, marked as waiting for
-/// a reply until dropped: requests for them that other threads take are
-/// handed over to this thread meanwhile, and its wait runs them
-/// ([`run_one`](Self::run_one)). Taken by every wait for a reply that
-/// runs them (see `transport::wait::serving`).
-#[derive(Debug)]
-pub(crate) struct OwnerWaits {
-    owned: Vec<Arc<SingleThread>>,
-}
-
-/// Marks the single-thread POAs the calling thread owns as waiting (see
-/// [`OwnerWaits`]); `None` when it owns none.
-pub(crate) fn owner_waits() -> Option<OwnerWaits> {
-    let owned = OWNED.with(|o| o.borrow().clone());
-    if owned.is_empty() {
-        return None;
+impl HandOver for SingleThread {
+    fn start_waiting(&self) {
+        self.state.lock().waiting += 1;
+        self.changed.notify_all();
     }
-    for poa in &owned {
-        poa.state.lock().waiting += 1;
-        poa.changed.notify_all();
-    }
-    Some(OwnerWaits { owned })
-}
 
-impl OwnerWaits {
-    /// Runs one request handed over to this thread, if any (innermost POA
-    /// first). True if it ran one.
-    pub(crate) fn run_one(&self) -> bool {
-        self.owned.iter().rev().any(SingleThread::run_handed_over)
+    fn stop_waiting(&self) {
+        let mut state = self.state.lock();
+        state.waiting = state.waiting.saturating_sub(1);
     }
-}
 
-impl Drop for OwnerWaits {
-    fn drop(&mut self) {
-        for poa in &self.owned {
-            let mut state = poa.state.lock();
-            state.waiting = state.waiting.saturating_sub(1);
-        }
+    fn run_one(self: Arc<Self>) -> bool {
+        self.run_handed_over()
     }
 }
 
@@ -235,7 +202,7 @@ mod tests {
         let poa = Arc::new(SingleThread::default());
         let ran_on = Arc::new(Mutex::new(None));
         let _entered = poa.enter();
-        let waits = owner_waits().expect("this thread owns the POA");
+        let waits = thread_role::hand_overs().expect("this thread owns the POA");
         let other = {
             let (poa, ran_on) = (poa.clone(), ran_on.clone());
             std::thread::spawn(move || {
@@ -257,7 +224,7 @@ mod tests {
         let poa = Arc::new(SingleThread::default());
         let ran = Arc::new(AtomicUsize::new(0));
         let entered = poa.enter();
-        let waits = owner_waits().unwrap();
+        let waits = thread_role::hand_overs().unwrap();
         let r = ran.clone();
         let p = poa.clone();
         std::thread::spawn(move || {
@@ -273,6 +240,6 @@ mod tests {
         assert_eq!(ran.load(Ordering::SeqCst), 1);
         // Free again: a request now runs where it is.
         poa.run_or_hand_over(Box::new(|| {}));
-        assert!(OWNED.with(|o| o.borrow().is_empty()));
+        assert!(thread_role::owns_nothing());
     }
 }

@@ -470,6 +470,9 @@ impl Drop for Relay {
 }
 
 /// Copies `from` to `to`, counting GIOP messages, until either closes.
+/// Each chunk is counted before it is forwarded, so whatever a peer has
+/// received has been counted by then (a test may read the counts as soon
+/// as its call returns).
 pub fn pump(mut from: TcpStream, mut to: TcpStream, traffic: &Mutex<[Traffic; 2]>, dir: usize) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut header = Vec::with_capacity(12);
@@ -479,9 +482,6 @@ pub fn pump(mut from: TcpStream, mut to: TcpStream, traffic: &Mutex<[Traffic; 2]
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
         let mut chunk = &buf[..n];
         while !chunk.is_empty() {
             if body_left > 0 {
@@ -504,6 +504,9 @@ pub fn pump(mut from: TcpStream, mut to: TcpStream, traffic: &Mutex<[Traffic; 2]
                 body_left = h.size as usize;
                 header.clear();
             }
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
         }
     }
     let _ = to.shutdown(Shutdown::Write);

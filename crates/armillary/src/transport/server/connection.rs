@@ -901,7 +901,7 @@ impl ServerConnection {
         let elsewhere = |frame: Frame, msg: Message, in_progress: Option<InProgress>, route| {
             let in_progress = in_progress.or_else(|| self.in_progress(reactor));
             let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
-            let job: crate::request_filter::Job =
+            let job: super::lanes::Job =
                 Box::new(move || conn.handle(&reactor, frame, msg, in_progress, route));
             Some(job)
         };
@@ -927,8 +927,7 @@ impl ServerConnection {
                 let Some(job) = elsewhere(frame, msg, in_progress, Route::NewThread) else {
                     return;
                 };
-                if let Err(job) = crate::request_filter::run_on_new_thread("armillary-request", job)
-                {
+                if let Err(job) = super::lanes::run_on_new_thread("armillary-request", job) {
                     drop(job);
                     refuse(
                         SystemException::transient(minor::NO_THREAD, CompletionStatus::No),

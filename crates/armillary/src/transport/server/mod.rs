@@ -37,6 +37,7 @@
 mod adapter;
 mod concurrency;
 mod connection;
+mod lanes;
 mod owed_reply;
 
 use std::io::ErrorKind;
@@ -140,7 +141,7 @@ struct Shared {
     /// The threading framework: the filter that routes each request, and
     /// the lanes it may route them to.
     filter: Option<Arc<dyn crate::RequestFilter>>,
-    lanes: crate::request_filter::Lanes,
+    lanes: lanes::Lanes,
     /// Numbers the connections (the streams of `locality:N`).
     next_connection: AtomicU64,
     /// How replies label a union's default member for a client whose
@@ -253,11 +254,9 @@ impl Server {
             refused: AtomicU64::new(0),
             filter: config.request_filter.0.clone(),
             default_label: config.union_default_label.into(),
-            lanes: crate::request_filter::Lanes::start(&config.lanes).map_err(|source| {
-                OrbError::Listen {
-                    endpoint: "lane".into(),
-                    source,
-                }
+            lanes: lanes::Lanes::start(&config.lanes).map_err(|source| OrbError::Listen {
+                endpoint: "lane".into(),
+                source,
             })?,
             next_connection: AtomicU64::new(0),
         });

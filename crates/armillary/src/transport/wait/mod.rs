@@ -45,8 +45,8 @@ use std::time::{Duration, Instant};
 
 use super::client::{ClientConnection, ReadState};
 use crate::config::OrbConfig;
-use crate::poa::single_thread::{owner_waits, OwnerWaits};
 use crate::reactor::Reactor;
+use crate::thread_role::{hand_overs, HandOvers};
 
 pub(crate) use leader_followers::LeaderFollowers;
 pub(crate) use reactor::WaitOnReactor;
@@ -67,7 +67,7 @@ pub(crate) struct Serving {
     /// Marks those POAs' owner as waiting while the wait lasts (other
     /// threads hand their requests over meanwhile); `None` when the thread
     /// is in no such upcall.
-    handed_over: Option<OwnerWaits>,
+    handed_over: Option<HandOvers>,
 }
 
 /// What a waiting thread serves by running it.
@@ -120,7 +120,7 @@ impl Serving {
     /// Runs one request handed over to this thread, if any. True if it
     /// ran one.
     fn run_handed_over(&self) -> bool {
-        self.handed_over.as_ref().is_some_and(OwnerWaits::run_one)
+        self.handed_over.as_ref().is_some_and(HandOvers::run_one)
     }
 }
 
@@ -186,7 +186,7 @@ pub(crate) fn strategy(config: &OrbConfig) -> Box<dyn Waiter> {
 pub(crate) fn serving(driven: Option<Arc<Reactor>>) -> Serving {
     Serving {
         what: what_to_serve(driven),
-        handed_over: owner_waits(),
+        handed_over: hand_overs(),
     }
 }
 

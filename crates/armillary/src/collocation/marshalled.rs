@@ -78,7 +78,7 @@ impl Invoker for CollocatedInvoker {
             CdrReader::new(&args, self.byte_order, self.version).with_codesets(self.codesets);
         let mut server_request = ServerRequest::new(
             request.operation,
-            &crate::poa::object_id::EMPTY,
+            &crate::object_id::EMPTY,
             reader,
             request.response_expected,
             self.writer(),

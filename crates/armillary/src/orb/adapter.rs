@@ -1,0 +1,46 @@
+//! How the server resolves a request's object key: through the ORB's
+//! POAs, or the plain keys bound with [`Orb::bind_object_key`](super::Orb::bind_object_key)
+//! (`ObjectAdapter`, which the server calls, so that the transport does
+//! not depend on the ORB).
+
+use std::sync::Arc;
+
+use crate::object::Invoker;
+use crate::poa::Resolution;
+use crate::transport::server::{Located, ObjectAdapter};
+
+use super::OrbCore;
+
+impl ObjectAdapter for OrbCore {
+    fn resolve(&self, key: &[u8], operation: &str) -> Resolution {
+        let mapped = self.mapped_key(key);
+        self.registry
+            .resolve(mapped.as_deref().unwrap_or(key), operation)
+    }
+
+    fn describe_key(&self, key: &[u8]) -> Option<(Vec<String>, crate::poa::ObjectId)> {
+        let mapped = self.mapped_key(key);
+        self.registry.describe(mapped.as_deref().unwrap_or(key))
+    }
+
+    fn locate_key(&self, key: &[u8]) -> Located {
+        if self.key_table.read().contains_key(key) {
+            return Located::Here;
+        }
+        match self.registry.resolve(key, "_locate") {
+            Resolution::Upcall(_) | Resolution::Held(_) => Located::Here,
+            Resolution::Forward(to) => Located::Forward(to),
+            Resolution::Failed(_) | Resolution::NotAPoaKey => Located::Unknown,
+        }
+    }
+
+    fn decoding_scope(&self) -> Option<crate::object::DecodingScope> {
+        let me: Arc<dyn Invoker> = self.me.upgrade()?;
+        Some(crate::object::DecodingScope::enter(me))
+    }
+
+    fn server_failed(&self) {
+        let _guard = self.shutdown_lock.lock();
+        self.shutdown_signal.notify_all();
+    }
+}
