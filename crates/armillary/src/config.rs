@@ -18,7 +18,7 @@
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
 //! | `-ORBUnionDefaultLabel discriminator\|zero-octet` | how this ORB's TypeCodes label a union's default member for a peer whose form it does not know: a zero of the discriminator's type (the default; omniORB and TAO read it) or the zero octet (JacORB and the JDK ORB read it); see [`UnionDefaultLabel`] |
-//! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is refused with the reactive, thread-per-connection and application models (see [`WaitStrategy`]) |
+//! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is accepted only with the thread-pool and thread-per-request models, where another thread serves a nested call (see [`WaitStrategy`]) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
 //! | `-ORBTlsCert FILE` | this ORB's certificate chain (PEM; may hold the key too) |
 //! | `-ORBTlsKey FILE` | this ORB's private key (PEM) |
@@ -298,13 +298,15 @@ impl std::str::FromStr for ConcurrencyModel {
 /// thread with application threads) pays for running the reactor.
 ///
 /// `Read` is accepted with a thread pool, where a waiting pool thread
-/// leaves the others to serve: a chain of nested calls then works as long
-/// as it needs no more pool threads of one ORB at once than the pool has
-/// (each level of the chain that the ORB hosts holds one).
-/// `Read` with a model whose waiting thread would leave the ORB with no
-/// thread to serve a nested request (reactive, thread per connection,
-/// application threads) is refused when the ORB starts
-/// ([`OrbOptionError::BadValue`]).
+/// leaves the others to serve (a chain of nested calls then works as long
+/// as it needs no more pool threads of one ORB at once than the pool has:
+/// each level of the chain that the ORB hosts holds one), and with thread
+/// per request, where every request has a thread of its own. With every
+/// other model the nested request would wait for the very thread that
+/// waits on read (the reactive model's only thread, a connection's or an
+/// object's thread, the application's thread, the worker of the client's
+/// stream or a pool's only worker), so `Read` is refused when the ORB
+/// starts ([`OrbOptionError::BadValue`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WaitStrategy {
@@ -323,7 +325,27 @@ impl WaitStrategy {
     /// Whether a thread waiting this way inside an upcall leaves `model`
     /// able to serve a nested request.
     pub fn is_safe_with(self, model: ConcurrencyModel) -> bool {
-        self != WaitStrategy::Read || matches!(model, ConcurrencyModel::ThreadPool(_))
+        if self != WaitStrategy::Read {
+            return true;
+        }
+        // Every model named: one added to the enum does not compile
+        // until it is placed here.
+        match model {
+            // Other threads serve the nested request: the pool's others,
+            // or a thread of its own.
+            ConcurrencyModel::ThreadPool(_) | ConcurrencyModel::ThreadPerRequest(_) => true,
+            // The nested request waits for the thread that waits on read:
+            // the only reactor thread, the connection's thread, the
+            // application's thread, the object's thread, or the worker of
+            // the client's stream (and, with a worker pool, possibly its
+            // only worker).
+            ConcurrencyModel::SingleThreadedReactive
+            | ConcurrencyModel::ThreadPerConnection
+            | ConcurrencyModel::ApplicationThreads
+            | ConcurrencyModel::WorkerPool { .. }
+            | ConcurrencyModel::ThreadPerObject
+            | ConcurrencyModel::Locality(_) => false,
+        }
     }
 
     fn option_value(self) -> &'static str {

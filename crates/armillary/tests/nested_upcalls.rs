@@ -216,8 +216,9 @@ fn every_combination(chain: fn(ConcurrencyModel, WaitStrategy)) {
             }
         }
     }
-    // Read with the thread pool, and reactor and lf with every model.
-    assert_eq!(ran, 1 + 2 * MODELS.len());
+    // Read with the thread pool and thread per request, and reactor and
+    // lf with every model.
+    assert_eq!(ran, 2 + 2 * MODELS.len());
 }
 
 #[test]
@@ -252,6 +253,12 @@ fn a_combination_that_would_deadlock_is_refused_at_init() {
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPerConnection,
         ConcurrencyModel::ApplicationThreads,
+        ConcurrencyModel::WorkerPool {
+            workers: 1,
+            queue: 64,
+        },
+        ConcurrencyModel::ThreadPerObject,
+        ConcurrencyModel::Locality(1),
     ] {
         let refused = Orb::with_config(config(model, WaitStrategy::Read));
         match refused {

@@ -12,17 +12,17 @@
 //! the connection on in an orderly way before answering, and fails with
 //! TIMEOUT when the call timeout runs out (`deadline_for`). Deferred and
 //! asynchronous requests are sent the same way and concluded when their
-//! reply is collected (`deferred.rs`).
+//! reply is collected (`in_flight.rs`).
 //!
 //! Collocated calls (this ORB's own local objects) do not come here:
 //! `crate::collocation`.
 
 mod attempt;
-pub(crate) mod deferred;
+pub(crate) mod in_flight;
 mod locate;
 
 pub(crate) use attempt::{Attempt, Progress, Sent};
-use deferred::RemoteDeferred;
+use in_flight::RemoteDeferred;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -383,8 +383,8 @@ impl OrbCore {
     }
 
     /// When `request`, starting now, must end: the one place every way of
-    /// sending a request (synchronous, oneway, deferred, and the
-    /// asynchronous forms to come) takes its deadline from.
+    /// sending a request (synchronous, oneway, DII deferred, AMI pollers,
+    /// futures and callbacks) takes its deadline from.
     pub(crate) fn deadline_for(&self, request: &OutgoingRequest<'_>) -> Option<Instant> {
         crate::timeout::deadline(self.timeout_for(request))
     }

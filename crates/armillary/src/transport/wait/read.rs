@@ -4,10 +4,10 @@
 //! of `wait`). Callers of one (multiplexed)
 //! connection take turns reading it, the reader handing each reply to its
 //! owner (the connection's own Leader/Followers, see
-//! [`ClientConnection::wait_until`]). The fastest wait for a pure client;
-//! with no thread left to serve a nested upcall it deadlocks the
-//! reactive, thread-per-connection and application-thread models, which
-//! refuse it (`OrbConfig::check`).
+//! [`ClientConnection::wait_until`]). The fastest wait for a pure client.
+//! Inside an upcall it leaves the nested request to another thread, so
+//! only the models that always have one (thread pool, thread per request)
+//! accept it (`WaitStrategy::is_safe_with`, checked by `OrbConfig::check`).
 
 use std::sync::Arc;
 use std::time::Instant;
