@@ -1,8 +1,10 @@
 //! Object references and the calls made through them.
 //!
 //! An [`ObjectRef`] pairs an [`Ior`] with the [`Invoker`] that carries its
-//! requests: the ORB's IIOP transport for remote objects, a collocated
-//! dispatcher for objects in this process. Generated stubs call
+//! requests: the ORB's invocation engine (`crate::invocation`, over IIOP)
+//! for every reference the ORB makes or decodes, its own objects'
+//! included; an in-process invoker (`crate::collocation`) for the ORB's
+//! local objects (POA Current, `RootPOA`). Generated stubs call
 //! [`ObjectRef::invoke`] with two closures — one writes the arguments, one
 //! reads the reply — and never see the transport.
 
@@ -182,9 +184,10 @@ pub enum Location {
     Forward(ObjectRef),
 }
 
-/// What carries requests to an object: a transport or a collocated
-/// dispatcher. Implementations handle forwarding and retries themselves and
-/// turn SYSTEM_EXCEPTION replies into `Err`.
+/// What carries requests to an object: the ORB's invocation engine, or an
+/// in-process invoker for a local object. Implementations handle
+/// forwarding and retries themselves and turn SYSTEM_EXCEPTION replies
+/// into `Err`.
 pub trait Invoker: Send + Sync + 'static {
     /// Sends `request` to `target` and, if a response is expected, waits for
     /// the reply. Returns `Ok(None)` for a oneway call once it is sent as far
