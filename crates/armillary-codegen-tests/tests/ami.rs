@@ -80,7 +80,7 @@ fn futures_give_the_typed_results_on_two_executors() {
         Err(FailError::Failure(f)) if f.code == 2
     ));
     pollster::block_on(e.set_counter_async(9)).unwrap();
-    assert_eq!(futures_executor::block_on(e.counter_async()).unwrap(), 9);
+    assert_eq!(futures_executor::block_on(e.get_counter_async()).unwrap(), 9);
     // One future, polled first by one executor and finished by another.
     let mut future = e.echo_string_async("moved");
     let waker = futures_executor::block_on(futures_lite_waker());

@@ -17,7 +17,9 @@
 //! enum, so that `raise()` gives the typed error.
 //!
 //! The stub of `I` gets `sendc_<op>` (callback), `sendp_<op>` (a
-//! `Poller`) and `<op>_async` (a `ReplyFuture`). They send exactly the
+//! `Poller`) and `<op>_async` (a `ReplyFuture`), and for an attribute
+//! `sendc_get_<a>`, `sendp_get_<a>`, `get_<a>_async` and the same with
+//! `set_`: one stem per call, the AMI mapping's. They send exactly the
 //! request the synchronous method sends: the same argument encoding, on
 //! owned copies of the arguments, and the same reply decoding.
 

@@ -13,6 +13,10 @@
 //!   search over the sorted operation names); an operation that raises
 //!   user exceptions returns `Result<T, i::OpError>`, one without returns
 //!   `Result<T, SystemException>`;
+//! - with AMI on, `I`'s stub has `sendc_<x>`, `sendp_<x>` and `<x>_async`
+//!   for each two-way operation `x`, and for each attribute `a` with `x`
+//!   `get_<a>` and (unless readonly) `set_<a>`; and there is the implied
+//!   reply handler `AmiIHandler` (`ami`);
 //! - valuetypes and value boxes are not mapped yet: they, and whatever
 //!   uses them, are left out with a warning.
 //!
@@ -679,7 +683,7 @@ impl<'s> Generator<'s> {
         let spec = self.spec;
         for &member in spec.contents(interface) {
             let def = &spec[member];
-            let wire_names: Vec<String> = match &def.kind {
+            let stems: Vec<String> = match &def.kind {
                 DefKind::Operation(op) if !op.oneway => vec![snake(&def.name)],
                 DefKind::Attribute(attribute) => {
                     let mut calls = vec![format!("get_{}", snake(&def.name))];
@@ -693,16 +697,14 @@ impl<'s> Generator<'s> {
             let Some(names) = self.op_names.get_mut(&member) else {
                 continue;
             };
-            let sync: Vec<String> = std::iter::once(names.method.clone())
-                .chain(names.setter.clone())
-                .collect();
-            names.ami = wire_names
+            // One stem for the three forms: the operation, `get_<a>`,
+            // `set_<a>` (the AMI mapping's names).
+            names.ami = stems
                 .iter()
-                .zip(sync)
-                .map(|(wire, sync)| AmiNames {
-                    sendc: methods.claim(&format!("sendc_{wire}")),
-                    sendp: methods.claim(&format!("sendp_{wire}")),
-                    future: methods.claim(&format!("{}_async", sync.trim_start_matches("r#"))),
+                .map(|stem| AmiNames {
+                    sendc: methods.claim(&format!("sendc_{stem}")),
+                    sendp: methods.claim(&format!("sendp_{stem}")),
+                    future: methods.claim(&format!("{stem}_async")),
                 })
                 .collect();
         }
