@@ -22,6 +22,11 @@
 //! `set_`: one stem per call, the AMI mapping's. They send exactly the
 //! request the synchronous method sends: the same argument encoding, on
 //! owned copies of the arguments, and the same reply decoding.
+//!
+//! The handler's servant trait gives every method a default body, so that
+//! a handler implements only the replies it wants: a reply's method
+//! ignores the values, an `_excep` method hands the holder to
+//! `armillary::ami::unhandled_exception` (a line on standard error).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -271,8 +276,37 @@ impl Generator<'_> {
                 }
             }
             let what = format!("`{}` ({})", def.absolute_name(), call.wire);
-            let reply_doc = format!(" Receives the reply of {what}: its return value, then its inout and out parameters.");
-            let excep_doc = format!(" Receives the exception that {what} raised; `excep_holder.raise()` gives it typed.");
+            let reply_doc = format!(
+                " Receives the reply of {what}: its return value, then its inout and out \
+                 parameters. Unless implemented, ignores it."
+            );
+            let excep_doc = format!(
+                " Receives the exception that {what} raised; `excep_holder.raise()` gives it \
+                 typed. Unless implemented, writes a line naming it to standard error \
+                 (`armillary::ami::unhandled_exception`)."
+            );
+            let ignored: Vec<_> = params.iter().map(|p| ident(&p.name)).collect();
+            let reply_body = match ignored.as_slice() {
+                [] => quote!(::core::result::Result::Ok(())),
+                [one] => quote! {
+                    let _ = #one;
+                    ::core::result::Result::Ok(())
+                },
+                _ => quote! {
+                    let _ = (#(#ignored),*);
+                    ::core::result::Result::Ok(())
+                },
+            };
+            let call_name = if call.wire.starts_with("_get_") || call.wire.starts_with("_set_") {
+                format!("{} ({})", def.absolute_name(), call.wire)
+            } else {
+                def.absolute_name()
+            };
+            let call_name = call_name.trim_start_matches("::").to_owned();
+            let excep_body = quote! {
+                ::armillary::ami::unhandled_exception(#call_name, #excep, &excep_holder);
+                ::core::result::Result::Ok(())
+            };
             out.push(Call {
                 wire: reply_wire.clone(),
                 method: reply.clone(),
@@ -285,6 +319,7 @@ impl Generator<'_> {
                 handler: true,
                 oneway: false,
                 ami: None,
+                default_body: Some(reply_body),
             });
             out.push(Call {
                 wire: excep_wire.clone(),
@@ -303,6 +338,7 @@ impl Generator<'_> {
                 handler: true,
                 oneway: false,
                 ami: None,
+                default_body: Some(excep_body),
             });
         }
         out

@@ -37,6 +37,9 @@ pub(super) struct Call {
     /// The AMI method names, for a two-way call of an interface's stub
     /// when AMI is on.
     pub(super) ami: Option<AmiCall>,
+    /// The body of the servant trait's method when it has a default (a
+    /// reply handler's, see `armillary::ami::unhandled_exception`).
+    pub(super) default_body: Option<TokenStream>,
 }
 
 /// What [`Generator::interface_items`] generates an interface from.
@@ -145,6 +148,7 @@ impl Generator<'_> {
                 handler: false,
                 oneway: op.oneway,
                 ami: self.ami_call(member, 0),
+                default_body: None,
             }],
             DefKind::Attribute(attribute) => {
                 let mut calls = vec![Call {
@@ -159,6 +163,7 @@ impl Generator<'_> {
                     handler: false,
                     oneway: false,
                     ami: self.ami_call(member, 0),
+                    default_body: None,
                 }];
                 if let Some(setter) = names.setter {
                     calls.push(Call {
@@ -178,6 +183,7 @@ impl Generator<'_> {
                         handler: false,
                         oneway: false,
                         ami: self.ami_call(member, 1),
+                        default_body: None,
                     });
                 }
                 calls
@@ -680,10 +686,19 @@ impl Generator<'_> {
             (self.result_type(from, call), self.error_type(from, call))
         };
         let lints = call.allowed_lints(self.raises_large(&call.raises));
-        quote! {
-            #doc
-            #lints
-            fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error>;
+        match &call.default_body {
+            Some(body) => quote! {
+                #doc
+                #lints
+                fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error> {
+                    #body
+                }
+            },
+            None => quote! {
+                #doc
+                #lints
+                fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error>;
+            },
         }
     }
 

@@ -16,7 +16,8 @@
 //! - with AMI on, `I`'s stub has `sendc_<x>`, `sendp_<x>` and `<x>_async`
 //!   for each two-way operation `x`, and for each attribute `a` with `x`
 //!   `get_<a>` and (unless readonly) `set_<a>`; and there is the implied
-//!   reply handler `AmiIHandler` (`ami`);
+//!   reply handler `AmiIHandler` (`ami`), whose servant trait's methods
+//!   have default bodies;
 //! - valuetypes and value boxes are not mapped yet: they, and whatever
 //!   uses them, are left out with a warning.
 //!

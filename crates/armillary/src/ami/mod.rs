@@ -12,7 +12,10 @@
 //!   spawns nothing per call and wakes the task when the reply is in.
 //! - callbacks ([`ObjectRef::send_callback`](crate::ObjectRef::send_callback)): the reply (decoded) or an
 //!   [`ExceptionHolder`] is handed to a delivery closure, which generated
-//!   code points at a reply handler's operation.
+//!   code points at a reply handler's operation. A generated reply
+//!   handler's servant trait implements every method by default (a reply
+//!   is ignored, an exception reported by [`unhandled_exception`]), so a
+//!   handler implements only the replies it wants.
 //!
 //! What all three share (the runtime facts):
 //! - They send exactly the GIOP Request the synchronous call sends, through
@@ -63,6 +66,7 @@ mod callback;
 mod future;
 mod holder;
 mod poller;
+mod unhandled;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +78,7 @@ pub(crate) use callback::{CallbackCall, CallbackQueue};
 pub use future::ReplyFuture;
 pub use holder::{ExceptionHolder, UserExceptionSet, EXCEPTION_HOLDER_ID};
 pub use poller::Poller;
+pub use unhandled::unhandled_exception;
 
 use crate::object::OutgoingRequest;
 
