@@ -12,7 +12,9 @@
 //!   `armillary::Servant` that demultiplexes requests to the trait by binary
 //!   search over the sorted operation names); an operation that raises
 //!   user exceptions returns `Result<T, i::OpError>`, one without returns
-//!   `Result<T, SystemException>`;
+//!   `Result<T, SystemException>`; a derived stub names inherited methods
+//!   as its bases do, and gives a suffix to the later of two bases' methods
+//!   that share a Rust name (`my_factory_2`; the rule is in `inherited`);
 //! - with AMI on, `I`'s stub has `sendc_<x>`, `sendp_<x>` and `<x>_async`
 //!   for each two-way operation `x`, and for each attribute `a` with `x`
 //!   `get_<a>` and (unless readonly) `set_<a>`; and there is the implied
@@ -33,6 +35,7 @@
 //! mapped is left out and reported.
 
 mod ami;
+mod inherited;
 mod interface;
 mod items;
 mod names;
@@ -410,6 +413,9 @@ pub(crate) struct Generator<'s> {
     /// (in the order of its handler calls), computed in the context of the
     /// declaring interface's handler.
     handler_methods: HashMap<DefId, Vec<String>>,
+    /// What each interface's stubs call its members, inherited ones
+    /// included (see `inherited`).
+    interface_names: HashMap<DefId, std::sync::Arc<inherited::InterfaceNames>>,
     warnings: Vec<Diagnostic>,
 }
 
@@ -426,6 +432,7 @@ impl<'s> Generator<'s> {
             handlers: HashMap::new(),
             pollers: HashMap::new(),
             handler_methods: HashMap::new(),
+            interface_names: HashMap::new(),
             warnings: Vec::new(),
         };
         generator.assign_names(None, Vec::new(), &spec.roots);
@@ -593,33 +600,14 @@ impl<'s> Generator<'s> {
         let Some(owner) = self.spec[op].parent else {
             return OpNames::default();
         };
-        self.assign_op_names(owner);
+        self.interface_names(owner);
         self.op_names.get(&op).cloned().unwrap_or_default()
     }
 
-    fn assign_op_names(&mut self, interface: DefId) {
-        // Methods inherited from bases keep their names; the interface's
-        // own operations take what is left.
-        let mut methods = Namer::with_reserved(RESERVED_METHODS);
-        for base in self.spec.ancestors(interface) {
-            for &member in self.spec.contents(base) {
-                if matches!(
-                    self.spec[member].kind,
-                    DefKind::Operation(_) | DefKind::Attribute(_)
-                ) {
-                    let names = self.op_names(member);
-                    methods.insert(names.method.clone());
-                    if let Some(setter) = names.setter {
-                        methods.insert(setter);
-                    }
-                    for ami in names.ami {
-                        methods.insert(ami.sendc);
-                        methods.insert(ami.sendp);
-                        methods.insert(ami.future);
-                    }
-                }
-            }
-        }
+    /// Names the operations and attributes `interface` declares, with
+    /// `methods` holding the names of those it inherits (see `inherited`):
+    /// those keep their names, its own take what is left.
+    fn assign_op_names(&mut self, interface: DefId, mut methods: Namer) {
         // Error enums live in the interface's own module, after its nested
         // definitions.
         let mut types = Namer::default();
