@@ -45,6 +45,10 @@ fn main() {
             .field_attribute("Traits::Version::minor", "#[doc(alias = \"patch\")]")
             .type_attribute("::Traits::Level", "#[doc(alias = \"Tier\")]"),
     );
+    build(
+        "names",
+        Builder::new().file(root.join("crates/armillary-codegen-tests/idl/names.idl")),
+    );
     let valid = root.join("crates/armillary-idl/tests/valid");
     build(
         "everything",

@@ -34,6 +34,13 @@ pub mod traits {
     armillary::include_idl!("traits");
 }
 
+/// `idl/names.idl`: Rust names that meet through inheritance.
+#[allow(clippy::module_inception)] // its IDL module is `Names`
+#[warn(clippy::pedantic)]
+pub mod names {
+    armillary::include_idl!("names");
+}
+
 /// `crates/armillary-idl/tests/valid/everything.idl`: every construct.
 #[allow(clippy::module_inception)] // its IDL module is `Everything`
 #[warn(clippy::pedantic)]

@@ -13,7 +13,8 @@ use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::giop::system_exception::SystemExceptionKind;
 use armillary::{Orb, SystemException};
 use armillary_codegen_tests::interop::interop::{
-    everything::FailError, Everything, EverythingSkeleton,
+    everything::FailError, AmiBaseHandlerServant, AmiEverythingHandlerServant,
+    AmiEverythingHandlerSkeleton, Everything, EverythingSkeleton,
 };
 use armillary_codegen_tests::quoter::stock::{
     quoter::GetQuoteError, AmiQuoterHandler, AmiQuoterHandlerServant, AmiQuoterHandlerSkeleton,
@@ -80,7 +81,10 @@ fn futures_give_the_typed_results_on_two_executors() {
         Err(FailError::Failure(f)) if f.code == 2
     ));
     pollster::block_on(e.set_counter_async(9)).unwrap();
-    assert_eq!(futures_executor::block_on(e.counter_async()).unwrap(), 9);
+    assert_eq!(
+        futures_executor::block_on(e.get_counter_async()).unwrap(),
+        9
+    );
     // One future, polled first by one executor and finished by another.
     let mut future = e.echo_string_async("moved");
     let waker = futures_executor::block_on(futures_lite_waker());
@@ -199,6 +203,57 @@ fn callbacks_reach_a_reply_handler_in_another_orb() {
     assert_eq!(heard.wait_for(2)[1], "invalid symbol");
     quoter.sendc_get_quote(&handler, "DOWN").unwrap();
     assert_eq!(heard.wait_for(3)[2], "system Transient");
+}
+
+/// A reply handler for `Everything` (some forty operations) that
+/// implements one method, and leaves the others to their default bodies.
+struct EchoLongOnly(Arc<Heard>);
+
+impl AmiBaseHandlerServant for EchoLongOnly {}
+
+impl AmiEverythingHandlerServant for EchoLongOnly {
+    fn echo_long(&self, ami_return_val: i32) -> Result<(), SystemException> {
+        self.0.push(format!("echo_long {ami_return_val}"));
+        Ok(())
+    }
+}
+
+/// The handler hears the replies it implements; the default bodies take
+/// the rest: a reply is ignored, an exception is reported on standard
+/// error, and either way the handler's operation succeeds.
+#[test]
+fn a_handler_implementing_one_reply_hears_it_and_the_defaults_take_the_rest() {
+    let (_server, client, e) = server_and_client();
+    let poa = client.root_poa();
+    poa.manager().activate().unwrap();
+    let heard = Arc::new(Heard::default());
+    let handler = AmiEverythingHandlerSkeleton::new(EchoLongOnly(heard.clone()))
+        .activate(&poa)
+        .unwrap();
+    e.sendc_echo_string(&handler, "left to the default")
+        .unwrap();
+    e.sendc_fail(&handler, 3).unwrap();
+    e.sendc_echo_long(&handler, 1).unwrap();
+    e.sendc_echo_long(&handler, 2).unwrap();
+    let mut events = heard.wait_for(2);
+    events.sort();
+    assert_eq!(events, ["echo_long 1", "echo_long 2"]);
+    // The defaults, called through the handler's stub: they succeed.
+    handler.echo_string("ignored").unwrap();
+    let failure = ExceptionHolder::from_system_exception(&SystemException::transient(
+        1,
+        armillary::CompletionStatus::No,
+    ));
+    handler.fail_excep(&failure).unwrap();
+    handler
+        .echo_long_excep(&ExceptionHolder::from_system_exception(
+            &SystemException::transient(2, armillary::CompletionStatus::No),
+        ))
+        .unwrap();
+    handler.echo_long(3).unwrap();
+    let mut events = heard.wait_for(3);
+    events.sort();
+    assert_eq!(events, ["echo_long 1", "echo_long 2", "echo_long 3"]);
 }
 
 /// A quoter served by one ORB, and a client ORB the application drives

@@ -288,10 +288,13 @@ fn every_form(
     ));
     assert_no_permission(futures_executor::block_on(e.fail_system_async(8)), 8);
     pollster::block_on(e.set_counter_async(9)).unwrap();
-    assert_eq!(futures_executor::block_on(e.counter_async()).unwrap(), 9);
-    assert_eq!(pollster::block_on(e.name_async()).unwrap(), served.name);
     assert_eq!(
-        futures_executor::block_on(e.base_name_async()).unwrap(),
+        futures_executor::block_on(e.get_counter_async()).unwrap(),
+        9
+    );
+    assert_eq!(pollster::block_on(e.get_name_async()).unwrap(), served.name);
+    assert_eq!(
+        futures_executor::block_on(e.get_base_name_async()).unwrap(),
         served.base_name
     );
 

@@ -1,6 +1,7 @@
 //! The README's server-and-client example is the crate documentation's
-//! doctest, which runs: this test keeps the two texts the same, so that
-//! the README shows code that compiles and works.
+//! doctest, and its AMI example the `armillary::ami` module's, which run:
+//! these tests keep the texts the same, so that the README shows code that
+//! compiles and works.
 
 use std::path::Path;
 
@@ -19,9 +20,9 @@ fn block_starting_with<'a>(text: &'a str, first: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// The crate documentation (`//!` lines of `lib.rs`) as Markdown.
-fn crate_doc(lib_rs: &str) -> String {
-    lib_rs
+/// The module documentation (`//!` lines) of a source file as Markdown.
+fn module_doc(source: &str) -> String {
+    source
         .lines()
         .filter_map(|line| line.strip_prefix("//!"))
         .map(|line| line.strip_prefix(' ').unwrap_or(line))
@@ -29,22 +30,48 @@ fn crate_doc(lib_rs: &str) -> String {
         .join("\n")
 }
 
-#[test]
-fn the_readme_example_is_the_crate_doctest() {
+/// The README's code block that starts with `first` and the doctest of
+/// `source` (a file under `src/`) that does, without the doctest's hidden
+/// lines.
+fn readme_and_doctest(first: &str, source: &str) -> (Vec<String>, Vec<String>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("../../README.md")).unwrap();
-    let lib_rs = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
-    let doc = crate_doc(&lib_rs);
-
-    let first = "use armillary::Orb;";
-    let in_readme = block_starting_with(&readme, first);
-    // The doctest hides its set-up behind `# ` lines (where `generated`
-    // comes from, `fn main`, the assertions); the README shows the rest.
+    let source = std::fs::read_to_string(root.join("src").join(source)).unwrap();
+    let doc = module_doc(&source);
     let doctest_text = doc.replace("```\n# use armillary_quoter::generated;\n", "```\n");
-    let in_doc: Vec<&str> = block_starting_with(&doctest_text, first)
+    let in_readme = block_starting_with(&readme, first)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let in_doc = block_starting_with(&doctest_text, first)
         .into_iter()
         .filter(|line| !line.starts_with("# ") && *line != "#")
+        .map(str::to_owned)
         .collect();
+    (in_readme, in_doc)
+}
+
+#[test]
+fn the_readme_ami_example_is_the_ami_module_doctest() {
+    let (in_readme, in_doc) = readme_and_doctest(
+        "use generated::stock::{AmiQuoterHandlerServant, AmiQuoterHandlerSkeleton};",
+        "ami/mod.rs",
+    );
+    assert!(
+        in_readme.len() > 15,
+        "the README's AMI example is shorter than expected"
+    );
+    assert_eq!(
+        in_readme, in_doc,
+        "README.md and the `armillary::ami` docs show different examples"
+    );
+}
+
+#[test]
+fn the_readme_example_is_the_crate_doctest() {
+    // The doctest hides its set-up behind `# ` lines (where `generated`
+    // comes from, `fn main`, the assertions); the README shows the rest.
+    let (in_readme, in_doc) = readme_and_doctest("use armillary::Orb;", "lib.rs");
     assert!(
         in_readme.len() > 20,
         "the README's example is shorter than expected"

@@ -17,9 +17,16 @@
 //! enum, so that `raise()` gives the typed error.
 //!
 //! The stub of `I` gets `sendc_<op>` (callback), `sendp_<op>` (a
-//! `Poller`) and `<op>_async` (a `ReplyFuture`). They send exactly the
+//! `Poller`) and `<op>_async` (a `ReplyFuture`), and for an attribute
+//! `sendc_get_<a>`, `sendp_get_<a>`, `get_<a>_async` and the same with
+//! `set_`: one stem per call, the AMI mapping's. They send exactly the
 //! request the synchronous method sends: the same argument encoding, on
 //! owned copies of the arguments, and the same reply decoding.
+//!
+//! The handler's servant trait gives every method a default body, so that
+//! a handler implements only the replies it wants: a reply's method
+//! ignores the values, an `_excep` method hands the holder to
+//! `armillary::ami::unhandled_exception` (a line on standard error).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -27,7 +34,7 @@ use quote::quote;
 use super::interface::{Call, CallParam, InterfaceModel};
 use super::names::{ident, snake, Namer};
 use super::types::{cdr_decode, cdr_encode, Val};
-use super::{relative_module, Generator, RESERVED_METHODS, RESERVED_PARAMS};
+use super::{relative_module, AmiNames, Generator, RESERVED_PARAMS};
 use crate::ir::{DefId, DefKind, Direction, Type};
 
 /// The repository id every reply handler is-a.
@@ -37,9 +44,11 @@ const REPLY_HANDLER_ID: &str = "IDL:omg.org/Messaging/ReplyHandler:1.0";
 /// reply handler.
 #[derive(Debug, Clone, Default)]
 pub(super) struct AmiCall {
-    pub(super) sendc: String,
-    pub(super) sendp: String,
-    pub(super) future: String,
+    /// The stub's AMI methods in the interface that declares the call.
+    pub(super) declared: AmiNames,
+    /// Their names on the stub being generated: `declared`, unless the
+    /// call is inherited and another base has those names (`inherited`).
+    pub(super) stub: AmiNames,
     /// The `Poller` alias, in the declaring interface's module.
     pub(super) poller: String,
     /// The reply handler's method for the reply, and for an exception.
@@ -181,19 +190,22 @@ impl Generator<'_> {
         if let Some(names) = self.handler_methods.get(&member) {
             return names.clone();
         }
-        let spec = self.spec;
-        let Some(owner) = spec[member].parent else {
+        let Some(owner) = self.spec[member].parent else {
             return Vec::new();
         };
-        let mut methods = Namer::with_reserved(RESERVED_METHODS);
-        for base in spec.ancestors(owner) {
-            for &inherited in spec.contents(base) {
-                for name in self.handler_method_names(inherited) {
-                    methods.insert(name);
-                }
-            }
-        }
-        for &own in spec.contents(owner) {
+        self.interface_names(owner);
+        self.handler_methods
+            .get(&member)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Names the reply handler's methods for the operations and attributes
+    /// `interface` declares, with `methods` holding the names its handler
+    /// inherits (see `inherited`).
+    pub(super) fn assign_handler_method_names(&mut self, interface: DefId, mut methods: Namer) {
+        let spec = self.spec;
+        for &own in spec.contents(interface) {
             let def = &spec[own];
             let names: Vec<String> = handler_wire_names(&def.kind, &def.name)
                 .iter()
@@ -201,10 +213,6 @@ impl Generator<'_> {
                 .collect();
             self.handler_methods.insert(own, names);
         }
-        self.handler_methods
-            .get(&member)
-            .cloned()
-            .unwrap_or_default()
     }
 
     /// The AMI names of `member`'s `index`th call (getter 0, setter 1),
@@ -217,9 +225,8 @@ impl Generator<'_> {
         let poller = self.pollers.get(&member)?.get(index)?.clone();
         let handler = self.handler_method_names(member);
         Some(AmiCall {
-            sendc: ami.sendc,
-            sendp: ami.sendp,
-            future: ami.future,
+            stub: ami.clone(),
+            declared: ami,
             poller,
             reply: handler.get(2 * index)?.clone(),
             excep: handler.get(2 * index + 1)?.clone(),
@@ -269,11 +276,41 @@ impl Generator<'_> {
                 }
             }
             let what = format!("`{}` ({})", def.absolute_name(), call.wire);
-            let reply_doc = format!(" Receives the reply of {what}: its return value, then its inout and out parameters.");
-            let excep_doc = format!(" Receives the exception that {what} raised; `excep_holder.raise()` gives it typed.");
+            let reply_doc = format!(
+                " Receives the reply of {what}: its return value, then its inout and out \
+                 parameters. Unless implemented, ignores it."
+            );
+            let excep_doc = format!(
+                " Receives the exception that {what} raised; `excep_holder.raise()` gives it \
+                 typed. Unless implemented, writes a line naming it to standard error \
+                 (`armillary::ami::unhandled_exception`)."
+            );
+            let ignored: Vec<_> = params.iter().map(|p| ident(&p.name)).collect();
+            let reply_body = match ignored.as_slice() {
+                [] => quote!(::core::result::Result::Ok(())),
+                [one] => quote! {
+                    let _ = #one;
+                    ::core::result::Result::Ok(())
+                },
+                _ => quote! {
+                    let _ = (#(#ignored),*);
+                    ::core::result::Result::Ok(())
+                },
+            };
+            let call_name = if call.wire.starts_with("_get_") || call.wire.starts_with("_set_") {
+                format!("{} ({})", def.absolute_name(), call.wire)
+            } else {
+                def.absolute_name()
+            };
+            let call_name = call_name.trim_start_matches("::").to_owned();
+            let excep_body = quote! {
+                ::armillary::ami::unhandled_exception(#call_name, #excep, &excep_holder);
+                ::core::result::Result::Ok(())
+            };
             out.push(Call {
                 wire: reply_wire.clone(),
                 method: reply.clone(),
+                stub_method: reply.clone(),
                 doc: quote!(#[doc = #reply_doc]),
                 params,
                 ret: None,
@@ -283,10 +320,12 @@ impl Generator<'_> {
                 handler: true,
                 oneway: false,
                 ami: None,
+                default_body: Some(reply_body),
             });
             out.push(Call {
                 wire: excep_wire.clone(),
                 method: excep.clone(),
+                stub_method: excep.clone(),
                 doc: quote!(#[doc = #excep_doc]),
                 params: vec![CallParam {
                     name: "excep_holder".into(),
@@ -301,6 +340,7 @@ impl Generator<'_> {
                 handler: true,
                 oneway: false,
                 ami: None,
+                default_body: Some(excep_body),
             });
         }
         out
@@ -313,11 +353,19 @@ impl Generator<'_> {
         let Some(base) = self.handlers.get(&id).cloned() else {
             return TokenStream::new();
         };
+        let here = self.interface_names(id);
         let mut all_calls = Vec::new();
         for (owner, member) in spec.all_operations(id) {
-            if !self.left_out.contains_key(&member) {
-                all_calls.extend(self.handler_calls_of(owner, member));
+            if self.left_out.contains_key(&member) {
+                continue;
             }
+            let mut calls = self.handler_calls_of(owner, member);
+            if let Some(names) = here.get(member) {
+                for (call, method) in calls.iter_mut().zip(&names.handler) {
+                    call.stub_method.clone_from(method);
+                }
+            }
+            all_calls.extend(calls);
         }
         let mut own_calls = Vec::new();
         for &member in spec.contents(id) {
@@ -405,7 +453,7 @@ impl Generator<'_> {
             let error = self.error_type(module, call);
             let doc = format!(
                 " What `{}` returns: polls for the reply of `{}` ({}).",
-                ami.sendp,
+                ami.declared.sendp,
                 self.spec[id].absolute_name(),
                 call.wire
             );
@@ -447,7 +495,11 @@ impl Generator<'_> {
         let Some(ami) = &call.ami else {
             return TokenStream::new();
         };
-        let (sendc, sendp, future) = (ident(&ami.sendc), ident(&ami.sendp), ident(&ami.future));
+        let (sendc, sendp, future) = (
+            ident(&ami.stub.sendc),
+            ident(&ami.stub.sendp),
+            ident(&ami.stub.future),
+        );
         let handler = self.handler_path(from, interface, "");
         let inputs: Vec<&CallParam> = call.inputs().collect();
         let params: Vec<TokenStream> = inputs
@@ -496,24 +548,33 @@ impl Generator<'_> {
         if call.owner != interface {
             let owner = self.owner_path(from, call, "");
             let owner_handler = self.handler_path(from, call.owner, "");
+            let (owner_sendc, owner_sendp, owner_future) = (
+                ident(&ami.declared.sendc),
+                ident(&ami.declared.sendp),
+                ident(&ami.declared.future),
+            );
+            let renamed = |here: &str, declared: &str| self.renamed_doc(call.owner, here, declared);
+            let sendc_renamed = renamed(&ami.stub.sendc, &ami.declared.sendc);
+            let sendp_renamed = renamed(&ami.stub.sendp, &ami.declared.sendp);
+            let future_renamed = renamed(&ami.stub.future, &ami.declared.future);
             return quote! {
-                #[doc = #sendc_doc] #errors #sendc_lints
+                #[doc = #sendc_doc] #sendc_renamed #errors #sendc_lints
                 pub fn #sendc(&self, ami_handler: &#handler, #(#params),*) -> ::core::result::Result<(), ::armillary::SystemException> {
-                    #owner::from_object(self.object.clone()).#sendc(
+                    #owner::from_object(self.object.clone()).#owner_sendc(
                         &#owner_handler::from_object(ami_handler.as_object().clone()),
                         #(#arg_names),*
                     )
                 }
 
-                #[doc = #sendp_doc] #lints
+                #[doc = #sendp_doc] #sendp_renamed #lints
                 #[must_use]
                 pub fn #sendp(&self, #(#params),*) -> #poller {
-                    #owner::from_object(self.object.clone()).#sendp(#(#arg_names),*)
+                    #owner::from_object(self.object.clone()).#owner_sendp(#(#arg_names),*)
                 }
 
-                #[doc = #future_doc] #lints
+                #[doc = #future_doc] #future_renamed #lints
                 pub fn #future(&self, #(#params),*) -> ::armillary::ami::ReplyFuture<#values, #error> {
-                    #owner::from_object(self.object.clone()).#future(#(#arg_names),*)
+                    #owner::from_object(self.object.clone()).#owner_future(#(#arg_names),*)
                 }
             };
         }

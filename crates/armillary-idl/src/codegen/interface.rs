@@ -20,8 +20,12 @@ use crate::ir::{DefId, DefKind, Direction, InterfaceKind, Type};
 pub(super) struct Call {
     /// The operation name in GIOP (`get_quote`, `_get_name`).
     pub(super) wire: String,
-    /// The Rust method name.
+    /// The Rust method name in the interface that declares the call (its
+    /// stub, servant trait and skeleton).
     pub(super) method: String,
+    /// The method's name on the stub being generated: `method`, unless
+    /// the call is inherited and another base has that name (`inherited`).
+    pub(super) stub_method: String,
     pub(super) doc: TokenStream,
     pub(super) params: Vec<CallParam>,
     pub(super) ret: Option<Type>,
@@ -37,6 +41,9 @@ pub(super) struct Call {
     /// The AMI method names, for a two-way call of an interface's stub
     /// when AMI is on.
     pub(super) ami: Option<AmiCall>,
+    /// The body of the servant trait's method when it has a default (a
+    /// reply handler's, see `armillary::ami::unhandled_exception`).
+    pub(super) default_body: Option<TokenStream>,
 }
 
 /// What [`Generator::interface_items`] generates an interface from.
@@ -125,6 +132,7 @@ impl Generator<'_> {
         match &def.kind {
             DefKind::Operation(op) => vec![Call {
                 wire: def.name.clone(),
+                stub_method: names.method.clone(),
                 method: names.method,
                 doc,
                 params: op
@@ -145,10 +153,12 @@ impl Generator<'_> {
                 handler: false,
                 oneway: op.oneway,
                 ami: self.ami_call(member, 0),
+                default_body: None,
             }],
             DefKind::Attribute(attribute) => {
                 let mut calls = vec![Call {
                     wire: format!("_get_{}", def.name),
+                    stub_method: names.method.clone(),
                     method: names.method,
                     doc: doc.clone(),
                     params: Vec::new(),
@@ -159,10 +169,12 @@ impl Generator<'_> {
                     handler: false,
                     oneway: false,
                     ami: self.ami_call(member, 0),
+                    default_body: None,
                 }];
                 if let Some(setter) = names.setter {
                     calls.push(Call {
                         wire: format!("_set_{}", def.name),
+                        stub_method: setter.clone(),
                         method: setter,
                         doc,
                         params: vec![CallParam {
@@ -178,6 +190,7 @@ impl Generator<'_> {
                         handler: false,
                         oneway: false,
                         ami: self.ami_call(member, 1),
+                        default_body: None,
                     });
                 }
                 calls
@@ -187,14 +200,28 @@ impl Generator<'_> {
     }
 
     /// Every call of an interface, inherited ones first, leaving out what
-    /// the back end cannot map.
+    /// the back end cannot map, with the names the interface's stub gives
+    /// them.
     fn all_calls(&mut self, interface: DefId) -> Vec<Call> {
+        let here = self.interface_names(interface);
         let mut calls = Vec::new();
         for (owner, member) in self.spec.all_operations(interface) {
             if self.left_out.contains_key(&member) {
                 continue;
             }
-            calls.extend(self.calls_of(owner, member));
+            let mut member_calls = self.calls_of(owner, member);
+            if let Some(names) = here.get(member) {
+                let sync = std::iter::once(&names.method).chain(&names.setter);
+                for (call, method) in member_calls.iter_mut().zip(sync) {
+                    call.stub_method.clone_from(method);
+                }
+                for (call, ami) in member_calls.iter_mut().zip(&names.ami) {
+                    if let Some(call_ami) = &mut call.ami {
+                        call_ami.stub = ami.clone();
+                    }
+                }
+            }
+            calls.extend(member_calls);
         }
         calls
     }
@@ -302,6 +329,65 @@ impl Generator<'_> {
         }
     }
 
+    /// For an inherited method the stub names `here` where the declaring
+    /// interface `owner` names it `declared` (see `inherited`), a doc
+    /// paragraph saying why; nothing when the names are the same.
+    pub(super) fn renamed_doc(&self, owner: DefId, here: &str, declared: &str) -> TokenStream {
+        if here == declared {
+            return TokenStream::new();
+        }
+        let declaring = self.spec[owner].absolute_name();
+        let text = format!(
+            " Named `{here}` here because another base interface has a `{declared}`: it is \
+             `{declared}` where `{declaring}` declares it (its stub and servant trait)."
+        );
+        quote! {
+            #[doc = ""]
+            #[doc = #text]
+        }
+    }
+
+    /// For a servant trait whose supertraits have methods of the same name
+    /// (see `inherited`), doc paragraphs naming them and saying how to
+    /// implement and call them; nothing otherwise.
+    fn shared_methods_doc(&self, interface: DefId, all_calls: &[Call]) -> TokenStream {
+        let mut by_name: std::collections::BTreeMap<&str, Vec<&Call>> =
+            std::collections::BTreeMap::new();
+        for call in all_calls.iter().filter(|c| c.owner != interface) {
+            by_name.entry(&call.method).or_default().push(call);
+        }
+        let mut lines = Vec::new();
+        for (name, calls) in by_name.iter().filter(|(_, calls)| calls.len() > 1) {
+            let traits: Vec<String> = calls
+                .iter()
+                .map(|call| {
+                    let owner = if call.handler {
+                        self.handlers.get(&call.owner).map_or("", String::as_str)
+                    } else {
+                        self.names(call.owner).base.as_str()
+                    };
+                    format!(
+                        "`{owner}Servant::{name}` (the stub's `{}`)",
+                        call.stub_method
+                    )
+                })
+                .collect();
+            lines.push(format!(" - `{name}`: {}.", traits.join(", ")));
+        }
+        if lines.is_empty() {
+            return TokenStream::new();
+        }
+        let intro = " Supertraits that have methods of the same name: implement each in its own \
+             trait's `impl` block, and call it by its trait (`Trait::method(&servant)`), since \
+             `servant.method()` cannot tell them apart. The stub gives the later ones a suffix.";
+        quote! {
+            #[doc = ""]
+            #[doc = #intro]
+            #[doc = ""]
+            #(#[doc = #lines])*
+        }
+    }
+
     /// The client stub's method for one call.
     pub(super) fn stub_method(
         &self,
@@ -344,10 +430,14 @@ impl Generator<'_> {
             } else {
                 self.error_type(from, call)
             };
+            let renamed = self.renamed_doc(call.owner, &call.stub_method, &call.method);
+            let here = ident(&call.stub_method);
             return quote! {
-                #doc
+                #call_doc
+                #renamed
+                #errors
                 #lints
-                pub fn #method(&self, #(#params),*) -> ::core::result::Result<#result_type, #error> {
+                pub fn #here(&self, #(#params),*) -> ::core::result::Result<#result_type, #error> {
                     #owner::from_object(self.object.clone()).#method(#(#args),*)
                 }
             };
@@ -680,10 +770,19 @@ impl Generator<'_> {
             (self.result_type(from, call), self.error_type(from, call))
         };
         let lints = call.allowed_lints(self.raises_large(&call.raises));
-        quote! {
-            #doc
-            #lints
-            fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error>;
+        match &call.default_body {
+            Some(body) => quote! {
+                #doc
+                #lints
+                fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error> {
+                    #body
+                }
+            },
+            None => quote! {
+                #doc
+                #lints
+                fn #method(&self, #(#params),*) -> ::core::result::Result<#result, #error>;
+            },
         }
     }
 
@@ -1024,6 +1123,7 @@ impl Generator<'_> {
             .collect();
         let skeleton_doc =
             format!(" Serves `{idl_name}` by dispatching its requests to a [`{servant}`].");
+        let shared = self.shared_methods_doc(id, &all_calls);
         let servant_doc = format!(
             " What a server implements to serve `{idl_name}`; wrap it in [`{skeleton}`] to activate it."
         );
@@ -1141,6 +1241,7 @@ impl Generator<'_> {
             #after_stub
 
             #[doc = #servant_doc]
+            #shared
             pub trait #servant: ::core::marker::Send + ::core::marker::Sync + 'static #(+ #supertraits)* {
                 #(#trait_methods)*
             }

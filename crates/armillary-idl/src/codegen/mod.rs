@@ -12,7 +12,14 @@
 //!   `armillary::Servant` that demultiplexes requests to the trait by binary
 //!   search over the sorted operation names); an operation that raises
 //!   user exceptions returns `Result<T, i::OpError>`, one without returns
-//!   `Result<T, SystemException>`;
+//!   `Result<T, SystemException>`; a derived stub names inherited methods
+//!   as its bases do, and gives a suffix to the later of two bases' methods
+//!   that share a Rust name (`my_factory_2`; the rule is in `inherited`);
+//! - with AMI on, `I`'s stub has `sendc_<x>`, `sendp_<x>` and `<x>_async`
+//!   for each two-way operation `x`, and for each attribute `a` with `x`
+//!   `get_<a>` and (unless readonly) `set_<a>`; and there is the implied
+//!   reply handler `AmiIHandler` (`ami`), whose servant trait's methods
+//!   have default bodies;
 //! - valuetypes and value boxes are not mapped yet: they, and whatever
 //!   uses them, are left out with a warning.
 //!
@@ -28,6 +35,7 @@
 //! mapped is left out and reported.
 
 mod ami;
+mod inherited;
 mod interface;
 mod items;
 mod names;
@@ -405,6 +413,9 @@ pub(crate) struct Generator<'s> {
     /// (in the order of its handler calls), computed in the context of the
     /// declaring interface's handler.
     handler_methods: HashMap<DefId, Vec<String>>,
+    /// What each interface's stubs call its members, inherited ones
+    /// included (see `inherited`).
+    interface_names: HashMap<DefId, std::sync::Arc<inherited::InterfaceNames>>,
     warnings: Vec<Diagnostic>,
 }
 
@@ -421,6 +432,7 @@ impl<'s> Generator<'s> {
             handlers: HashMap::new(),
             pollers: HashMap::new(),
             handler_methods: HashMap::new(),
+            interface_names: HashMap::new(),
             warnings: Vec::new(),
         };
         generator.assign_names(None, Vec::new(), &spec.roots);
@@ -588,33 +600,14 @@ impl<'s> Generator<'s> {
         let Some(owner) = self.spec[op].parent else {
             return OpNames::default();
         };
-        self.assign_op_names(owner);
+        self.interface_names(owner);
         self.op_names.get(&op).cloned().unwrap_or_default()
     }
 
-    fn assign_op_names(&mut self, interface: DefId) {
-        // Methods inherited from bases keep their names; the interface's
-        // own operations take what is left.
-        let mut methods = Namer::with_reserved(RESERVED_METHODS);
-        for base in self.spec.ancestors(interface) {
-            for &member in self.spec.contents(base) {
-                if matches!(
-                    self.spec[member].kind,
-                    DefKind::Operation(_) | DefKind::Attribute(_)
-                ) {
-                    let names = self.op_names(member);
-                    methods.insert(names.method.clone());
-                    if let Some(setter) = names.setter {
-                        methods.insert(setter);
-                    }
-                    for ami in names.ami {
-                        methods.insert(ami.sendc);
-                        methods.insert(ami.sendp);
-                        methods.insert(ami.future);
-                    }
-                }
-            }
-        }
+    /// Names the operations and attributes `interface` declares, with
+    /// `methods` holding the names of those it inherits (see `inherited`):
+    /// those keep their names, its own take what is left.
+    fn assign_op_names(&mut self, interface: DefId, mut methods: Namer) {
         // Error enums live in the interface's own module, after its nested
         // definitions.
         let mut types = Namer::default();
@@ -679,7 +672,7 @@ impl<'s> Generator<'s> {
         let spec = self.spec;
         for &member in spec.contents(interface) {
             let def = &spec[member];
-            let wire_names: Vec<String> = match &def.kind {
+            let stems: Vec<String> = match &def.kind {
                 DefKind::Operation(op) if !op.oneway => vec![snake(&def.name)],
                 DefKind::Attribute(attribute) => {
                     let mut calls = vec![format!("get_{}", snake(&def.name))];
@@ -693,16 +686,14 @@ impl<'s> Generator<'s> {
             let Some(names) = self.op_names.get_mut(&member) else {
                 continue;
             };
-            let sync: Vec<String> = std::iter::once(names.method.clone())
-                .chain(names.setter.clone())
-                .collect();
-            names.ami = wire_names
+            // One stem for the three forms: the operation, `get_<a>`,
+            // `set_<a>` (the AMI mapping's names).
+            names.ami = stems
                 .iter()
-                .zip(sync)
-                .map(|(wire, sync)| AmiNames {
-                    sendc: methods.claim(&format!("sendc_{wire}")),
-                    sendp: methods.claim(&format!("sendp_{wire}")),
-                    future: methods.claim(&format!("{}_async", sync.trim_start_matches("r#"))),
+                .map(|stem| AmiNames {
+                    sendc: methods.claim(&format!("sendc_{stem}")),
+                    sendp: methods.claim(&format!("sendp_{stem}")),
+                    future: methods.claim(&format!("{stem}_async")),
                 })
                 .collect();
         }

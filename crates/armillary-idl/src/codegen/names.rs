@@ -6,7 +6,8 @@
 //! `get_name`), and generated items add names of their own (`FooServant`).
 //! A [`Namer`] hands out names in declaration order; the later of two
 //! clashing names gets a numeric suffix, so the output never depends on
-//! anything but the IDL.
+//! anything but the IDL. (What a derived stub calls the methods it
+//! inherits, when two bases have one name, is decided in `inherited`.)
 
 use std::collections::HashSet;
 

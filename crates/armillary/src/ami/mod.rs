@@ -12,7 +12,10 @@
 //!   spawns nothing per call and wakes the task when the reply is in.
 //! - callbacks ([`ObjectRef::send_callback`](crate::ObjectRef::send_callback)): the reply (decoded) or an
 //!   [`ExceptionHolder`] is handed to a delivery closure, which generated
-//!   code points at a reply handler's operation.
+//!   code points at a reply handler's operation. A generated reply
+//!   handler's servant trait implements every method by default (a reply
+//!   is ignored, an exception reported by [`unhandled_exception`]), so a
+//!   handler implements only the replies it wants.
 //!
 //! What all three share (the runtime facts):
 //! - They send exactly the GIOP Request the synchronous call sends, through
@@ -68,11 +71,55 @@
 //! - An invoker that cannot defer (a collocated object) runs the request
 //!   at once: the poller or future is ready at once, and the callback runs
 //!   before `send_callback` returns.
+//!
+//! # Example
+//!
+//! The three forms of the crate example's `quoter.get_quote` (the README
+//! shows the same code):
+//!
+//! ```
+//! # use armillary_quoter::generated;
+//! use generated::stock::{AmiQuoterHandlerServant, AmiQuoterHandlerSkeleton};
+//! use armillary::SystemException;
+//!
+//! // A reply handler implements only the replies it wants: by default a
+//! // reply is ignored and an exception is reported on standard error.
+//! struct PrintPrice;
+//! impl AmiQuoterHandlerServant for PrintPrice {
+//!     fn get_quote(&self, cents: i32) -> Result<(), SystemException> {
+//!         println!("ACME: {cents}");
+//!         Ok(())
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let orb = armillary::Orb::with_config(armillary::config::OrbConfig::default())?;
+//! # let poa = orb.root_poa();
+//! # poa.manager().activate()?;
+//! # let quoter = generated::stock::QuoterSkeleton::new(armillary_quoter::QuoterImpl::default())
+//! #     .activate(&poa)?;
+//! // Futures, on any executor: the ORB's own threads read the replies.
+//! let cents = pollster::block_on(quoter.get_quote_async("ACME"))?;
+//! let same = futures::executor::block_on(quoter.get_quote_async("ACME"))?;
+//! // A poller: `is_ready()`, `wait(timeout)`, `take()`.
+//! let mut poller = quoter.sendp_get_quote("ACME");
+//! let again = poller.take()?;
+//! // A callback: the reply goes to a reply handler, a CORBA object.
+//! let handler = AmiQuoterHandlerSkeleton::new(PrintPrice).activate(&poa)?;
+//! quoter.sendc_get_quote(&handler, "ACME")?;
+//! # assert_eq!((cents, same, again), (4217, 4217, 4217));
+//! # fn is_send<T: Send>(_: &T) {}
+//! # is_send(&quoter.get_quote_async("ACME"));
+//! # orb.shutdown(armillary::WaitForCompletion::Yes)?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod callback;
 mod future;
 mod holder;
 mod poller;
+mod unhandled;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,6 +131,7 @@ pub(crate) use callback::{CallbackCall, CallbackQueue};
 pub use future::ReplyFuture;
 pub use holder::{ExceptionHolder, UserExceptionSet, EXCEPTION_HOLDER_ID};
 pub use poller::Poller;
+pub use unhandled::unhandled_exception;
 
 use crate::object::OutgoingRequest;
 
