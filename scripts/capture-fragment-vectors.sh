@@ -35,26 +35,8 @@ stubs=$(ls -d "$venv"/stubs-* | head -1)
 echo "== building the omniORB peers into $peers"
 make -s -C tests/interop/cpp OUT="$peers"
 
-work=$(mktemp -d)
-tap=""
-server=""
-cleanup() {
-  for pid in $server $tap; do
-    kill "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits up to 20 s for a file to exist.
-wait_for() {
-  for _ in $(seq 200); do
-    [ -s "$1" ] && return 0
-    sleep 0.1
-  done
-  echo "error: $1 never appeared" >&2
-  return 1
-}
+# shellcheck source=../tests/vectors/capture/session.sh
+. "$root/tests/vectors/capture/session.sh"
 
 # A free loopback port for a server.
 free_port() {

@@ -25,28 +25,8 @@ echo "== building the omniORB peers into $build"
 make -s -C "$capture" OUT="$build"
 omniorb=$(pkg-config --modversion omniORB4)
 
-work=$(mktemp -d)
-# The tap and server of the session under way (empty once reaped), ended
-# if the script stops early.
-tap=""
-server=""
-cleanup() {
-  for pid in $server $tap; do
-    kill "$pid" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits up to 20 s for a file to exist.
-wait_for() {
-  for _ in $(seq 200); do
-    [ -s "$1" ] && return 0
-    sleep 0.1
-  done
-  echo "error: $1 never appeared" >&2
-  return 1
-}
+# shellcheck source=../tests/vectors/capture/session.sh
+. "$root/tests/vectors/capture/session.sh"
 
 # capture NAME CLIENT-ARGS...: one client session into $out/NAME.
 capture() {

@@ -18,8 +18,6 @@
 
 mod differential_echo;
 
-use std::sync::atomic::Ordering;
-
 use armillary::giop::any::{Any, DynValue};
 use armillary::giop::typecode::TypeCode;
 use armillary::{ObjectRef, Orb, WaitForCompletion};
@@ -98,19 +96,6 @@ fn through(orb: &Orb, target: &ObjectRef, relay: &Relay) -> ObjectRef {
         .unwrap()
 }
 
-/// Asserts what a relay saw of fragmented messages from the peer.
-fn assert_fragmented(version: GiopVersion, from_peer: &Traffic, from_armillary: &Traffic) {
-    assert_eq!(
-        from_armillary.fragments, 0,
-        "Armillary sends whole messages"
-    );
-    if version == GiopVersion::V1_0 {
-        assert_eq!(from_peer.fragments, 0, "GIOP 1.0 has no fragments");
-    } else {
-        assert!(from_peer.fragments >= 3, "GIOP {version}: {from_peer:?}");
-    }
-}
-
 #[test]
 fn every_kind_of_value_in_fragmented_requests_from_omniorbpy() {
     if !omniorbpy::available() {
@@ -118,35 +103,15 @@ fn every_kind_of_value_in_fragmented_requests_from_omniorbpy() {
     }
     let py = omniorbpy();
     let server = EchoServer::start(make_sequences_for_omniorbpy);
-    let endpoint = server.object.ior().iiop_profiles()[0].clone();
-    for version in VERSIONS {
-        for n in COUNTS {
-            let relay = Relay::start((endpoint.host.clone(), endpoint.port));
-            let ior_file = server.ior_file(py.scratch_dir(), "fragments", Some(relay.port));
-            let before = server.echo.sequences.load(Ordering::SeqCst);
-            let run = py.run_diff_client(
-                "sequences",
-                &ior_file,
-                &[&n.to_string(), "-ORBmaxGIOPVersion", &version.to_string()],
-            );
-            let _ = std::fs::remove_file(&ior_file);
-            let summary = run.stdout.lines().last().unwrap_or("");
-            assert!(
-                run.success && summary == "17 passed, 0 failed",
-                "GIOP {version}, {n} elements:\n{}\n{}",
-                run.stdout,
-                run.stderr
-            );
-            assert_eq!(server.echo.sequences.load(Ordering::SeqCst), before + 1);
-            let [request, reply] = relay.traffic();
-            println!("GIOP {version}, {n}: requests {request:?}, replies {reply:?}");
-            assert_fragmented(version, &request, &reply);
-        }
-    }
-    assert_eq!(
-        server.echo.unexpected_sequences.load(Ordering::SeqCst),
-        0,
-        "the servant decoded values other than omniORBpy's client sent"
+    fragmented_requests_from(
+        &server,
+        py.scratch_dir(),
+        &COUNTS,
+        |ior_file, n, version| {
+            let args = [&n.to_string(), "-ORBmaxGIOPVersion", &version.to_string()];
+            py.run_diff_client("sequences", ior_file, &args)
+        },
+        |run| run.success && run.stdout.lines().last() == Some("17 passed, 0 failed"),
     );
 }
 

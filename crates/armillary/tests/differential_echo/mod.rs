@@ -26,6 +26,7 @@ use armillary_giop::cdr::{
 use armillary_giop::giop::{MessageHeader, MessageType};
 use armillary_giop::ior::{Ior, ProfileBody};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
+use armillary_testkit::ClientRun;
 
 // ---------------------------------------------------------------------
 // Calls.
@@ -542,4 +543,61 @@ pub fn encapsulate(any: &Any, order: ByteOrder) -> Vec<u8> {
     any.encode(&mut w)
         .unwrap_or_else(|e| panic!("encoding {any:?}: {e}"));
     w.into_bytes()
+}
+
+// ---------------------------------------------------------------------
+// The fragmentation tests' two halves, whichever the peer.
+
+/// Asserts what a relay saw of the peer's fragmented messages: fragments
+/// from the peer in GIOP 1.1 and 1.2, none in 1.0, and none from
+/// Armillary (which sends whole messages).
+pub fn assert_fragmented(version: GiopVersion, from_peer: &Traffic, from_armillary: &Traffic) {
+    assert_eq!(
+        from_armillary.fragments, 0,
+        "Armillary sends whole messages"
+    );
+    if version == GiopVersion::V1_0 {
+        assert_eq!(from_peer.fragments, 0, "GIOP 1.0 has no fragments");
+    } else {
+        assert!(from_peer.fragments >= 3, "GIOP {version}: {from_peer:?}");
+    }
+}
+
+/// Runs a peer's client (`client(ior_file, n, version)`, its `sequences`
+/// mode) against `server` through a relay, for every GIOP version and
+/// element count in `counts`; `passed` tells whether its run passed. Each
+/// run makes one `echo_sequences` call whose request the peer fragments,
+/// and the servant must decode exactly what the peer sent.
+pub fn fragmented_requests_from(
+    server: &EchoServer,
+    dir: &Path,
+    counts: &[u32],
+    client: impl Fn(&Path, u32, GiopVersion) -> ClientRun,
+    passed: impl Fn(&ClientRun) -> bool,
+) {
+    let endpoint = server.object.ior().iiop_profiles()[0].clone();
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        for &n in counts {
+            let relay = Relay::start((endpoint.host.clone(), endpoint.port));
+            let ior_file = server.ior_file(dir, "fragments", Some(relay.port));
+            let before = server.echo.sequences.load(Ordering::SeqCst);
+            let run = client(&ior_file, n, version);
+            let _ = std::fs::remove_file(&ior_file);
+            assert!(
+                passed(&run),
+                "GIOP {version}, {n} elements:\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+            assert_eq!(server.echo.sequences.load(Ordering::SeqCst), before + 1);
+            let [request, reply] = relay.traffic();
+            println!("GIOP {version}, {n}: requests {request:?}, replies {reply:?}");
+            assert_fragmented(version, &request, &reply);
+        }
+    }
+    assert_eq!(
+        server.echo.unexpected_sequences.load(Ordering::SeqCst),
+        0,
+        "the servant decoded values other than the peer's client sent"
+    );
 }
