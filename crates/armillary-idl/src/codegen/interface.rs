@@ -818,17 +818,25 @@ impl Generator<'_> {
         ident(&format!("upcall_{}", call.method.trim_start_matches("r#")))
     }
 
-    /// The body of a skeleton's `upcall_*` function: decode the
-    /// arguments, call `servant`, encode the reply.
-    fn upcall_body(&self, from: &[String], call: &Call) -> TokenStream {
-        let method = ident(&call.method);
+    /// The statements of an upcall that read a call's in and inout
+    /// arguments from `request` into locals named as the parameters
+    /// (`mut` for inout ones when `mut_inouts`: the synchronous servant
+    /// updates them in place).
+    pub(super) fn decode_args(
+        &self,
+        from: &[String],
+        call: &Call,
+        mut_inouts: bool,
+    ) -> TokenStream {
         let inputs: Vec<&CallParam> = call.inputs().collect();
-        let decode_args = match inputs.len() {
+        let mutability =
+            |p: &CallParam| (mut_inouts && p.direction == Direction::InOut).then(|| quote!(mut));
+        match inputs.len() {
             0 => TokenStream::new(),
             1 => {
                 let p = inputs[0];
                 let name = ident(&p.name);
-                let mutability = (p.direction == Direction::InOut).then(|| quote!(mut));
+                let mutability = mutability(p);
                 let read = reader_fn(self.param_decode_result(from, p));
                 quote! {
                     let #mutability #name = request.decode_args(#read)?;
@@ -838,11 +846,8 @@ impl Generator<'_> {
                 let names: Vec<_> = inputs.iter().map(|p| ident(&p.name)).collect();
                 let bindings = inputs.iter().map(|p| {
                     let name = ident(&p.name);
-                    if p.direction == Direction::InOut {
-                        quote!(mut #name)
-                    } else {
-                        quote!(#name)
-                    }
+                    let mutability = mutability(p);
+                    quote!(#mutability #name)
                 });
                 let reads = inputs.iter().map(|p| {
                     let name = ident(&p.name);
@@ -856,7 +861,34 @@ impl Generator<'_> {
                     })?;
                 }
             }
-        };
+        }
+    }
+
+    /// A closure writing a normal reply's body — the return value, then
+    /// the out and inout values in IDL order — from the locals `values`
+    /// (name, IDL type): what `ServerRequest::encode_results` and an AMH
+    /// responder's `ResponseHandler::reply` take.
+    pub(super) fn reply_writer(&self, values: &[(TokenStream, &Type)]) -> TokenStream {
+        if values.is_empty() {
+            return quote!(|_| ::core::result::Result::Ok(()));
+        }
+        let writes = values
+            .iter()
+            .map(|(name, ty)| self.encode(ty, &Val::Place(name.clone())));
+        quote! {
+            |w| {
+                #(#writes)*
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+
+    /// The body of a skeleton's `upcall_*` function: decode the
+    /// arguments, call `servant.method`, encode the reply.
+    pub(super) fn upcall_body(&self, from: &[String], call: &Call, method: &str) -> TokenStream {
+        let method = ident(method);
+        let inputs: Vec<&CallParam> = call.inputs().collect();
+        let decode_args = self.decode_args(from, call, true);
         let args = inputs.iter().map(|p| {
             let name = ident(&p.name);
             if p.direction == Direction::InOut {
@@ -896,20 +928,8 @@ impl Generator<'_> {
             1 => pattern_names.remove(0),
             _ => quote!((#(#pattern_names),*)),
         };
-        let writes: Vec<TokenStream> = reply
-            .iter()
-            .map(|(name, ty)| self.encode(ty, &Val::Place(name.clone())))
-            .collect();
-        let encode = if writes.is_empty() {
-            quote!(request.encode_results(|_| ::core::result::Result::Ok(())))
-        } else {
-            quote! {
-                request.encode_results(|w| {
-                    #(#writes)*
-                    ::core::result::Result::Ok(())
-                })
-            }
-        };
+        let writer = self.reply_writer(&reply);
+        let encode = quote!(request.encode_results(#writer));
         match &call.error {
             None => {
                 let binding = if pattern_names_is_unit(&pattern) {
@@ -1104,7 +1124,7 @@ impl Generator<'_> {
             .iter()
             .map(|call| {
                 let upcall = Self::upcall_fn(call);
-                let body = self.upcall_body(module, call);
+                let body = self.upcall_body(module, call, &call.method);
                 let doc = format!(
                     " Serves `{}`: decodes the arguments, calls the servant, encodes the reply.",
                     call.wire
