@@ -7,19 +7,27 @@
 
 #![allow(missing_docs)]
 
+mod amh_servants;
 mod interop_servant;
 pub mod line_handler;
 
+pub use amh_servants::{
+    AmhEverything, ForwardingQuoter, HeldQuoter, LaterQuoter, TableQuoter, DROPPED_LONG,
+    DROPPED_SYMBOL, REFUSED_SYMBOL,
+};
 pub use interop_servant::EverythingImpl;
 pub use line_handler::LineHandler;
 
-/// `examples/quoter/quoter.idl`.
+/// `examples/quoter/quoter.idl`, with `Stock::Quoter` selected for
+/// asynchronous method handling too (`QuoterAmhServant`,
+/// `QuoterAsyncServant`, `QuoterAmhSkeleton`, `QuoterGetQuoteResponder`).
 #[warn(clippy::pedantic)]
 pub mod quoter {
     armillary::include_idl!("quoter");
 }
 
-/// `tests/interop/idl/interop.idl`.
+/// `tests/interop/idl/interop.idl`, with `Interop::Everything` selected
+/// for asynchronous method handling too ([`AmhEverything`]).
 #[allow(clippy::module_inception)] // its IDL module is `Interop`
 #[warn(clippy::pedantic)]
 pub mod interop {
@@ -32,6 +40,14 @@ pub mod interop {
 #[warn(clippy::pedantic)]
 pub mod traits {
     armillary::include_idl!("traits");
+}
+
+/// `idl/amh.idl`: AMH for a derived interface selected whole, and for one
+/// operation of an interface whose other operation stays synchronous.
+#[allow(clippy::module_inception)] // its IDL module is `Amh`
+#[warn(clippy::pedantic)]
+pub mod amh {
+    armillary::include_idl!("amh");
 }
 
 /// `idl/names.idl`: Rust names that meet through inheritance.

@@ -35,6 +35,9 @@ pub(super) struct Call {
     pub(super) error: Option<String>,
     /// The interface that declares the call.
     pub(super) owner: DefId,
+    /// The operation or attribute the call belongs to (for a reply
+    /// handler's call, the one it answers).
+    pub(super) member: DefId,
     /// True for a call of `owner`'s implied reply-handler interface.
     pub(super) handler: bool,
     pub(super) oneway: bool,
@@ -150,6 +153,7 @@ impl Generator<'_> {
                 raises: op.raises.clone(),
                 error: names.error,
                 owner,
+                member,
                 handler: false,
                 oneway: op.oneway,
                 ami: self.ami_call(member, 0),
@@ -166,6 +170,7 @@ impl Generator<'_> {
                     raises: attribute.get_raises.clone(),
                     error: names.error,
                     owner,
+                    member,
                     handler: false,
                     oneway: false,
                     ami: self.ami_call(member, 0),
@@ -187,6 +192,7 @@ impl Generator<'_> {
                         raises: attribute.set_raises.clone(),
                         error: names.set_error,
                         owner,
+                        member,
                         handler: false,
                         oneway: false,
                         ami: self.ami_call(member, 1),
@@ -258,7 +264,7 @@ impl Generator<'_> {
 
     /// The success type of a call: the return value and the out
     /// parameters (inout parameters are updated in place).
-    fn result_type(&self, from: &[String], call: &Call) -> TokenStream {
+    pub(super) fn result_type(&self, from: &[String], call: &Call) -> TokenStream {
         let mut parts: Vec<TokenStream> = Vec::new();
         if let Some(ret) = &call.ret {
             parts.push(self.rust_type(from, ret));
@@ -298,7 +304,7 @@ impl Generator<'_> {
 
     /// The `# Errors` section of a call's stub method (`servant` false) or
     /// servant trait method (`servant` true).
-    fn errors_doc(&self, call: &Call, servant: bool) -> TokenStream {
+    pub(super) fn errors_doc(&self, call: &Call, servant: bool) -> TokenStream {
         let exceptions: Vec<String> = call
             .raises
             .iter()
@@ -623,7 +629,7 @@ impl Generator<'_> {
     }
 
     /// Variant names of a call's error enum, one per raised exception.
-    fn error_variants(&self, call: &Call) -> Vec<String> {
+    pub(super) fn error_variants(&self, call: &Call) -> Vec<String> {
         let mut namer = Namer::with_reserved(&["System"]);
         call.raises
             .iter()
@@ -749,7 +755,19 @@ impl Generator<'_> {
 
     /// The servant trait's method for one call.
     pub(super) fn trait_method(&self, from: &[String], call: &Call) -> TokenStream {
-        let method = ident(&call.method);
+        self.trait_method_named(from, call, &call.method)
+    }
+
+    /// The servant trait's method for one call, named `method` (an AMH
+    /// servant trait, which flattens inherited calls, names them as the
+    /// stub does).
+    pub(super) fn trait_method_named(
+        &self,
+        from: &[String],
+        call: &Call,
+        method: &str,
+    ) -> TokenStream {
+        let method = ident(method);
         let call_doc = &call.doc;
         let errors = self.errors_doc(call, true);
         let doc = quote!(#call_doc #errors);
@@ -814,7 +832,7 @@ impl Generator<'_> {
     }
 
     /// The name of the skeleton's associated function that serves `call`.
-    fn upcall_fn(call: &Call) -> proc_macro2::Ident {
+    pub(super) fn upcall_fn(call: &Call) -> proc_macro2::Ident {
         ident(&format!("upcall_{}", call.method.trim_start_matches("r#")))
     }
 
@@ -999,6 +1017,7 @@ impl Generator<'_> {
         let idl_type = self.idl_type_impl(id);
         let tc = self.tc_static(module, id);
         let nested = self.nested_module(id, error_enums);
+        let amh = self.amh_items(module, id, &all_calls, &ids);
         let model = InterfaceModel {
             id,
             base: self.names(id).base.clone(),
@@ -1020,6 +1039,7 @@ impl Generator<'_> {
             after_skeleton: nested,
         };
         let mut out = self.interface_items(module, model);
+        out.extend(amh);
         if ami {
             out.extend(self.handler_interface(module, id));
         }
