@@ -51,3 +51,29 @@ pub fn split_messages(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     }
     messages
 }
+
+/// A whole two-way GIOP Request for `operation` on the object `key`, in
+/// `version` and byte `order`, whose body (the arguments, encoded for the
+/// body's offset in that version) is `args`.
+pub fn request_message(
+    version: armillary_giop::GiopVersion,
+    order: armillary_giop::ByteOrder,
+    request_id: u32,
+    key: &[u8],
+    operation: &str,
+    args: &[u8],
+) -> Vec<u8> {
+    use armillary_giop::giop::{MessageBody, MessageBuilder, RequestHeader, TargetAddress};
+    let header = MessageBody::Request(RequestHeader {
+        request_id,
+        response_flags: 3,
+        reserved: [0; 3],
+        target: TargetAddress::Key(key.to_vec()),
+        operation: operation.into(),
+        service_contexts: Vec::new(),
+        requesting_principal: Vec::new(),
+    });
+    let mut b = MessageBuilder::new(version, order, &header).expect("a request header encodes");
+    b.body().write_octets(args);
+    b.finish(false)
+}

@@ -160,6 +160,7 @@
 // The build.rs example of the crate docs shows its `fn main`, as the file has.
 #![allow(clippy::needless_doctest_main)]
 
+pub mod amh;
 pub mod ami;
 mod collocation;
 mod completion;
@@ -175,6 +176,7 @@ mod net;
 mod object;
 mod object_id;
 mod orb;
+mod owed_reply;
 mod pending;
 pub mod poa;
 mod reactor;
@@ -182,6 +184,7 @@ mod request_filter;
 pub mod runtime;
 mod servant;
 mod slots;
+mod task_queue;
 mod thread_role;
 mod timeout;
 pub mod tls;

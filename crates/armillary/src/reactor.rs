@@ -95,7 +95,7 @@ pub(crate) fn handles_events_of(reactor: &Arc<Reactor>) -> bool {
 }
 
 /// A posted piece of work, run by an event loop thread.
-pub(crate) type Task = Box<dyn FnOnce() + Send>;
+pub(crate) use crate::task_queue::Task;
 
 /// The least time between two rounds of ticks: deadlines that fall close
 /// together are checked in one round, at most that late (so an AMI
@@ -480,6 +480,19 @@ impl Reactor {
             .collect();
         for h in handlers {
             h.tick(self);
+        }
+    }
+}
+
+impl crate::task_queue::TaskQueue for Reactor {
+    /// Posts `task`; once the reactor is stopping, drops it instead (and
+    /// what else is queued, which no loop will run): a task may hold what
+    /// holds the reactor.
+    fn run_later(&self, task: Task) {
+        self.post(task);
+        if self.is_stopping() {
+            let tasks = std::mem::take(&mut *self.tasks.lock());
+            drop(tasks);
         }
     }
 }

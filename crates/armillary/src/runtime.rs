@@ -17,11 +17,14 @@
 //!   ([`StructMember`], [`UnionMember`], [`TCKind`]);
 //! - the invocation hooks behind [`ObjectRef::invoke`](crate::ObjectRef::invoke)
 //!   ([`Invoker`], [`OutgoingRequest`], [`ReplyMessage`], [`ReplyOutcome`],
-//!   [`ReplyBody`]), which a custom transport or a test implements.
+//!   [`ReplyBody`]), which a custom transport or a test implements;
+//! - [`ResponseHandler`] (also at [`armillary::amh`](crate::amh)), which
+//!   generated AMH responders wrap.
 //!
 //! Generated code names runtime items only through `::armillary::runtime::…`
 //! and everything else through the crate root (or `::armillary::poa`).
 
+pub use crate::amh::ResponseHandler;
 pub use crate::ami::UserExceptionSet;
 pub use crate::object::{Invoker, OutgoingRequest, ReplyBody, ReplyMessage, ReplyOutcome};
 pub use crate::pending::PendingReply;

@@ -15,8 +15,11 @@ use armillary_giop::cdr::{CdrError, CdrReader, CdrWriter};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::typecode::DefaultLabelForm;
 
+use crate::amh::ResponseHandler;
 use crate::exception::UserException;
+use crate::owed_reply::OwedReply;
 use crate::poa::ObjectId;
+use crate::task_queue::TaskQueue;
 
 /// The server side of an IDL interface.
 ///
@@ -212,6 +215,11 @@ pub(crate) enum ReplyKind {
 ///
 /// The reply writer already holds whatever precedes the body (the ORB's
 /// GIOP header and reply header); its body starts at `body_start`.
+///
+/// A request read from a connection carries the reply it is owed
+/// ([`OwedReply`]): answered from what the skeleton wrote when its
+/// `dispatch` returns, unless the skeleton took it out with
+/// [`respond_later`](Self::respond_later) (asynchronous method handling).
 pub struct ServerRequest<'a> {
     operation: &'a str,
     object_id: &'a ObjectId,
@@ -220,6 +228,14 @@ pub struct ServerRequest<'a> {
     reply: CdrWriter,
     body_start: usize,
     kind: ReplyKind,
+    /// The reply owed, until answered or taken by `respond_later`; `None`
+    /// for a request whose caller reads the reply out (`into_reply`).
+    owed: Option<OwedReply>,
+    /// Where an asynchronous servant's work goes on later (the server's
+    /// reactor).
+    tasks: Option<Arc<dyn TaskQueue>>,
+    /// The operation's name, shared with the request's other holders.
+    shared_operation: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for ServerRequest<'_> {
@@ -258,7 +274,77 @@ impl<'a> ServerRequest<'a> {
             reply,
             body_start,
             kind: ReplyKind::Normal,
+            owed: None,
+            tasks: None,
+            shared_operation: None,
         }
+    }
+
+    /// The same request (whose operation is `operation`, shared), answered
+    /// through `owed` (see [`conclude`](Self::conclude)), its asynchronous
+    /// work (if its servant responds later) going on in `tasks`.
+    pub(crate) fn owing(
+        mut self,
+        owed: OwedReply,
+        operation: Arc<str>,
+        tasks: Arc<dyn TaskQueue>,
+    ) -> Self {
+        self.owed = Some(owed);
+        self.shared_operation = Some(operation);
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// Answers the request with what the skeleton wrote (or with the
+    /// exception its dispatch ended in), unless the skeleton took the
+    /// reply out with [`respond_later`](Self::respond_later): its
+    /// [`ResponseHandler`] answers then, and `outcome` is dropped (a
+    /// servant locator's `postinvoke` failing after an asynchronous
+    /// operation returned cannot change a reply that may be written
+    /// already).
+    pub(crate) fn conclude(mut self, outcome: Result<(), SystemException>) {
+        let Some(owed) = self.owed.take() else {
+            return;
+        };
+        match outcome {
+            Ok(()) => {
+                let (kind, w, start) = self.into_reply();
+                owed.reply(kind, &w.as_bytes()[start..]);
+            }
+            Err(ex) => owed.exception(&ex),
+        }
+    }
+
+    /// Takes the reply out of the request, for asynchronous method
+    /// handling (AMH): the ORB will not answer the request when the
+    /// skeleton's `dispatch` returns; the returned handler answers it,
+    /// from any thread, at any later time (see [`crate::amh`]).
+    ///
+    /// Read the arguments ([`decode_args`](Self::decode_args)) first. After
+    /// this, `dispatch` should return `Ok(())`: an `Err` it returns is
+    /// ignored, since the handler answers. Called twice, the second
+    /// handler answers nothing (the first owns the reply). On a oneway
+    /// request, or a request whose caller reads the reply out of the
+    /// request itself (the ORB's local objects), the handler's answer goes
+    /// nowhere.
+    pub fn respond_later(&mut self) -> ResponseHandler {
+        let version = self.reply.version();
+        let order = self.reply.byte_order();
+        let fresh = CdrWriter::new(order, version)
+            .with_codesets(self.reply.codesets())
+            .with_default_label(self.reply.default_label());
+        let mut writer = std::mem::replace(&mut self.reply, fresh);
+        writer.truncate(self.body_start);
+        if let Some(form) = self.args.default_label_seen() {
+            writer.set_default_label(form);
+        }
+        let owed = self.owed.take().unwrap_or_else(OwedReply::nothing);
+        owed.answered_later();
+        let operation = self
+            .shared_operation
+            .clone()
+            .unwrap_or_else(|| Arc::from(self.operation));
+        ResponseHandler::new(owed, operation, writer, self.body_start, self.tasks.clone())
     }
 
     /// The operation name (`get_quote`, `_get_name`, `_is_a`).

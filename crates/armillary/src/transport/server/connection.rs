@@ -40,12 +40,13 @@ use parking_lot::Mutex;
 
 use super::adapter::{Located, ObjectAdapter};
 use super::concurrency::{ResolvedRequest, ServerConcurrency};
-use super::owed_reply::{OwedReply, ReplySink};
 use super::Shared;
+use crate::owed_reply::{OwedReply, ReplySink};
 use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
 use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
+use crate::task_queue::TaskQueue;
 use crate::thread_role;
 
 /// The longest the reading thread holds a reply while it runs the other
@@ -1127,19 +1128,32 @@ impl ServerConnection {
             // Unreachable: a thread serving the connection holds it.
             return;
         };
-        let reply = if expected && h.sync_scope() != SyncScope::WithServer {
+        // A request owed a reply counts as in progress until the reply is
+        // written, wherever and whenever that is (an asynchronous servant
+        // answers after its upcall): its guard lives in the reply's sink.
+        // Any other request is done when its upcall returns.
+        let (reply, in_progress) = if expected && h.sync_scope() != SyncScope::WithServer {
             let sink = Arc::new(ConnectionReplies {
                 conn: conn.clone(),
                 reactor: reactor.clone(),
+                in_progress: Mutex::new(in_progress),
             });
-            OwedReply::new(sink, version, order, h.request_id)
+            (OwedReply::new(sink, version, order, h.request_id), None)
         } else {
-            OwedReply::nothing()
+            (OwedReply::nothing(), in_progress)
         };
         let operation: Arc<str> = Arc::from(h.operation.as_str());
         let adapter = adapter.clone();
+        let shared_operation = operation.clone();
+        let tasks: Arc<dyn TaskQueue> = reactor.clone();
         let run = move |upcall: Upcall, reply: OwedReply| {
-            conn.run_upcall(&*adapter, &frame, &msg, upcall, reply);
+            conn.run_upcall(
+                &*adapter,
+                &frame,
+                &msg,
+                upcall,
+                (reply, shared_operation, tasks),
+            );
             drop(in_progress);
         };
         let request = ResolvedRequest::new(upcall, reply, operation, self.id, Box::new(run));
@@ -1151,14 +1165,16 @@ impl ServerConnection {
     }
 
     /// Runs the upcall of the request in `frame` (resolved to `upcall`)
-    /// on the calling thread and answers it with `reply`.
+    /// on the calling thread and answers it through `owed` (the reply, the
+    /// operation's name, and where an asynchronous servant's work goes
+    /// on), unless its servant took the reply to answer later.
     fn run_upcall(
         &self,
         adapter: &dyn ObjectAdapter,
         frame: &Frame,
         msg: &Message,
         upcall: Upcall,
-        reply: OwedReply,
+        owed: (OwedReply, Arc<str>, Arc<dyn TaskQueue>),
     ) {
         let MessageBody::Request(h) = &msg.body else {
             // Unreachable: only requests are dispatched.
@@ -1191,7 +1207,9 @@ impl ServerConnection {
             .with_default_label(default_label);
         // The servant sees the object id within its POA, not the whole key.
         let object_id = upcall.object_id().clone();
-        let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer);
+        let (reply, operation, tasks) = owed;
+        let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer)
+            .owing(reply, operation, tasks);
         let outcome = {
             let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
@@ -1200,27 +1218,31 @@ impl ServerConnection {
             // The first form shown stays: a client's ORB does not change.
             let _ = self.default_label_seen.set(form);
         }
-        match outcome {
-            Ok(()) => {
-                let (kind, w, _) = request.into_reply();
-                reply.reply(kind, w.as_bytes());
-            }
-            Err(ex) => reply.exception(&ex),
-        }
+        request.conclude(outcome);
     }
 }
 
-/// Where the replies of one connection's requests go (the sink of their
-/// [`OwedReply`]s): written, or held with the others of their read, as
-/// [`ServerConnection::send`] does.
+/// Where the reply of one of a connection's requests goes (the sink of
+/// its [`OwedReply`]): written, or held with the others of its read, as
+/// [`ServerConnection::send`] does. It keeps the request counted as in
+/// progress until the reply is written and the sink dropped.
 struct ConnectionReplies {
     conn: Arc<ServerConnection>,
     reactor: Arc<Reactor>,
+    in_progress: Mutex<Option<InProgress>>,
 }
 
 impl ReplySink for ConnectionReplies {
     fn send_reply(&self, message: &[u8]) {
         self.conn.send(&self.reactor, message);
+    }
+
+    /// The reading thread will have moved on when the reply is written:
+    /// whoever writes it then does what the reader does after serving
+    /// (closing a finished connection, reading on after back-pressure).
+    fn answered_later(&self) {
+        let mut in_progress = self.in_progress.lock();
+        *in_progress = in_progress.take().map(InProgress::handed_off);
     }
 }
 

@@ -38,7 +38,6 @@ mod adapter;
 mod concurrency;
 mod connection;
 mod lanes;
-mod owed_reply;
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;

@@ -48,9 +48,9 @@ use std::thread::JoinHandle;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use parking_lot::Mutex;
 
-use super::owed_reply::OwedReply;
 use crate::completion::WaitForCompletion;
 use crate::config::{ConcurrencyModel, OrbConfig};
+use crate::owed_reply::OwedReply;
 use crate::poa::{ObjectId, Poa, Upcall};
 
 /// One server concurrency model (see the module docs).

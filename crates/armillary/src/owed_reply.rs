@@ -5,7 +5,12 @@
 //!
 //! The server makes an [`OwedReply`] for every two-way request it hands to
 //! an upcall, and the request carries it wherever it runs (the concurrency
-//! model's threads, a SINGLE_THREAD_MODEL owner's wait). It is consumed by
+//! model's threads, a SINGLE_THREAD_MODEL owner's wait, the skeleton's
+//! [`ServerRequest`](crate::ServerRequest), and, for an asynchronous
+//! servant, its [`ResponseHandler`](crate::amh::ResponseHandler), on any
+//! thread, for as long as the servant takes). Its sink holds what must
+//! live until the reply is written (the connection's count of requests in
+//! progress). It is consumed by
 //! the reply ([`OwedReply::reply`]) or an exception
 //! ([`OwedReply::exception`]); dropped unanswered it answers by itself:
 //! UNKNOWN ([`minor::SERVANT_PANICKED`], COMPLETED_MAYBE) when a panic
@@ -28,6 +33,10 @@ use crate::servant::ReplyKind;
 pub(crate) trait ReplySink: Send + Sync {
     /// Writes one whole reply message.
     fn send_reply(&self, message: &[u8]);
+
+    /// The reply will be written after the upcall returned, by whichever
+    /// thread answers (an asynchronous servant's handler took it).
+    fn answered_later(&self) {}
 }
 
 /// The reply one request is owed (see the module docs). `None` for a
@@ -75,6 +84,20 @@ impl OwedReply {
     /// (SYNC_WITH_SERVER).
     pub(crate) fn nothing() -> OwedReply {
         OwedReply { owed: None }
+    }
+
+    /// Whether a reply is owed (false for a oneway request, and once
+    /// answered).
+    pub(crate) fn is_owed(&self) -> bool {
+        self.owed.is_some()
+    }
+
+    /// Tells the sink that the reply will be written after the upcall
+    /// returns, by whichever thread answers.
+    pub(crate) fn answered_later(&self) {
+        if let Some(owed) = &self.owed {
+            owed.sink.answered_later();
+        }
     }
 
     /// Answers with a reply of `kind` whose body is `body` (encoded for
