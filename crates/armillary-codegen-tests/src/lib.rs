@@ -44,6 +44,57 @@ pub mod traits {
 
 /// `idl/amh.idl`: AMH for a derived interface selected whole, and for one
 /// operation of an interface whose other operation stays synchronous.
+///
+/// A responder is typed per call and answers once: it is `Send + 'static`,
+/// and each answer consumes it.
+///
+/// ```
+/// use armillary_codegen_tests::amh::amh::{mixed::SlowError, CalculatorSplitResponder, MixedSlowResponder, Refused};
+/// fn send_static<T: Send + 'static>() {}
+/// send_static::<CalculatorSplitResponder>();
+/// fn once(responder: CalculatorSplitResponder) {
+///     responder.reply(12, 10, 2);
+/// }
+/// fn raised(responder: MixedSlowResponder) {
+///     responder.raise(SlowError::Refused(Refused { why: "no".into() }));
+/// }
+/// ```
+///
+/// Answering twice does not compile:
+///
+/// ```compile_fail,E0382
+/// use armillary_codegen_tests::amh::amh::CalculatorSplitResponder;
+/// fn twice(responder: CalculatorSplitResponder) {
+///     responder.reply(12, 10, 2);
+///     responder.reply(12, 10, 2);
+/// }
+/// ```
+///
+/// Nor does answering with another call's values, or raising another
+/// call's exceptions:
+///
+/// ```compile_fail,E0061
+/// use armillary_codegen_tests::amh::amh::CalculatorSplitResponder;
+/// fn other_values(responder: CalculatorSplitResponder) {
+///     responder.reply("the values of `slow`".to_owned());
+/// }
+/// ```
+///
+/// ```compile_fail,E0308
+/// use armillary_codegen_tests::amh::amh::{counter::AddError, MixedSlowResponder, Refused};
+/// fn other_exceptions(responder: MixedSlowResponder) {
+///     responder.raise(AddError::Refused(Refused { why: "no".into() }));
+/// }
+/// ```
+///
+/// Nor can a responder be made anywhere but in its skeleton:
+///
+/// ```compile_fail,E0451
+/// use armillary_codegen_tests::amh::amh::MixedSlowResponder;
+/// fn forged(handler: armillary::runtime::ResponseHandler) -> MixedSlowResponder {
+///     MixedSlowResponder { handler }
+/// }
+/// ```
 #[allow(clippy::module_inception)] // its IDL module is `Amh`
 #[warn(clippy::pedantic)]
 pub mod amh {
