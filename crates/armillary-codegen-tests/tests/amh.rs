@@ -150,17 +150,20 @@ fn a_dropped_responder_answers_no_response() {
     server.stop();
 }
 
+/// Work for the calculator's thread, given its total.
+type TotalJob = Box<dyn FnOnce(&mut i32) + Send>;
+
 /// `Amh::Calculator` (and its base `Amh::Counter`, flattened in): every
 /// call answered by a thread of the servant's own.
 #[derive(Debug)]
 struct LaterCalculator {
-    work: Mutex<Sender<Box<dyn FnOnce(&mut i32) + Send>>>,
+    work: Mutex<Sender<TotalJob>>,
     pokes: Arc<Mutex<Vec<i32>>>,
 }
 
 impl LaterCalculator {
     fn new() -> Self {
-        let (work, jobs) = mpsc::channel::<Box<dyn FnOnce(&mut i32) + Send>>();
+        let (work, jobs) = mpsc::channel::<TotalJob>();
         std::thread::spawn(move || {
             let mut total = 0;
             for job in jobs {

@@ -210,6 +210,11 @@ impl Generator<'_> {
                 " Serves `{}`: decodes the arguments, then calls the servant.",
                 call.wire
             );
+            // An asynchronous call without arguments cannot fail in its
+            // upcall, but its upcall has the signature of every other.
+            let always_ok = (self.responder_of(id, call).is_some()
+                && call.inputs().next().is_none())
+            .then(|| quote!(#[allow(clippy::unnecessary_wraps)]));
             let body = match self.responder_of(id, call) {
                 Some(responder) => {
                     let responder = ident(responder);
@@ -240,6 +245,7 @@ impl Generator<'_> {
             };
             upcalls.push(quote! {
                 #[doc = #upcall_doc]
+                #always_ok
                 fn #upcall(
                     servant: &T,
                     request: &mut ::armillary::ServerRequest<'_>,
@@ -465,7 +471,7 @@ impl Generator<'_> {
     /// The reply's values of `call` as a responder's `reply` takes them:
     /// (name, IDL type), the return value first, then out and inout
     /// values in IDL order.
-    fn reply_params<'c>(call: &'c Call) -> Vec<(String, &'c Type)> {
+    fn reply_params(call: &Call) -> Vec<(String, &Type)> {
         Self::reply_values(call)
             .into_iter()
             .map(|(name, param)| {
@@ -510,7 +516,7 @@ impl Generator<'_> {
         let values_type = self.reply_values_type(from, call);
         let error = self.error_type(from, call);
         let raise_body = match &call.error {
-            None => quote!(self.handler.raise_system(&error)),
+            None => quote!(self.handler.raise_system(&error);),
             Some(_) => {
                 let variants: Vec<_> = self.error_variants(call).iter().map(|v| ident(v)).collect();
                 quote! {
