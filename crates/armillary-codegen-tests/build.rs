@@ -31,11 +31,17 @@ fn main() {
     };
     build(
         "quoter",
-        Builder::new().file(root.join("examples/quoter/quoter.idl")),
+        Builder::new()
+            .file(root.join("examples/quoter/quoter.idl"))
+            .amh("Stock::Quoter"),
     );
+    // Interop::Everything and Stock::Quoter also get AMH skeletons (beside
+    // their synchronous ones): tests/amh.rs and tests/amh_interop.rs.
     build(
         "interop",
-        Builder::new().file(root.join("tests/interop/idl/interop.idl")),
+        Builder::new()
+            .file(root.join("tests/interop/idl/interop.idl"))
+            .amh("Interop::Everything"),
     );
     build(
         "traits",
@@ -44,6 +50,16 @@ fn main() {
             .type_attribute("Traits::Version", "#[derive(PartialOrd, Ord)]")
             .field_attribute("Traits::Version::minor", "#[doc(alias = \"patch\")]")
             .type_attribute("::Traits::Level", "#[doc(alias = \"Tier\")]"),
+    );
+    // idl/amh.idl: an interface selected whole for AMH (its base's calls
+    // flattened in) beside one that mixes an AMH operation with a
+    // synchronous one.
+    build(
+        "amh",
+        Builder::new()
+            .file(root.join("crates/armillary-codegen-tests/idl/amh.idl"))
+            .amh("Amh::Calculator")
+            .amh("Amh::Mixed::slow"),
     );
     build(
         "names",

@@ -75,6 +75,16 @@ struct CompileArgs {
     /// reply handlers and the sendc_/sendp_/_async stub methods.
     #[arg(long)]
     no_ami: bool,
+    /// Generate asynchronous method handling (AMH) for PATH: an interface
+    /// (`Stock::Quoter`; a module selects every interface in it, `.` every
+    /// interface) gets an AMH servant trait whose methods answer through
+    /// typed responders (`QuoterGetQuoteResponder`: reply, raise, answer),
+    /// an `async fn` servant trait and a skeleton serving either
+    /// (`QuoterAmhSkeleton`); an operation or attribute
+    /// (`Stock::Quoter::get_quote`) makes only that call asynchronous, the
+    /// interface's others staying synchronous. Repeat for more paths.
+    #[arg(long, value_name = "PATH")]
+    amh: Vec<String>,
 }
 
 fn define_arg(text: &str) -> Result<(String, Option<String>), DefineError> {
@@ -131,6 +141,9 @@ fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -
         .lenient(args.frontend.lenient)
         .ami(!args.no_ami)
         .out_dir(&args.out);
+    for path in &args.amh {
+        builder = builder.amh(path);
+    }
     for dir in &args.frontend.include {
         builder = builder.include_dir(dir);
     }
@@ -343,6 +356,40 @@ mod tests {
             );
         }
         assert!(without.contains("pub fn get("), "{without}");
+    }
+
+    #[test]
+    fn amh_paths_select_interfaces_and_operations() {
+        let dir = scratch_dir("amh");
+        let main = dir.join("q.idl");
+        std::fs::write(
+            &main,
+            "module S { exception Bad {}; interface Q { long get(in string s) raises (Bad); long put(in long n); }; };\n",
+        )
+        .unwrap();
+        let compile = |extra: &[&str]| {
+            let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            args.push(main.to_str().unwrap());
+            let (outcome, _, err) = execute_args(&args);
+            assert_eq!(outcome, Outcome::Success, "{err}");
+            std::fs::read_to_string(dir.join("q.rs")).unwrap()
+        };
+        let plain = compile(&[]);
+        assert!(!plain.contains("Amh"), "{plain}");
+        let whole = compile(&["--amh", "S::Q"]);
+        for item in [
+            "pub trait QAmhServant",
+            "pub trait QAsyncServant",
+            "pub struct QAmhSkeleton<T>",
+            "pub struct QGetResponder",
+            "pub struct QPutResponder",
+        ] {
+            assert!(whole.contains(item), "{item} missing:\n{whole}");
+        }
+        let one = compile(&["--amh", "S::Q::get"]);
+        assert!(one.contains("pub struct QGetResponder"), "{one}");
+        assert!(!one.contains("QPutResponder"), "{one}");
     }
 
     #[test]

@@ -7,19 +7,27 @@
 
 #![allow(missing_docs)]
 
+mod amh_servants;
 mod interop_servant;
 pub mod line_handler;
 
+pub use amh_servants::{
+    AmhEverything, ForwardingQuoter, HeldQuoter, LaterQuoter, TableQuoter, DROPPED_LONG,
+    DROPPED_SYMBOL, REFUSED_SYMBOL,
+};
 pub use interop_servant::EverythingImpl;
 pub use line_handler::LineHandler;
 
-/// `examples/quoter/quoter.idl`.
+/// `examples/quoter/quoter.idl`, with `Stock::Quoter` selected for
+/// asynchronous method handling too (`QuoterAmhServant`,
+/// `QuoterAsyncServant`, `QuoterAmhSkeleton`, `QuoterGetQuoteResponder`).
 #[warn(clippy::pedantic)]
 pub mod quoter {
     armillary::include_idl!("quoter");
 }
 
-/// `tests/interop/idl/interop.idl`.
+/// `tests/interop/idl/interop.idl`, with `Interop::Everything` selected
+/// for asynchronous method handling too ([`AmhEverything`]).
 #[allow(clippy::module_inception)] // its IDL module is `Interop`
 #[warn(clippy::pedantic)]
 pub mod interop {
@@ -32,6 +40,65 @@ pub mod interop {
 #[warn(clippy::pedantic)]
 pub mod traits {
     armillary::include_idl!("traits");
+}
+
+/// `idl/amh.idl`: AMH for a derived interface selected whole, and for one
+/// operation of an interface whose other operation stays synchronous.
+///
+/// A responder is typed per call and answers once: it is `Send + 'static`,
+/// and each answer consumes it.
+///
+/// ```
+/// use armillary_codegen_tests::amh::amh::{mixed::SlowError, CalculatorSplitResponder, MixedSlowResponder, Refused};
+/// fn send_static<T: Send + 'static>() {}
+/// send_static::<CalculatorSplitResponder>();
+/// fn once(responder: CalculatorSplitResponder) {
+///     responder.reply(12, 10, 2);
+/// }
+/// fn raised(responder: MixedSlowResponder) {
+///     responder.raise(SlowError::Refused(Refused { why: "no".into() }));
+/// }
+/// ```
+///
+/// Answering twice does not compile:
+///
+/// ```compile_fail,E0382
+/// use armillary_codegen_tests::amh::amh::CalculatorSplitResponder;
+/// fn twice(responder: CalculatorSplitResponder) {
+///     responder.reply(12, 10, 2);
+///     responder.reply(12, 10, 2);
+/// }
+/// ```
+///
+/// Nor does answering with another call's values, or raising another
+/// call's exceptions:
+///
+/// ```compile_fail,E0061
+/// use armillary_codegen_tests::amh::amh::CalculatorSplitResponder;
+/// fn other_values(responder: CalculatorSplitResponder) {
+///     responder.reply("the values of `slow`".to_owned());
+/// }
+/// ```
+///
+/// ```compile_fail,E0308
+/// use armillary_codegen_tests::amh::amh::{counter::AddError, MixedSlowResponder, Refused};
+/// fn other_exceptions(responder: MixedSlowResponder) {
+///     responder.raise(AddError::Refused(Refused { why: "no".into() }));
+/// }
+/// ```
+///
+/// Nor can a responder be made anywhere but in its skeleton:
+///
+/// ```compile_fail,E0451
+/// use armillary_codegen_tests::amh::amh::MixedSlowResponder;
+/// fn forged(handler: armillary::runtime::ResponseHandler) -> MixedSlowResponder {
+///     MixedSlowResponder { handler }
+/// }
+/// ```
+#[allow(clippy::module_inception)] // its IDL module is `Amh`
+#[warn(clippy::pedantic)]
+pub mod amh {
+    armillary::include_idl!("amh");
 }
 
 /// `idl/names.idl`: Rust names that meet through inheritance.

@@ -139,6 +139,28 @@ impl Builder {
         self
     }
 
+    /// Selects an interface (`"Stock::Quoter"`; a module selects every
+    /// interface in it, `"."` every interface) or one operation or
+    /// attribute (`"Stock::Quoter::get_quote"`) for asynchronous method
+    /// handling: an AMH servant trait (`QuoterAmhServant`, each
+    /// asynchronous method answering through a typed responder such as
+    /// `QuoterGetQuoteResponder`), an `async fn` servant trait
+    /// (`QuoterAsyncServant`) and a skeleton serving either
+    /// (`QuoterAmhSkeleton`). Call it once per path; a path that selects
+    /// nothing is a warning. See [`Options::amh`].
+    ///
+    /// ```no_run
+    /// armillary_idl::Builder::new()
+    ///     .file("quoter.idl")
+    ///     .amh("Stock::Quoter")
+    ///     .compile()
+    ///     .unwrap_or_else(|e| panic!("{e}"));
+    /// ```
+    pub fn amh(mut self, path: impl Into<String>) -> Self {
+        self.options = std::mem::take(&mut self.options).amh(path);
+        self
+    }
+
     /// Whether [`Builder::compile`] keeps its warnings to itself (default:
     /// `false`, it prints them). [`Builder::generate`] returns them either
     /// way.

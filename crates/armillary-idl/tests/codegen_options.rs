@@ -159,3 +159,79 @@ fn parse_errors_are_std_errors_holding_the_diagnostics() {
     let build = BuildError::Diagnostics(error.clone());
     assert_eq!(build.to_string(), error.to_string());
 }
+
+#[test]
+fn amh_paths_select_interfaces_or_single_calls_and_unknown_paths_warn() {
+    const AMH_IDL: &str = "\
+module Stock {
+    exception Bad {};
+    interface Quoter {
+        long get_quote(in string name) raises (Bad);
+        string describe(in string name);
+        oneway void ping();
+        attribute long level;
+    };
+    local interface Helper { void help(); };
+};
+";
+    let dir = std::env::temp_dir().join(format!("armillary-codegen-amh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("amh.idl");
+    std::fs::write(&file, AMH_IDL).unwrap();
+    let generate = |paths: &[&str]| {
+        let mut builder = Builder::new().file(&file).rustfmt(false).quiet(true);
+        for path in paths {
+            builder = builder.amh(*path);
+        }
+        builder.generate().unwrap()
+    };
+    let (plain, warnings) = generate(&[]);
+    assert!(!plain.contains("Amh") && !plain.contains("Responder"));
+    assert!(warnings.is_empty());
+
+    // The whole interface: every two-way call has a responder; the oneway
+    // keeps its synchronous form.
+    let (whole, warnings) = generate(&["Stock::Quoter"]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    for item in [
+        "pub trait QuoterAmhServant",
+        "pub trait QuoterAsyncServant",
+        "pub struct QuoterAsyncAdapter<T>",
+        "pub struct QuoterAmhSkeleton<T>",
+        "pub struct QuoterGetQuoteResponder",
+        "pub struct QuoterDescribeResponder",
+        "pub struct QuoterGetLevelResponder",
+        "pub struct QuoterSetLevelResponder",
+        "fn ping(&self) -> ::core::result::Result<(), ::armillary::SystemException>;",
+    ] {
+        assert!(whole.contains(item), "{item} missing");
+    }
+    assert!(!whole.contains("QuoterPingResponder"));
+
+    // One operation: the others keep their synchronous signatures.
+    let (one, warnings) = generate(&["::Stock::Quoter::get_quote"]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(one.contains("pub struct QuoterGetQuoteResponder"));
+    assert!(!one.contains("QuoterDescribeResponder"));
+    let amh_trait = &one[one.find("pub trait QuoterAmhServant").unwrap()..];
+    let amh_trait = &amh_trait[..amh_trait.find("\n}").unwrap()];
+    let describe = &amh_trait[amh_trait.find("fn describe(").unwrap()..];
+    assert!(
+        describe.starts_with("fn describe(&self, name: ::std::string::String)")
+            || describe.starts_with("fn describe(\n"),
+        "{describe}"
+    );
+    assert!(
+        !describe.split(';').next().unwrap().contains("responder"),
+        "{describe}"
+    );
+
+    // Paths that select nothing with an AMH form are warnings.
+    let (_, warnings) = generate(&["Stock::Nope", "Stock::Helper", "Stock::Quoter::ping"]);
+    let messages: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(
+        messages[0].contains("`Stock::Nope` selects no interface"),
+        "{messages:?}"
+    );
+}

@@ -317,6 +317,7 @@ impl Generator<'_> {
                 raises: Vec::new(),
                 error: None,
                 owner,
+                member,
                 handler: true,
                 oneway: false,
                 ami: None,
@@ -337,6 +338,7 @@ impl Generator<'_> {
                 raises: Vec::new(),
                 error: None,
                 owner,
+                member,
                 handler: true,
                 oneway: false,
                 ami: None,
@@ -467,7 +469,7 @@ impl Generator<'_> {
 
     /// The type of a reply's values: the return value, then the inout and
     /// out parameters in order (one value bare, several as a tuple).
-    fn reply_values_type(&self, from: &[String], call: &Call) -> TokenStream {
+    pub(super) fn reply_values_type(&self, from: &[String], call: &Call) -> TokenStream {
         let mut parts: Vec<TokenStream> = Vec::new();
         if let Some(ret) = &call.ret {
             parts.push(self.rust_type(from, ret));

@@ -35,6 +35,9 @@ pub(super) struct Call {
     pub(super) error: Option<String>,
     /// The interface that declares the call.
     pub(super) owner: DefId,
+    /// The operation or attribute the call belongs to (for a reply
+    /// handler's call, the one it answers).
+    pub(super) member: DefId,
     /// True for a call of `owner`'s implied reply-handler interface.
     pub(super) handler: bool,
     pub(super) oneway: bool,
@@ -150,6 +153,7 @@ impl Generator<'_> {
                 raises: op.raises.clone(),
                 error: names.error,
                 owner,
+                member,
                 handler: false,
                 oneway: op.oneway,
                 ami: self.ami_call(member, 0),
@@ -166,6 +170,7 @@ impl Generator<'_> {
                     raises: attribute.get_raises.clone(),
                     error: names.error,
                     owner,
+                    member,
                     handler: false,
                     oneway: false,
                     ami: self.ami_call(member, 0),
@@ -187,6 +192,7 @@ impl Generator<'_> {
                         raises: attribute.set_raises.clone(),
                         error: names.set_error,
                         owner,
+                        member,
                         handler: false,
                         oneway: false,
                         ami: self.ami_call(member, 1),
@@ -258,7 +264,7 @@ impl Generator<'_> {
 
     /// The success type of a call: the return value and the out
     /// parameters (inout parameters are updated in place).
-    fn result_type(&self, from: &[String], call: &Call) -> TokenStream {
+    pub(super) fn result_type(&self, from: &[String], call: &Call) -> TokenStream {
         let mut parts: Vec<TokenStream> = Vec::new();
         if let Some(ret) = &call.ret {
             parts.push(self.rust_type(from, ret));
@@ -298,7 +304,7 @@ impl Generator<'_> {
 
     /// The `# Errors` section of a call's stub method (`servant` false) or
     /// servant trait method (`servant` true).
-    fn errors_doc(&self, call: &Call, servant: bool) -> TokenStream {
+    pub(super) fn errors_doc(&self, call: &Call, servant: bool) -> TokenStream {
         let exceptions: Vec<String> = call
             .raises
             .iter()
@@ -623,7 +629,7 @@ impl Generator<'_> {
     }
 
     /// Variant names of a call's error enum, one per raised exception.
-    fn error_variants(&self, call: &Call) -> Vec<String> {
+    pub(super) fn error_variants(&self, call: &Call) -> Vec<String> {
         let mut namer = Namer::with_reserved(&["System"]);
         call.raises
             .iter()
@@ -749,7 +755,19 @@ impl Generator<'_> {
 
     /// The servant trait's method for one call.
     pub(super) fn trait_method(&self, from: &[String], call: &Call) -> TokenStream {
-        let method = ident(&call.method);
+        self.trait_method_named(from, call, &call.method)
+    }
+
+    /// The servant trait's method for one call, named `method` (an AMH
+    /// servant trait, which flattens inherited calls, names them as the
+    /// stub does).
+    pub(super) fn trait_method_named(
+        &self,
+        from: &[String],
+        call: &Call,
+        method: &str,
+    ) -> TokenStream {
+        let method = ident(method);
         let call_doc = &call.doc;
         let errors = self.errors_doc(call, true);
         let doc = quote!(#call_doc #errors);
@@ -814,21 +832,29 @@ impl Generator<'_> {
     }
 
     /// The name of the skeleton's associated function that serves `call`.
-    fn upcall_fn(call: &Call) -> proc_macro2::Ident {
+    pub(super) fn upcall_fn(call: &Call) -> proc_macro2::Ident {
         ident(&format!("upcall_{}", call.method.trim_start_matches("r#")))
     }
 
-    /// The body of a skeleton's `upcall_*` function: decode the
-    /// arguments, call `servant`, encode the reply.
-    fn upcall_body(&self, from: &[String], call: &Call) -> TokenStream {
-        let method = ident(&call.method);
+    /// The statements of an upcall that read a call's in and inout
+    /// arguments from `request` into locals named as the parameters
+    /// (`mut` for inout ones when `mut_inouts`: the synchronous servant
+    /// updates them in place).
+    pub(super) fn decode_args(
+        &self,
+        from: &[String],
+        call: &Call,
+        mut_inouts: bool,
+    ) -> TokenStream {
         let inputs: Vec<&CallParam> = call.inputs().collect();
-        let decode_args = match inputs.len() {
+        let mutability =
+            |p: &CallParam| (mut_inouts && p.direction == Direction::InOut).then(|| quote!(mut));
+        match inputs.len() {
             0 => TokenStream::new(),
             1 => {
                 let p = inputs[0];
                 let name = ident(&p.name);
-                let mutability = (p.direction == Direction::InOut).then(|| quote!(mut));
+                let mutability = mutability(p);
                 let read = reader_fn(self.param_decode_result(from, p));
                 quote! {
                     let #mutability #name = request.decode_args(#read)?;
@@ -838,11 +864,8 @@ impl Generator<'_> {
                 let names: Vec<_> = inputs.iter().map(|p| ident(&p.name)).collect();
                 let bindings = inputs.iter().map(|p| {
                     let name = ident(&p.name);
-                    if p.direction == Direction::InOut {
-                        quote!(mut #name)
-                    } else {
-                        quote!(#name)
-                    }
+                    let mutability = mutability(p);
+                    quote!(#mutability #name)
                 });
                 let reads = inputs.iter().map(|p| {
                     let name = ident(&p.name);
@@ -856,7 +879,34 @@ impl Generator<'_> {
                     })?;
                 }
             }
-        };
+        }
+    }
+
+    /// A closure writing a normal reply's body — the return value, then
+    /// the out and inout values in IDL order — from the locals `values`
+    /// (name, IDL type): what `ServerRequest::encode_results` and an AMH
+    /// responder's `ResponseHandler::reply` take.
+    pub(super) fn reply_writer(&self, values: &[(TokenStream, &Type)]) -> TokenStream {
+        if values.is_empty() {
+            return quote!(|_| ::core::result::Result::Ok(()));
+        }
+        let writes = values
+            .iter()
+            .map(|(name, ty)| self.encode(ty, &Val::Place(name.clone())));
+        quote! {
+            |w| {
+                #(#writes)*
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+
+    /// The body of a skeleton's `upcall_*` function: decode the
+    /// arguments, call `servant.method`, encode the reply.
+    pub(super) fn upcall_body(&self, from: &[String], call: &Call, method: &str) -> TokenStream {
+        let method = ident(method);
+        let inputs: Vec<&CallParam> = call.inputs().collect();
+        let decode_args = self.decode_args(from, call, true);
         let args = inputs.iter().map(|p| {
             let name = ident(&p.name);
             if p.direction == Direction::InOut {
@@ -896,20 +946,8 @@ impl Generator<'_> {
             1 => pattern_names.remove(0),
             _ => quote!((#(#pattern_names),*)),
         };
-        let writes: Vec<TokenStream> = reply
-            .iter()
-            .map(|(name, ty)| self.encode(ty, &Val::Place(name.clone())))
-            .collect();
-        let encode = if writes.is_empty() {
-            quote!(request.encode_results(|_| ::core::result::Result::Ok(())))
-        } else {
-            quote! {
-                request.encode_results(|w| {
-                    #(#writes)*
-                    ::core::result::Result::Ok(())
-                })
-            }
-        };
+        let writer = self.reply_writer(&reply);
+        let encode = quote!(request.encode_results(#writer));
         match &call.error {
             None => {
                 let binding = if pattern_names_is_unit(&pattern) {
@@ -979,6 +1017,7 @@ impl Generator<'_> {
         let idl_type = self.idl_type_impl(id);
         let tc = self.tc_static(module, id);
         let nested = self.nested_module(id, error_enums);
+        let amh = self.amh_items(module, id, &all_calls, &ids);
         let model = InterfaceModel {
             id,
             base: self.names(id).base.clone(),
@@ -1000,6 +1039,7 @@ impl Generator<'_> {
             after_skeleton: nested,
         };
         let mut out = self.interface_items(module, model);
+        out.extend(amh);
         if ami {
             out.extend(self.handler_interface(module, id));
         }
@@ -1104,7 +1144,7 @@ impl Generator<'_> {
             .iter()
             .map(|call| {
                 let upcall = Self::upcall_fn(call);
-                let body = self.upcall_body(module, call);
+                let body = self.upcall_body(module, call, &call.method);
                 let doc = format!(
                     " Serves `{}`: decodes the arguments, calls the servant, encodes the reply.",
                     call.wire
