@@ -14,7 +14,9 @@
 //! AMI from a few threads, each client its own connection, sending its
 //! next request when its reply comes). A point is one (model, clients,
 //! delay); each point gets fresh processes. The models take turns at each
-//! point.
+//! point. `direct` in `--models` runs the clients against the sink with
+//! no middle tier: how close to the ideal the clients and the sink alone
+//! come on this machine, the ceiling of every middle tier.
 //!
 //! Throughput is the paper's: the replies of the window in which every
 //! client is active (from the moment each has had its first reply to the
@@ -42,7 +44,10 @@
 //! `cpu_sink`, `cpu_clients` and `cpu_others`, every other process on the
 //! machine, from `/proc`, to tell a slow model from a busy machine) and
 //! `--plot FILE.svg` (throughput against clients, and against delay, one
-//! line per model and the ideal).
+//! line per model and the ideal; the throughput against the delay on a
+//! logarithmic axis, as it spans two orders of magnitude). `--replot
+//! FILE.json --plot FILE.svg` draws an earlier run's records again,
+//! measuring nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -54,7 +59,7 @@ use serde_json::{json, Value};
 use crate::bench_process::{machine_busy_seconds, process_cpu_seconds, wait_for_file_from, Peer};
 use crate::bench_report::{plot_lines_svg, print_table, progress, write_json, Panel, Series};
 use crate::middle_tier_clients::DriverReport;
-use crate::middle_tier_model::MiddleTierModel;
+use crate::middle_tier_model::{Contender, MiddleTierModel};
 
 /// Requests per client by default. The paper's 1,000 would take 160 s
 /// per point at a 160 ms delay; 100 keeps the default run (the paper's
@@ -75,9 +80,11 @@ const LATENCY_SCALABILITY_CLIENTS: usize = 150;
 pub struct MiddleTierOptions {
     /// The middle tiers, comma-separated: tpc, reactive, pool:N, amh,
     /// amh-pool:N, amh:MODEL, or any -ORBConcurrency model (synchronous
-    /// servant). Default: the paper's five, tpc,reactive,pool:2,amh,amh-pool:2.
+    /// servant); `direct` for none (the clients call the sink: what the
+    /// clients and the sink alone reach). Default: the paper's five,
+    /// tpc,reactive,pool:2,amh,amh-pool:2.
     #[arg(long, value_delimiter = ',')]
-    models: Vec<MiddleTierModel>,
+    models: Vec<Contender>,
     /// Numbers of clients, comma-separated (default: the paper's
     /// experiments, see above).
     #[arg(long, value_delimiter = ',')]
@@ -96,6 +103,10 @@ pub struct MiddleTierOptions {
     /// Draw the throughputs into this SVG file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Measure nothing: draw the records of this earlier `--json` file
+    /// into the `--plot` file.
+    #[arg(long, requires = "plot")]
+    replot: Option<PathBuf>,
 }
 
 /// One point: this many clients, this sink delay.
@@ -160,7 +171,7 @@ fn points(clients: &[usize], delays: &[u64]) -> Vec<Point> {
 
 /// The measurement of one point with one model.
 struct Record {
-    model: MiddleTierModel,
+    model: Contender,
     point: Point,
     requests: usize,
     /// What the clients measured; `None` when the driver died.
@@ -262,12 +273,7 @@ fn log_tail(log: &Path) -> String {
 }
 
 /// Runs one point with one model in fresh processes, in `dir`.
-fn measure(
-    model: MiddleTierModel,
-    point: Point,
-    requests: usize,
-    dir: &Path,
-) -> Result<Record, String> {
+fn measure(model: Contender, point: Point, requests: usize, dir: &Path) -> Result<Record, String> {
     let mut record = Record {
         model,
         point,
@@ -304,34 +310,42 @@ fn measure(
         ));
         return Ok(record);
     }
-    let mut middle = start(
-        &[
-            "serve-middle-tier",
-            "--model",
-            &model.to_string(),
-            "--sink-ior-file",
-            &path(&sink_ior),
-            "--ior-file",
-            &path(&middle_ior),
-        ],
-        &middle_log,
-        Stdio::null(),
-    )?;
-    if let Err(e) = wait_for_file_from(&mut middle, &middle_ior) {
-        record.failure = Some(format!(
-            "the middle tier did not start: {e} {}",
-            log_tail(&middle_log)
-        ));
-        return Ok(record);
-    }
+    // No middle tier: the clients call the sink.
+    let (mut middle, target_ior) = match model {
+        Contender::Direct => (None, sink_ior.clone()),
+        Contender::Middle(model) => {
+            let mut middle = start(
+                &[
+                    "serve-middle-tier",
+                    "--model",
+                    &model.to_string(),
+                    "--sink-ior-file",
+                    &path(&sink_ior),
+                    "--ior-file",
+                    &path(&middle_ior),
+                ],
+                &middle_log,
+                Stdio::null(),
+            )?;
+            if let Err(e) = wait_for_file_from(&mut middle, &middle_ior) {
+                record.failure = Some(format!(
+                    "the middle tier did not start: {e} {}",
+                    log_tail(&middle_log)
+                ));
+                return Ok(record);
+            }
+            (Some(middle), middle_ior.clone())
+        }
+    };
     let deadline = point.deadline(requests);
     let (started, busy_before) = (Instant::now(), machine_busy_seconds());
-    let (middle_before, sink_before) = (cpu_of(&middle), cpu_of(&sink));
+    let middle_cpu_now = |middle: &Option<Peer>| middle.as_ref().map_or(0.0, cpu_of);
+    let (middle_before, sink_before) = (middle_cpu_now(&middle), cpu_of(&sink));
     let mut clients = start(
         &[
             "drive-middle-tier",
             "--ior-file",
-            &path(&middle_ior),
+            &path(&target_ior),
             "--clients",
             &point.clients.to_string(),
             "--requests",
@@ -355,11 +369,14 @@ fn measure(
         }
     };
     let ran = started.elapsed().as_secs_f64().max(1e-9);
-    let (middle_cpu, sink_cpu) = (cpu_of(&middle) - middle_before, cpu_of(&sink) - sink_before);
+    let (middle_cpu, sink_cpu) = (
+        middle_cpu_now(&middle) - middle_before,
+        cpu_of(&sink) - sink_before,
+    );
     let busy = busy_before
         .zip(machine_busy_seconds())
         .map(|(before, after)| after - before);
-    if let Ok(Some(status)) = middle.0.try_wait() {
+    if let Some(Ok(Some(status))) = middle.as_mut().map(|m| m.0.try_wait()) {
         record.middle_tier_exit = Some(format!("{status} {}", log_tail(&middle_log)));
     }
     let mut out = String::new();
@@ -394,10 +411,68 @@ fn measure(
     Ok(record)
 }
 
+/// What a plot shows of one record.
+struct Measured {
+    model: Contender,
+    point: Point,
+    throughput: f64,
+}
+
+impl Measured {
+    /// The plotted fields of a record of `--json`.
+    fn from_json(record: &Value) -> Option<Measured> {
+        Some(Measured {
+            model: record["model"].as_str()?.parse().ok()?,
+            point: Point {
+                clients: usize::try_from(record["clients"].as_u64()?).ok()?,
+                delay_ms: record["delay_ms"].as_u64()?,
+            },
+            throughput: record["throughput"].as_f64()?,
+        })
+    }
+}
+
+/// Draws `measured` into the SVG file `path`: the models' lines in their
+/// order, the points' panels (see [`panels`]).
+fn plot(path: &Path, measured: &[Measured]) -> Result<(), String> {
+    let mut models: Vec<Contender> = Vec::new();
+    let mut points: Vec<Point> = Vec::new();
+    for m in measured {
+        if !models.contains(&m.model) {
+            models.push(m.model);
+        }
+        if !points.contains(&m.point) {
+            points.push(m.point);
+        }
+    }
+    let panels = panels(measured, &models, &points);
+    // Against the delay, throughput spans two orders of magnitude.
+    let log_y: Vec<usize> = panels
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.x_label.starts_with("sink delay"))
+        .map(|(i, _)| i)
+        .collect();
+    plot_lines_svg(path, &panels, Some("ideal"), &log_y)
+}
+
+/// `--replot FILE.json`: draws the records of an earlier run's `--json`.
+fn replot(json: &Path, svg: &Path) -> Result<ExitCode, String> {
+    let text = std::fs::read_to_string(json)
+        .map_err(|e| format!("cannot read {}: {e}", json.display()))?;
+    let records: Vec<Value> =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
+    let measured: Option<Vec<Measured>> = records.iter().map(Measured::from_json).collect();
+    let measured =
+        measured.ok_or_else(|| format!("{}: not a bench middle-tier record", json.display()))?;
+    plot(svg, &measured)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The charts: throughput against clients for each delay measured with
 /// several client counts, and against the delay for each client count
 /// measured with several delays; one line per model and the ideal.
-fn panels(records: &[Record], models: &[MiddleTierModel], points: &[Point]) -> Vec<Panel> {
+fn panels(records: &[Measured], models: &[Contender], points: &[Point]) -> Vec<Panel> {
     let mut delays: Vec<u64> = points.iter().map(|p| p.delay_ms).collect();
     delays.dedup();
     delays.sort_unstable();
@@ -418,7 +493,7 @@ fn panels(records: &[Record], models: &[MiddleTierModel], points: &[Point]) -> V
                 let mut pts: Vec<(f64, f64)> = records
                     .iter()
                     .filter(|r| r.model == *m && r.point.delay_ms == delay)
-                    .map(|r| (r.point.clients as f64, r.throughput()))
+                    .map(|r| (r.point.clients as f64, r.throughput))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 line(m.to_string(), pts)
@@ -448,7 +523,7 @@ fn panels(records: &[Record], models: &[MiddleTierModel], points: &[Point]) -> V
                 let mut pts: Vec<(f64, f64)> = records
                     .iter()
                     .filter(|r| r.model == *m && r.point.clients == clients)
-                    .map(|r| (r.point.delay_ms as f64, r.throughput()))
+                    .map(|r| (r.point.delay_ms as f64, r.throughput))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 line(m.to_string(), pts)
@@ -461,7 +536,7 @@ fn panels(records: &[Record], models: &[MiddleTierModel], points: &[Point]) -> V
         ideal.sort_by(|a, b| a.0.total_cmp(&b.0));
         series.push(line("ideal".into(), ideal));
         panels.push(Panel {
-            caption: format!("throughput vs sink delay, {clients} clients"),
+            caption: format!("throughput vs sink delay, {clients} clients (log scale)"),
             x_label: "sink delay (ms)".into(),
             y_label: "replies/s".into(),
             series,
@@ -472,8 +547,14 @@ fn panels(records: &[Record], models: &[MiddleTierModel], points: &[Point]) -> V
 
 /// Runs `armillary bench middle-tier`.
 pub fn run(options: MiddleTierOptions) -> Result<ExitCode, String> {
+    if let (Some(json), Some(svg)) = (&options.replot, &options.plot) {
+        return replot(json, svg);
+    }
     let models = if options.models.is_empty() {
         MiddleTierModel::papers()
+            .into_iter()
+            .map(Contender::Middle)
+            .collect()
     } else {
         options.models.clone()
     };
@@ -585,7 +666,15 @@ pub fn run(options: MiddleTierOptions) -> Result<ExitCode, String> {
         )?;
     }
     if let Some(path) = &options.plot {
-        plot_lines_svg(path, &panels(&records, &models, &points), Some("ideal"))?;
+        let measured: Vec<Measured> = records
+            .iter()
+            .map(|r| Measured {
+                model: r.model,
+                point: r.point,
+                throughput: r.throughput(),
+            })
+            .collect();
+        plot(path, &measured)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -296,11 +296,14 @@ const LEGEND_WIDTH: u32 = 150;
 /// Draws `panels` as line charts, two per row, into the SVG file `path`,
 /// each with its legend beside it (never over a line), every line in a
 /// colour of its own; the series named `reference` (an ideal, say), if
-/// any, in black and dashed.
+/// any, in black and dashed. A panel whose index is in `log_y` has a
+/// logarithmic value axis (its values must be positive; others are left
+/// out).
 pub(crate) fn plot_lines_svg(
     path: &Path,
     panels: &[Panel],
     reference: Option<&str>,
+    log_y: &[usize],
 ) -> Result<(), String> {
     let rows = panels.len().div_ceil(2).max(1);
     let cols = if panels.len() > 1 { 2 } else { 1 };
@@ -309,20 +312,24 @@ pub(crate) fn plot_lines_svg(
     let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let areas = root.split_evenly((rows, cols));
-    for (panel, area) in panels.iter().zip(areas.iter()) {
+    for (index, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
         let (plot_area, legend_area) =
             area.split_horizontally(area.dim_in_pixel().0 - LEGEND_WIDTH);
-        let finite = |&&(x, y): &&(f64, f64)| x.is_finite() && y.is_finite();
-        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+        // On a logarithmic axis the chart is of log10(y), labelled 10^v.
+        let log = log_y.contains(&index);
+        let value = |y: f64| if log { y.log10() } else { y };
+        let finite = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!log || y > 0.0);
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
         for &(x, y) in panel
             .series
             .iter()
             .flat_map(|s| s.points.iter())
-            .filter(finite)
+            .filter(|p| finite(p))
         {
             x0 = x0.min(x);
             x1 = x1.max(x);
-            y1 = y1.max(y);
+            y0 = y0.min(value(y));
+            y1 = y1.max(value(y));
         }
         if x0 > x1 {
             (x0, x1) = (0.0, 1.0);
@@ -330,13 +337,17 @@ pub(crate) fn plot_lines_svg(
         if x0 == x1 {
             (x0, x1) = (x0 - 1.0, x1 + 1.0);
         }
-        let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+        let (y0, y1) = match (log, y0 <= y1) {
+            (true, true) => (y0 - 0.1, y1 + 0.1),
+            (true, false) => (0.0, 1.0),
+            (false, _) => (0.0, if y1 > 0.0 { y1 * 1.05 } else { 1.0 }),
+        };
         let mut chart = ChartBuilder::on(&plot_area)
             .caption(&panel.caption, ("sans-serif", 16))
             .margin(8)
             .x_label_area_size(36)
             .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|e| fail(&e))?;
         // Whole numbers on axes that span ten or more.
         let tick = |span: f64| {
@@ -348,7 +359,15 @@ pub(crate) fn plot_lines_svg(
                 }
             }
         };
-        let (x_tick, y_tick) = (tick(x1 - x0), tick(y1));
+        let x_tick = tick(x1 - x0);
+        let y_linear = tick(y1);
+        let y_tick = |v: &f64| {
+            if log {
+                format!("{:.0}", 10f64.powf(*v))
+            } else {
+                y_linear(v)
+            }
+        };
         chart
             .configure_mesh()
             .x_desc(panel.x_label.as_str())
@@ -360,7 +379,12 @@ pub(crate) fn plot_lines_svg(
         let mut colours = LINE_COLOURS.iter().cycle();
         let mut legend: Vec<(String, ShapeStyle, bool)> = Vec::new();
         for series in &panel.series {
-            let points: Vec<(f64, f64)> = series.points.iter().filter(finite).copied().collect();
+            let points: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .filter(|p| finite(p))
+                .map(|&(x, y)| (x, value(y)))
+                .collect();
             if Some(series.name.as_str()) == reference {
                 let style = BLACK.stroke_width(1);
                 chart

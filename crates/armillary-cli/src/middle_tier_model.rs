@@ -14,7 +14,9 @@
 //! | `MODEL` | synchronous | `MODEL` (any spelling, e.g. `thread-per-request`, `worker-pool:2`, `locality:2`, `thread-per-object`, `application`) | |
 //!
 //! A name is printed back in its shortest form (`thread-pool:2` is
-//! printed `pool:2`).
+//! printed `pool:2`). `direct` names no middle tier ([`Contender::Direct`]):
+//! the clients call the sink themselves, the baseline of what the clients
+//! and the sink alone reach on the machine.
 
 use std::fmt;
 use std::str::FromStr;
@@ -44,12 +46,41 @@ pub(crate) struct MiddleTierModel {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown middle-tier model {name:?}: expected tpc, reactive, pool:N, amh, amh-pool:N, \
-     amh:MODEL or an -ORBConcurrency model (reactive, thread-pool:N, thread-per-connection, \
+     amh:MODEL, direct or an -ORBConcurrency model (reactive, thread-pool:N, thread-per-connection, \
      application, thread-per-request[:CAP], worker-pool:N[:QUEUE], thread-per-object, \
      locality:N)"
 )]
 pub(crate) struct UnknownModel {
     name: String,
+}
+
+/// What one `--models` name measures: a middle tier, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Contender {
+    /// No middle tier: the clients call the sink (`direct`).
+    Direct,
+    /// The clients call this middle tier, which calls the sink.
+    Middle(MiddleTierModel),
+}
+
+impl FromStr for Contender {
+    type Err = UnknownModel;
+
+    fn from_str(name: &str) -> Result<Self, UnknownModel> {
+        match name.trim() {
+            "direct" => Ok(Contender::Direct),
+            name => name.parse().map(Contender::Middle),
+        }
+    }
+}
+
+impl fmt::Display for Contender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Contender::Direct => f.write_str("direct"),
+            Contender::Middle(model) => model.fmt(f),
+        }
+    }
 }
 
 impl MiddleTierModel {
@@ -161,6 +192,17 @@ mod tests {
             assert_eq!(amh, MiddleTierModel::amh(concurrency));
             assert_eq!(model(&amh.to_string()), amh, "{amh} prints back");
         }
+    }
+
+    #[test]
+    fn direct_names_no_middle_tier() {
+        assert_eq!("direct".parse::<Contender>(), Ok(Contender::Direct));
+        assert_eq!(Contender::Direct.to_string(), "direct");
+        assert_eq!(
+            "amh".parse::<Contender>(),
+            Ok(Contender::Middle(model("amh")))
+        );
+        assert!("direct".parse::<MiddleTierModel>().is_err());
     }
 
     #[test]

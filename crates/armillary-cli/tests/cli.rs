@@ -388,6 +388,18 @@ fn bench_middle_tier_writes_one_record_per_point_and_model() {
         .map(|(m, c)| (m.to_owned(), c))
     );
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    // The plot again, from the JSON alone.
+    let again = dir.join("again.svg");
+    let (code, _, err) = run(&[
+        "bench",
+        "middle-tier",
+        "--replot",
+        json.to_str().unwrap(),
+        "--plot",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&again).unwrap().contains("<svg"));
     let _ = std::fs::remove_dir_all(dir);
 }
 
