@@ -63,7 +63,7 @@ use crate::middle_tier_model::{Contender, MiddleTierModel};
 
 /// Requests per client by default. The paper's 1,000 would take 160 s
 /// per point at a 160 ms delay; 100 keeps the default run (the paper's
-/// five models, both experiments) to about ten minutes.
+/// five models, both experiments) to about seven minutes.
 const DEFAULT_REQUESTS: usize = 100;
 
 /// The client scalability experiment (the paper's Figure 8): clients …
@@ -94,7 +94,7 @@ pub struct MiddleTierOptions {
     #[arg(long = "delay-ms", value_delimiter = ',')]
     delay_ms: Vec<u64>,
     /// Requests per client (the paper made 1,000; the default keeps the
-    /// default run to about ten minutes).
+    /// default run to about seven minutes).
     #[arg(long, default_value_t = DEFAULT_REQUESTS)]
     requests: usize,
     /// Write one JSON record per point to this file.

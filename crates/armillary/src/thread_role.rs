@@ -17,6 +17,14 @@
 //!   some of that work; a wait for a reply on this thread calls it, so
 //!   that a nested request queued for the thread is served.
 //!
+//! - **How deep a thread serves** ([`nested_serving`]): each wait that
+//!   serves may run an upcall that waits again, so a busy server thread's
+//!   stack grows by a wait and an upcall for every request it takes while
+//!   it waits. Past [`MAX_NESTED_SERVING`] such waits, a thread's wait
+//!   serves nothing more (other than work handed over to it) until an
+//!   inner one returns: requests wait for it instead of overflowing its
+//!   stack, which would abort the process.
+//!
 //! - **Work handed over while waiting** ([`owns`], [`hand_overs`]): a
 //!   thread in an upcall of a SINGLE_THREAD_MODEL POA owns it; while it
 //!   waits for a reply, requests for that POA that other threads take are
@@ -28,6 +36,35 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
+
+/// The most waits a thread nests that each serve requests (and so may
+/// nest a wait again): 32 upcalls and waits stay far within the 2 MiB
+/// stack of a thread Rust starts (a debug build overflowed it at about
+/// 200), whatever the servants keep on the stack themselves within reason.
+pub(crate) const MAX_NESTED_SERVING: usize = 32;
+
+/// Counts one wait that serves, while alive.
+#[derive(Debug)]
+pub(crate) struct NestedServing(());
+
+impl Drop for NestedServing {
+    fn drop(&mut self) {
+        SERVING.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// A wait that serves begins on this thread: counted while the returned
+/// guard lives; `None` when the thread is [`MAX_NESTED_SERVING`] such
+/// waits deep already (this wait must serve nothing).
+pub(crate) fn nested_serving() -> Option<NestedServing> {
+    SERVING.with(|d| {
+        if d.get() >= MAX_NESTED_SERVING {
+            return None;
+        }
+        d.set(d.get() + 1);
+        Some(NestedServing(()))
+    })
+}
 
 /// Replies a thread holds to write them together (the server's reply
 /// coalescing on one connection), which it must write before it blocks.
@@ -52,6 +89,8 @@ thread_local! {
     static OWNED: RefCell<Vec<Arc<dyn HandOver>>> = const { RefCell::new(Vec::new()) };
     /// How many waits for a reply this thread is in (nested).
     static WAITING: Cell<u32> = const { Cell::new(0) };
+    /// How many of those serve what the thread serves (nested).
+    static SERVING: Cell<usize> = const { Cell::new(0) };
     /// The replies this thread holds, by the holder's key.
     static HOLDING: RefCell<Vec<(usize, Rc<dyn HeldReplies>)>> = const { RefCell::new(Vec::new()) };
     /// The work this thread's concurrency model queued for it alone.
@@ -202,5 +241,21 @@ impl Drop for HandOvers {
         for owner in &self.owned {
             owner.stop_waiting();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_serves_in_at_most_max_nested_serving_waits_at_once() {
+        let outer: Vec<NestedServing> = (0..MAX_NESTED_SERVING)
+            .map(|_| nested_serving().expect("within the bound"))
+            .collect();
+        assert!(nested_serving().is_none(), "one wait too deep serves not");
+        drop(outer.into_iter().last());
+        let again = nested_serving();
+        assert!(again.is_some(), "an inner wait returned: serving again");
     }
 }

@@ -491,3 +491,145 @@ fn a_callback_into_a_single_thread_poa_is_served_in_every_model() {
     }
     single_thread_callback(ConcurrencyModel::ThreadPool(2), WaitStrategy::Read);
 }
+
+/// The sink of `many_clients_through_one_thread_do_not_overflow_its_stack`:
+/// holds the replies of the first `first` requests until it has them all,
+/// then answers them, and every later request at once.
+struct HoldingSink {
+    first: usize,
+    held: Mutex<(usize, Vec<(armillary::amh::ResponseHandler, i32)>)>,
+}
+
+impl Servant for HoldingSink {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Sink:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let v = req.decode_args(|r| r.read_long())?;
+        let handler = req.respond_later();
+        let ready = {
+            let mut held = self.held.lock().unwrap();
+            held.0 += 1;
+            held.1.push((handler, v));
+            if held.0 >= self.first {
+                std::mem::take(&mut held.1)
+            } else {
+                Vec::new()
+            }
+        };
+        for (handler, v) in ready {
+            handler.reply(|w| {
+                w.write_long(v + 1);
+                Ok(())
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Forwards `f(v)` to its sink with a synchronous call.
+struct Forwarder {
+    sink: ObjectRef,
+}
+
+impl Servant for Forwarder {
+    fn repository_id(&self) -> &'static str {
+        "IDL:Test/Forwarder:1.0"
+    }
+
+    fn is_a(&self, id: &str) -> bool {
+        id == self.repository_id()
+    }
+
+    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let v = req.decode_args(|r| r.read_long())?;
+        let got = self.sink.invoke_plain(
+            "f",
+            &|w| {
+                w.write_long(v);
+                Ok(())
+            },
+            |r| r.read_long(),
+        )?;
+        req.encode_results(|w| {
+            w.write_long(got);
+            Ok(())
+        })
+    }
+}
+
+/// A single-threaded reactive server whose servant calls a slow sink
+/// serves, while it waits, the next client's request, which waits too:
+/// each waiting client is a wait and an upcall more on the one thread's
+/// stack (a debug build overflowed its stack, aborting the process, at
+/// about 200 clients waiting so). Now the thread nests at most
+/// `MAX_NESTED_SERVING` (32) serving waits; the 33rd waits without
+/// serving until an inner one returns. The sink here holds its first 33
+/// requests, the most the middle tier sends while that many wait on its
+/// one thread, and answers the rest at once: all 300 clients (each on a
+/// connection of its own) are answered.
+#[test]
+fn many_clients_through_one_thread_do_not_overflow_its_stack() {
+    const CLIENTS: usize = 300;
+    let sink_orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let poa = sink_orb.root_poa();
+    poa.manager().activate().unwrap();
+    let id = poa
+        .activate_object(HoldingSink {
+            first: 33,
+            held: Mutex::new((0, Vec::new())),
+        })
+        .unwrap();
+    let sink_ior = sink_orb.object_to_string(&poa.id_to_reference(&id).unwrap());
+
+    let middle = Orb::with_config(
+        OrbConfig::new()
+            .concurrency(ConcurrencyModel::SingleThreadedReactive)
+            .call_timeout(CALL_TIMEOUT),
+    )
+    .unwrap();
+    let poa = middle.root_poa();
+    poa.manager().activate().unwrap();
+    let id = poa
+        .activate_object(Forwarder {
+            sink: middle.string_to_object(&sink_ior).unwrap(),
+        })
+        .unwrap();
+    let middle_ior = middle.object_to_string(&poa.id_to_reference(&id).unwrap());
+
+    // A connection per client: requests read together from one connection
+    // are served in turn, one after the other's upcall.
+    let client = Orb::with_config(
+        OrbConfig::new()
+            .transport_mux(TransportMux::Exclusive)
+            .call_timeout(CALL_TIMEOUT * 3),
+    )
+    .unwrap();
+    let forwarder = client.string_to_object(&middle_ior).unwrap();
+    let calls: Vec<_> = (0..CLIENTS as i32)
+        .map(|v| {
+            let f = forwarder.clone();
+            std::thread::spawn(move || {
+                f.invoke_plain(
+                    "f",
+                    &|w| {
+                        w.write_long(v);
+                        Ok(())
+                    },
+                    |r| r.read_long(),
+                )
+            })
+        })
+        .collect();
+    for (v, call) in calls.into_iter().enumerate() {
+        assert_eq!(call.join().unwrap(), Ok(v as i32 + 1));
+    }
+    client.shutdown(WaitForCompletion::Yes).unwrap();
+    middle.shutdown(WaitForCompletion::Yes).unwrap();
+    sink_orb.shutdown(WaitForCompletion::Yes).unwrap();
+}

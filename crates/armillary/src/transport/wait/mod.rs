@@ -20,7 +20,10 @@
 //!   through its serving hook (`thread_role::serve_while_waiting`);
 //! - with [`ApplicationThreads`](crate::config::ConcurrencyModel::ApplicationThreads)
 //!   any thread serves the ORB's reactor (nobody else may be running it);
-//! - any other thread serves nothing: the server's own threads do.
+//! - any other thread serves nothing: the server's own threads do;
+//! - a thread already [`MAX_NESTED_SERVING`](crate::thread_role::MAX_NESTED_SERVING)
+//!   serving waits deep serves nothing more until an inner wait returns
+//!   (its stack is bounded; requests wait for it instead).
 //!
 //! And whatever the strategy, a thread in an upcall of a
 //! SINGLE_THREAD_MODEL POA runs the requests for that POA that other
@@ -68,6 +71,8 @@ pub(crate) struct Serving {
     /// threads hand their requests over meanwhile); `None` when the thread
     /// is in no such upcall.
     handed_over: Option<HandOvers>,
+    /// Counts this wait among those the thread nests while it serves.
+    _nested: Option<crate::thread_role::NestedServing>,
 }
 
 /// What a waiting thread serves by running it.
@@ -100,6 +105,7 @@ impl From<Serve> for Serving {
         Serving {
             what,
             handed_over: None,
+            _nested: None,
         }
     }
 }
@@ -184,9 +190,17 @@ pub(crate) fn strategy(config: &OrbConfig) -> Box<dyn Waiter> {
 /// returned value lives, the SINGLE_THREAD_MODEL POAs whose upcalls the
 /// thread is in take it as waiting (their requests are handed over to it).
 pub(crate) fn serving(driven: Option<Arc<Reactor>>) -> Serving {
+    // Too deep already: this wait serves nothing more but work handed
+    // over (see `thread_role::nested_serving`).
+    let nested = crate::thread_role::nested_serving();
+    let what = match nested {
+        Some(_) => what_to_serve(driven),
+        None => Serve::Nothing,
+    };
     Serving {
-        what: what_to_serve(driven),
+        what,
         handed_over: hand_overs(),
+        _nested: nested,
     }
 }
 
