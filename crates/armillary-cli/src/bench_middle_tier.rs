@@ -29,8 +29,8 @@
 //! option, every combination of the two lists (the other defaulting to
 //! 40 ms, or to 150 clients).
 //!
-//! A point whose clients are not done by a deadline (10 s plus three
-//! times what the ideal takes) is cut there and measured up to the cut
+//! A point whose clients are not done by a deadline (5 s plus twice
+//! what the ideal takes) is cut there and measured up to the cut
 //! (`cut_short`); a child that dies makes an error record; the bench goes
 //! on with the next point.
 //!
@@ -63,7 +63,7 @@ use crate::middle_tier_model::{Contender, MiddleTierModel};
 
 /// Requests per client by default. The paper's 1,000 would take 160 s
 /// per point at a 160 ms delay; 100 keeps the default run (the paper's
-/// five models, both experiments) to about seven minutes.
+/// five models, both experiments) under ten minutes on 2 CPUs.
 const DEFAULT_REQUESTS: usize = 100;
 
 /// The client scalability experiment (the paper's Figure 8): clients …
@@ -94,7 +94,7 @@ pub struct MiddleTierOptions {
     #[arg(long = "delay-ms", value_delimiter = ',')]
     delay_ms: Vec<u64>,
     /// Requests per client (the paper made 1,000; the default keeps the
-    /// default run to about seven minutes).
+    /// default run under ten minutes).
     #[arg(long, default_value_t = DEFAULT_REQUESTS)]
     requests: usize,
     /// Write one JSON record per point to this file.
@@ -123,10 +123,10 @@ impl Point {
         (self.delay_ms > 0).then(|| self.clients as f64 * 1000.0 / self.delay_ms as f64)
     }
 
-    /// How long the clients may take: 10 s plus three times what `requests`
+    /// How long the clients may take: 5 s plus twice what `requests`
     /// requests per client take at the ideal rate.
     fn deadline(self, requests: usize) -> Duration {
-        Duration::from_secs(10) + Duration::from_millis(3 * requests as u64 * self.delay_ms)
+        Duration::from_secs(5) + Duration::from_millis(2 * requests as u64 * self.delay_ms)
     }
 }
 
