@@ -1,7 +1,10 @@
-//! Compiles `omniorb-peers/idl/invocation_bench.idl` (a link to
+//! Compiles the benchmarks' IDL into `$OUT_DIR`:
+//! `omniorb-peers/idl/invocation_bench.idl` (a link to
 //! `tests/interop/idl/invocation_bench.idl`, inside the crate so that a
 //! packaged crate has it: the one operation of `armillary bench
-//! invocation`) into `$OUT_DIR/invocation_bench.rs`.
+//! invocation`) into `invocation_bench.rs`, and
+//! `omniorb-peers/idl/middle_tier_bench.idl` (the Quoter of `armillary
+//! bench middle-tier`) into `middle_tier_bench.rs`.
 
 use std::path::PathBuf;
 
@@ -13,14 +16,16 @@ fn main() {
         eprintln!("cargo sets CARGO_MANIFEST_DIR for build scripts");
         std::process::exit(1);
     };
-    let idl = PathBuf::from(manifest_dir).join("omniorb-peers/idl/invocation_bench.idl");
-    if let Err(e) = armillary_idl::Builder::new()
-        .file(idl)
-        .out_name("invocation_bench")
-        .compile()
-    {
-        // The diagnostics, rustc-style, then fail the build.
-        eprintln!("{e}");
-        std::process::exit(1);
+    let idl_dir = PathBuf::from(manifest_dir).join("omniorb-peers/idl");
+    for name in ["invocation_bench", "middle_tier_bench"] {
+        if let Err(e) = armillary_idl::Builder::new()
+            .file(idl_dir.join(format!("{name}.idl")))
+            .out_name(name)
+            .compile()
+        {
+            // The diagnostics, rustc-style, then fail the build.
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
     }
 }

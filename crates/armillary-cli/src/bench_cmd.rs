@@ -8,7 +8,10 @@
 //! (see `bench_invocation`); `idl` times the IDL compiler (see
 //! `bench_idl`); `soak` runs mixed traffic for minutes and checks nothing
 //! is lost (see `bench_soak`); `threading` compares the server concurrency
-//! models (see `bench_threading`). What they share to report lives in
+//! models (see `bench_threading`); `middle-tier` reproduces the AMH
+//! paper's middle-tier experiments (see `bench_middle_tier`, with its
+//! servers in `middle_tier_peers`, its clients in `middle_tier_clients`
+//! and its models in `middle_tier_model`). What they share to report lives in
 //! `bench_report`; their child processes and the raw TCP baseline in
 //! `bench_process`; omniORB's peer programs in `omniorb_peers`.
 
@@ -67,6 +70,10 @@ enum BenchCommand {
     /// two-way calls against one Armillary server, with omniORB's AMI
     /// client against omniORB's server as the throughput baseline.
     Invocation(crate::bench_invocation::InvocationOptions),
+    /// The AMH paper's experiments: clients → middle tier → sink with a
+    /// delay; the middle tier's throughput under each server model as the
+    /// clients, or the sink's delay, grow (see `bench_middle_tier`).
+    MiddleTier(crate::bench_middle_tier::MiddleTierOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -111,6 +118,27 @@ enum BenchCommand {
         #[arg(long, default_value = "thread-pool:4")]
         concurrency: String,
     },
+    /// (internal) The middle-tier benchmark's sink.
+    #[command(hide = true)]
+    ServeSink {
+        #[arg(long)]
+        ior_file: PathBuf,
+        #[arg(long)]
+        delay_ms: u64,
+    },
+    /// (internal) The middle-tier benchmark's middle tier.
+    #[command(hide = true)]
+    ServeMiddleTier {
+        #[arg(long)]
+        ior_file: PathBuf,
+        #[arg(long)]
+        sink_ior_file: PathBuf,
+        #[arg(long)]
+        model: crate::middle_tier_model::MiddleTierModel,
+    },
+    /// (internal) The middle-tier benchmark's clients.
+    #[command(hide = true)]
+    DriveMiddleTier(crate::middle_tier_clients::DriveOptions),
     /// (internal) An Armillary echo server for the benchmark.
     #[command(hide = true)]
     ServeEcho {
@@ -143,6 +171,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
         } => latency(calls, rounds.max(1), json, &cpus, &concurrency),
         BenchCommand::Threading(args) => crate::bench_threading::run(args),
         BenchCommand::Invocation(options) => crate::bench_invocation::run(options),
+        BenchCommand::MiddleTier(options) => crate::bench_middle_tier::run(options),
+        BenchCommand::ServeSink { ior_file, delay_ms } => {
+            crate::middle_tier_peers::serve_sink(&ior_file, Duration::from_millis(delay_ms))
+        }
+        BenchCommand::ServeMiddleTier {
+            ior_file,
+            sink_ior_file,
+            model,
+        } => crate::middle_tier_peers::serve_middle_tier(&ior_file, &sink_ior_file, model),
+        BenchCommand::DriveMiddleTier(options) => crate::middle_tier_clients::drive(&options),
         BenchCommand::Idl {
             dir,
             rounds,

@@ -1,7 +1,9 @@
 //! The child processes of the benchmarks and what both sides of them
-//! share: [`Peer`] (a child killed when dropped), [`wait_for_file`] (how a
-//! parent learns that a child is ready: the child writes a file with
-//! [`write_atomically`]), and the raw TCP baseline, a ping-pong server
+//! share: [`Peer`] (a child killed when dropped), [`wait_for_file`] and
+//! [`wait_for_file_from`] (how a parent learns that a child is ready: the
+//! child writes a file with [`write_atomically`]), the CPU time a process
+//! and the whole machine used ([`process_cpu_seconds`],
+//! [`machine_busy_seconds`]), and the raw TCP baseline, a ping-pong server
 //! (`armillary bench serve-raw`, [`serve_raw`]) started with
 //! [`start_raw_server`] and sized with [`message_sizes`] like the GIOP
 //! messages it stands for.
@@ -109,6 +111,65 @@ pub(crate) fn wait_for_file(path: &Path) -> Result<String, String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// As [`wait_for_file`], but gives up at once when `child` exits before
+/// writing it (a child that cannot start says so in its exit status).
+pub(crate) fn wait_for_file_from(child: &mut Peer, path: &Path) -> Result<String, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.trim().is_empty() {
+                return Ok(text.trim().to_owned());
+            }
+        }
+        if let Ok(Some(status)) = child.0.try_wait() {
+            return Err(format!("it exited ({status})"));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{} was never written", path.display()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Clock ticks per second of `/proc`'s CPU times (`USER_HZ`, 100 on
+/// every Linux this runs on).
+const USER_HZ: f64 = 100.0;
+
+/// CPU time (user and system, every thread) process `pid` (a number, or
+/// `self`) has used so far, in seconds, from `/proc/PID/stat`; `None`
+/// where there is no such file.
+pub(crate) fn process_cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which may hold spaces), from
+    // the third: utime and stime are the 14th and 15th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some((ticks(11)? + ticks(12)?) as f64 / USER_HZ)
+}
+
+/// CPU time the whole machine has spent busy so far (every CPU, every
+/// process, the kernel's too), in seconds, from `/proc/stat`; `None`
+/// where there is no such file.
+pub(crate) fn machine_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal …: idle and iowait
+    // are not busy; guest time is already counted in user.
+    let busy: u64 = ticks
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, t)| t)
+        .sum();
+    Some(busy as f64 / USER_HZ)
 }
 
 /// The Request and Reply sizes of one `echo_longlong` call to `obj`.

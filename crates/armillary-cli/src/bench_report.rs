@@ -1,7 +1,8 @@
 //! What the `armillary bench` subcommands share to report what they
 //! measured: the progress bar, summary statistics of call times and
 //! latency histograms (hdrhistogram), an aligned text table, JSON files,
-//! SVG line plots and bar charts (plotters).
+//! SVG line plots (legend inside, or beside with a dashed reference line)
+//! and bar charts (plotters).
 //!
 //! It measures nothing itself; each subcommand's module owns its
 //! experiment and calls these to show the result.
@@ -270,6 +271,163 @@ pub(crate) fn plot_svg(path: &Path, panels: &[Panel]) -> Result<(), String> {
             .border_style(BLACK)
             .draw()
             .map_err(|e| fail(&e))?;
+    }
+    root.present().map_err(|e| fail(&e))
+}
+
+/// Colours of [`plot_lines_svg`]'s lines, in order (Tableau 10: distinct,
+/// and all dark enough to read on white).
+const LINE_COLOURS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// Width of the legend beside each chart of [`plot_lines_svg`].
+const LEGEND_WIDTH: u32 = 150;
+
+/// Draws `panels` as line charts, two per row, into the SVG file `path`,
+/// each with its legend beside it (never over a line), every line in a
+/// colour of its own; the series named `reference` (an ideal, say), if
+/// any, in black and dashed. A panel whose index is in `log_y` has a
+/// logarithmic value axis (its values must be positive; others are left
+/// out).
+pub(crate) fn plot_lines_svg(
+    path: &Path,
+    panels: &[Panel],
+    reference: Option<&str>,
+    log_y: &[usize],
+) -> Result<(), String> {
+    let rows = panels.len().div_ceil(2).max(1);
+    let cols = if panels.len() > 1 { 2 } else { 1 };
+    let size = ((560 + LEGEND_WIDTH) * cols as u32, 400 * rows as u32);
+    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let areas = root.split_evenly((rows, cols));
+    for (index, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
+        let (plot_area, legend_area) =
+            area.split_horizontally(area.dim_in_pixel().0 - LEGEND_WIDTH);
+        // On a logarithmic axis the chart is of log10(y), labelled 10^v.
+        let log = log_y.contains(&index);
+        let value = |y: f64| if log { y.log10() } else { y };
+        let finite = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!log || y > 0.0);
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        for &(x, y) in panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| finite(p))
+        {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(value(y));
+            y1 = y1.max(value(y));
+        }
+        if x0 > x1 {
+            (x0, x1) = (0.0, 1.0);
+        }
+        if x0 == x1 {
+            (x0, x1) = (x0 - 1.0, x1 + 1.0);
+        }
+        let (y0, y1) = match (log, y0 <= y1) {
+            (true, true) => (y0 - 0.1, y1 + 0.1),
+            (true, false) => (0.0, 1.0),
+            (false, _) => (0.0, if y1 > 0.0 { y1 * 1.05 } else { 1.0 }),
+        };
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(&panel.caption, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|e| fail(&e))?;
+        // Whole numbers on axes that span ten or more.
+        let tick = |span: f64| {
+            move |v: &f64| {
+                if span >= 10.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.2}")
+                }
+            }
+        };
+        let x_tick = tick(x1 - x0);
+        let y_linear = tick(y1);
+        let y_tick = |v: &f64| {
+            if log {
+                format!("{:.0}", 10f64.powf(*v))
+            } else {
+                y_linear(v)
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_desc(panel.x_label.as_str())
+            .y_desc(panel.y_label.as_str())
+            .x_label_formatter(&x_tick)
+            .y_label_formatter(&y_tick)
+            .draw()
+            .map_err(|e| fail(&e))?;
+        let mut colours = LINE_COLOURS.iter().cycle();
+        let mut legend: Vec<(String, ShapeStyle, bool)> = Vec::new();
+        for series in &panel.series {
+            let points: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .filter(|p| finite(p))
+                .map(|&(x, y)| (x, value(y)))
+                .collect();
+            if Some(series.name.as_str()) == reference {
+                let style = BLACK.stroke_width(1);
+                chart
+                    .draw_series(DashedLineSeries::new(points, 6, 4, style))
+                    .map_err(|e| fail(&e))?;
+                legend.push((series.name.clone(), style, true));
+                continue;
+            }
+            let colour = colours.next().copied().unwrap_or(BLACK);
+            let style = colour.stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), style))
+                .map_err(|e| fail(&e))?;
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .map_err(|e| fail(&e))?;
+            legend.push((series.name.clone(), style, false));
+        }
+        // The legend, beside the chart, level with its top.
+        for (i, (name, style, dashed)) in legend.iter().enumerate() {
+            let y = 40 + 20 * i as i32;
+            if *dashed {
+                for x in [4, 14] {
+                    legend_area
+                        .draw(&PathElement::new(vec![(x, y), (x + 6, y)], *style))
+                        .map_err(|e| fail(&e))?;
+                }
+            } else {
+                legend_area
+                    .draw(&PathElement::new(vec![(4, y), (24, y)], *style))
+                    .map_err(|e| fail(&e))?;
+                legend_area
+                    .draw(&Circle::new((14, y), 3, style.color.filled()))
+                    .map_err(|e| fail(&e))?;
+            }
+            legend_area
+                .draw(&Text::new(
+                    name.as_str(),
+                    (30, y - 7),
+                    ("sans-serif", 13).into_font(),
+                ))
+                .map_err(|e| fail(&e))?;
+        }
     }
     root.present().map_err(|e| fail(&e))
 }

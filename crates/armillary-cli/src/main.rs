@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod bench_cmd;
 mod bench_idl;
 mod bench_invocation;
+mod bench_middle_tier;
 mod bench_process;
 mod bench_report;
 mod bench_soak;
@@ -17,6 +18,9 @@ mod bench_threading;
 mod demo_cmd;
 mod idl_cmd;
 mod ior_cmd;
+mod middle_tier_clients;
+mod middle_tier_model;
+mod middle_tier_peers;
 mod omniorb_peers;
 
 /// Armillary, a CORBA ORB for Rust.

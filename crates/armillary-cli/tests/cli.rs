@@ -314,6 +314,112 @@ fn bench_threading_rejects_an_unknown_model() {
 }
 
 #[test]
+fn bench_middle_tier_writes_one_record_per_point_and_model() {
+    let dir = std::env::temp_dir().join(format!("armillary-mt-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, svg) = (dir.join("mt.json"), dir.join("mt.svg"));
+    let (code, out, err) = run(&[
+        "bench",
+        "middle-tier",
+        "--models",
+        "amh,reactive,tpc",
+        "--clients",
+        "2,4",
+        "--delay-ms",
+        "5",
+        "--requests",
+        "10",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let header = out.lines().next().unwrap();
+    for column in [
+        "model",
+        "clients",
+        "delay ms",
+        "replies/s",
+        "ideal",
+        "errors",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(records.len(), 6, "{records:?}");
+    let mut seen = Vec::new();
+    for r in &records {
+        for key in [
+            "model",
+            "clients",
+            "delay_ms",
+            "throughput",
+            "ideal",
+            "p50_ms",
+            "p99_ms",
+            "errors",
+        ] {
+            assert!(r.get(key).is_some(), "no {key} in {r}");
+        }
+        assert_eq!(r["errors"], 0, "{r}");
+        assert_eq!(r["delay_ms"], 5, "{r}");
+        assert_eq!(r["answered"], r["planned"], "{r}");
+        assert!(r["throughput"].as_f64().unwrap() > 0.0, "{r}");
+        let clients = r["clients"].as_u64().unwrap();
+        // clients ÷ delay, in requests per second.
+        assert_eq!(r["ideal"].as_f64().unwrap(), clients as f64 * 200.0, "{r}");
+        // Each client its own connection to the middle tier.
+        assert!(r["connections"].as_u64().unwrap() >= clients, "{r}");
+        seen.push((r["model"].as_str().unwrap().to_owned(), clients));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("amh", 2),
+            ("amh", 4),
+            ("reactive", 2),
+            ("reactive", 4),
+            ("tpc", 2),
+            ("tpc", 4)
+        ]
+        .map(|(m, c)| (m.to_owned(), c))
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    // The plot again, from the JSON alone.
+    let again = dir.join("again.svg");
+    let (code, _, err) = run(&[
+        "bench",
+        "middle-tier",
+        "--replot",
+        json.to_str().unwrap(),
+        "--plot",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&again).unwrap().contains("<svg"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bench_middle_tier_rejects_an_unknown_model() {
+    let (code, _, err) = run(&["bench", "middle-tier", "--models", "amh,bogus"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unknown middle-tier model \"bogus\": expected tpc, reactive, pool:N, amh"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["bench", "middle-tier", "--models", "amh-pool:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unknown middle-tier model \"amh-pool:0\""),
+        "{err}"
+    );
+}
+
+#[test]
 fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     let dir = std::env::temp_dir().join(format!("armillary-inv-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
