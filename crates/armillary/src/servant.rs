@@ -340,7 +340,6 @@ impl<'a> ServerRequest<'a> {
         }
         let owed = self.owed.take().unwrap_or_else(OwedReply::nothing);
         owed.answered_later();
-        crate::thread_role::mark_answering_later();
         let operation = self
             .shared_operation
             .clone()

@@ -25,14 +25,6 @@
 //!   inner one returns: requests wait for it instead of overflowing its
 //!   stack, which would abort the process.
 //!
-//! - **Answering later** ([`answering_later`], [`upcall_scope`]): an
-//!   upcall that took its reply out of the request
-//!   (`ServerRequest::respond_later`), and the ORB's polls of an
-//!   asynchronous servant's future, do not block on the AMI requests they
-//!   send (an asynchronous servant must not block), so the server's
-//!   reactor may read those replies itself (no reader thread, no hand-off
-//!   between threads). Each upcall starts without the mark.
-//!
 //! - **Work handed over while waiting** ([`owns`], [`hand_overs`]): a
 //!   thread in an upcall of a SINGLE_THREAD_MODEL POA owns it; while it
 //!   waits for a reply, requests for that POA that other threads take are
@@ -74,47 +66,6 @@ pub(crate) fn nested_serving() -> Option<NestedServing> {
     })
 }
 
-/// Marks the running upcall (or future poll) as one that answers later
-/// and never blocks on a reply, until its scope ([`upcall_scope`], or
-/// [`answering_later`]'s guard) ends.
-pub(crate) fn mark_answering_later() {
-    ANSWERING_LATER.with(|a| a.set(true));
-}
-
-/// Whether the running upcall answers later (see the module docs).
-pub(crate) fn is_answering_later() -> bool {
-    ANSWERING_LATER.with(Cell::get)
-}
-
-/// Restores the mark a scope found when it ends.
-#[derive(Debug)]
-pub(crate) struct AnsweringLaterScope {
-    before: bool,
-}
-
-impl Drop for AnsweringLaterScope {
-    fn drop(&mut self) {
-        ANSWERING_LATER.with(|a| a.set(self.before));
-    }
-}
-
-/// An upcall begins on this thread: unmarked until it calls
-/// [`mark_answering_later`]; the outer upcall's mark comes back when the
-/// returned guard is dropped.
-pub(crate) fn upcall_scope() -> AnsweringLaterScope {
-    AnsweringLaterScope {
-        before: ANSWERING_LATER.with(|a| a.replace(false)),
-    }
-}
-
-/// The ORB polls an asynchronous servant's future on this thread: marked
-/// while the returned guard lives.
-pub(crate) fn answering_later() -> AnsweringLaterScope {
-    AnsweringLaterScope {
-        before: ANSWERING_LATER.with(|a| a.replace(true)),
-    }
-}
-
 /// Replies a thread holds to write them together (the server's reply
 /// coalescing on one connection), which it must write before it blocks.
 pub(crate) trait HeldReplies {
@@ -140,9 +91,6 @@ thread_local! {
     static WAITING: Cell<u32> = const { Cell::new(0) };
     /// How many of those serve what the thread serves (nested).
     static SERVING: Cell<usize> = const { Cell::new(0) };
-    /// Whether the upcall (or future poll) running on this thread answers
-    /// later and so never blocks on a reply.
-    static ANSWERING_LATER: Cell<bool> = const { Cell::new(false) };
     /// The replies this thread holds, by the holder's key.
     static HOLDING: RefCell<Vec<(usize, Rc<dyn HeldReplies>)>> = const { RefCell::new(Vec::new()) };
     /// The work this thread's concurrency model queued for it alone.

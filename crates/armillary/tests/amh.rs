@@ -122,15 +122,11 @@ impl Future for YieldOnce {
 /// - `panicking_future` → a future that panics when polled again;
 /// - `yield_then(v)` → `v`, from a future's second poll;
 /// - `forward(v)` → what `sink` answers to `echo_long(v)`, awaited in a
-///   future (an AMI call inside the asynchronous operation);
-/// - `forward_by_callback(v)` → the same through an AMI callback sent
-///   after the upcall took its handler.
+///   future (an AMI call inside the asynchronous operation).
 struct Later {
     handlers: Mutex<Option<mpsc::Sender<(ResponseHandler, i32)>>>,
     oneshot: Arc<Oneshot>,
     sink: Mutex<Option<ObjectRef>>,
-    /// The names of the threads that ran `forward_by_callback`'s callbacks.
-    read_by: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl Later {
@@ -139,7 +135,6 @@ impl Later {
             handlers: Mutex::new(Some(handlers)),
             oneshot: Arc::default(),
             sink: Mutex::new(None),
-            read_by: Arc::default(),
         }
     }
 }
@@ -239,35 +234,6 @@ impl Servant for Later {
                         Err(e) => handler.raise_system(&e),
                     },
                 );
-            }
-            "forward_by_callback" => {
-                let v = req.decode_args(read_long)?;
-                let Some(sink) = self.sink.lock().clone() else {
-                    return Err(SystemException::no_implement(0, CompletionStatus::No));
-                };
-                // Answering later first: the AMI request below is sent by
-                // an upcall that never blocks on it.
-                let handler = req.respond_later();
-                let read_by = self.read_by.clone();
-                sink.send_callback(
-                    "echo_long",
-                    move |w| {
-                        w.write_long(v);
-                        Ok(())
-                    },
-                    read_long,
-                    move |answer: Result<i32, armillary::ami::ExceptionHolder<SystemException>>| {
-                        let thread = std::thread::current().name().map(str::to_owned);
-                        read_by.lock().push(thread);
-                        match answer {
-                            Ok(v) => handler.reply(|w| {
-                                w.write_long(v);
-                                Ok(())
-                            }),
-                            Err(holder) => handler.raise_system(&holder.raise()),
-                        }
-                    },
-                )?;
             }
             _ => {
                 return Err(SystemException::bad_operation(
@@ -600,36 +566,4 @@ fn answers_given_later_by_the_reading_thread_let_reading_go_on() {
     let mut rest = Vec::new();
     c.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "the server closes after the last answer");
-}
-
-/// An AMI request sent by an upcall that answers later is read by the
-/// server's own reactor, which runs its callback (no reader thread, no
-/// hand-off): the single-threaded AMH middle tier of the paper is one
-/// thread. Any other model reads it as before, on some thread, rightly.
-#[test]
-fn an_upcall_that_answers_later_has_its_ami_replies_read_by_the_reactor() {
-    let sink_orb = Orb::with_config(OrbConfig::new()).unwrap();
-    let sink_poa = sink_orb.root_poa();
-    sink_poa.manager().activate().unwrap();
-    let sink_id = sink_poa.activate_object(Echo).unwrap();
-    let sink_ior = sink_orb.object_to_string(&sink_poa.id_to_reference(&sink_id).unwrap());
-    for model in every_model() {
-        let setup = Setup::start(OrbConfig::new().concurrency(model));
-        *setup.servant.sink.lock() = Some(setup.server.string_to_object(&sink_ior).unwrap());
-        for v in 0..20 {
-            assert_eq!(
-                setup.call("forward_by_callback", v).unwrap(),
-                10 * v,
-                "{model}"
-            );
-        }
-        let read_by = std::mem::take(&mut *setup.servant.read_by.lock());
-        assert_eq!(read_by.len(), 20);
-        if model == ConcurrencyModel::SingleThreadedReactive {
-            for name in read_by {
-                assert_eq!(name.as_deref(), Some("armillary-reactor-0"), "{model}");
-            }
-        }
-    }
-    sink_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

@@ -33,14 +33,6 @@
 //! - **A client that has gone** is answered into nothing: the answer is
 //!   dropped, nothing fails, the server goes on serving everyone else.
 //! - **Oneway requests** get a handler too; its answer goes nowhere.
-//! - **An asynchronous servant does not block.** AMI requests an upcall
-//!   sends after it took its handler (and those a future the ORB drives
-//!   sends) have their replies read by the server's reactor, whose thread
-//!   then runs their callbacks or wakes their futures: the paper's
-//!   single-threaded AMH middle tier is one thread, with no reader
-//!   thread and no hand-off between threads. An upcall that blocked on
-//!   such a reply (`block_on` a future) would wait for its call timeout
-//!   on a reactor that it is itself holding.
 //! - **The POA's view.** For the POA the request ends when the upcall
 //!   returns: a SINGLE_THREAD_MODEL POA takes its next request then, a
 //!   deactivated object may be etherealized, POA Current is not set

@@ -88,13 +88,9 @@ where
     };
     let waker = Waker::from(task.clone());
     let mut cx = Context::from_waker(&waker);
-    let polled = {
-        // The future must not block: what it sends, the reactor may read.
-        let _marked = crate::thread_role::answering_later();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            future.as_mut().poll(&mut cx)
-        }))
-    };
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        future.as_mut().poll(&mut cx)
+    }));
     let output = match polled {
         Ok(Poll::Pending) => return Poll::Pending,
         Ok(Poll::Ready(output)) => Some(output),

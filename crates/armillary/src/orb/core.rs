@@ -115,16 +115,13 @@ impl OrbCore {
     /// awaited, or a poller waited on, by a thread that does not drive the
     /// ORB would wait for ever. Nor does a reactor whose event the calling
     /// thread is handling (an upcall sending the request): that thread may
-    /// block on the reply, unless the upcall answers later (an AMH
-    /// servant, or the ORB polling its future), which never blocks.
+    /// block on the reply.
     pub(crate) fn read_for_asynchronous(&self, conn: &Arc<ClientConnection>) {
         // The wait strategy may have the ORB's reactor read it instead.
         // Nor one this thread runs: it may block on the reply (a servant
         // awaiting a future inside its upcall), and then nobody would read.
         let server = self.running_server().filter(|server| {
-            !server.driven_by_application()
-                && (crate::thread_role::is_answering_later()
-                    || !crate::reactor::handles_events_of(server.reactor()))
+            !server.driven_by_application() && !crate::reactor::handles_events_of(server.reactor())
         });
         let by_reactor = self
             .wait

@@ -1212,7 +1212,6 @@ impl ServerConnection {
             .owing(reply, operation, tasks);
         let outcome = {
             let _scope = adapter.decoding_scope();
-            let _upcall = crate::thread_role::upcall_scope();
             upcall.run(&mut request)
         };
         if let Some(form) = request.default_label_seen() {
