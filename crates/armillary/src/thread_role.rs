@@ -20,10 +20,12 @@
 //! - **How deep a thread serves** ([`nested_serving`]): each wait that
 //!   serves may run an upcall that waits again, so a busy server thread's
 //!   stack grows by a wait and an upcall for every request it takes while
-//!   it waits. Past [`MAX_NESTED_SERVING`] such waits, a thread's wait
-//!   serves nothing more (other than work handed over to it) until an
-//!   inner one returns: requests wait for it instead of overflowing its
-//!   stack, which would abort the process.
+//!   it waits. Past [`MAX_NESTED_SERVING`] such waits (on the server's
+//!   reactor threads, started with a [`DEEP_SERVING_STACK`], past
+//!   [`MAX_DEEP_SERVING`]), a thread's wait serves nothing more (other
+//!   than work handed over to it) until an inner one returns: requests
+//!   wait for it instead of overflowing its stack, which would abort the
+//!   process.
 //!
 //! - **Work handed over while waiting** ([`owns`], [`hand_overs`]): a
 //!   thread in an upcall of a SINGLE_THREAD_MODEL POA owns it; while it
@@ -41,7 +43,24 @@ use std::sync::Arc;
 /// nest a wait again): 32 upcalls and waits stay far within the 2 MiB
 /// stack of a thread Rust starts (a debug build overflowed it at about
 /// 200), whatever the servants keep on the stack themselves within reason.
+/// The application's threads (`Orb::run`, a worker of its own) and the
+/// models' other threads keep this bound.
 pub(crate) const MAX_NESTED_SERVING: usize = 32;
+
+/// The bound for the server's reactor threads, which serve every client
+/// while they wait (a single-threaded reactive middle tier nests a wait
+/// per client waiting on its sink): 512 levels, 128 KiB of stack each.
+pub(crate) const MAX_DEEP_SERVING: usize = 512;
+
+/// The stack of a server reactor thread: room for [`MAX_DEEP_SERVING`]
+/// levels. Only the pages a thread touches take memory.
+pub(crate) const DEEP_SERVING_STACK: usize = 64 << 20;
+
+/// This thread (a server reactor thread, started with a
+/// [`DEEP_SERVING_STACK`]) nests up to [`MAX_DEEP_SERVING`] serving waits.
+pub(crate) fn allow_deep_serving() {
+    SERVING_LIMIT.with(|l| l.set(MAX_DEEP_SERVING));
+}
 
 /// Counts one wait that serves, while alive.
 #[derive(Debug)]
@@ -54,11 +73,13 @@ impl Drop for NestedServing {
 }
 
 /// A wait that serves begins on this thread: counted while the returned
-/// guard lives; `None` when the thread is [`MAX_NESTED_SERVING`] such
-/// waits deep already (this wait must serve nothing).
+/// guard lives; `None` when the thread is as many such waits deep as it
+/// may be ([`MAX_NESTED_SERVING`], or [`MAX_DEEP_SERVING`] on a server
+/// reactor thread) already: this wait must serve nothing.
 pub(crate) fn nested_serving() -> Option<NestedServing> {
+    let limit = SERVING_LIMIT.with(Cell::get);
     SERVING.with(|d| {
-        if d.get() >= MAX_NESTED_SERVING {
+        if d.get() >= limit {
             return None;
         }
         d.set(d.get() + 1);
@@ -91,6 +112,8 @@ thread_local! {
     static WAITING: Cell<u32> = const { Cell::new(0) };
     /// How many of those serve what the thread serves (nested).
     static SERVING: Cell<usize> = const { Cell::new(0) };
+    /// How many it may (its stack's room).
+    static SERVING_LIMIT: Cell<usize> = const { Cell::new(MAX_NESTED_SERVING) };
     /// The replies this thread holds, by the holder's key.
     static HOLDING: RefCell<Vec<(usize, Rc<dyn HeldReplies>)>> = const { RefCell::new(Vec::new()) };
     /// The work this thread's concurrency model queued for it alone.

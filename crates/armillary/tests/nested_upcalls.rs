@@ -566,22 +566,23 @@ impl Servant for Forwarder {
 /// A single-threaded reactive server whose servant calls a slow sink
 /// serves, while it waits, the next client's request, which waits too:
 /// each waiting client is a wait and an upcall more on the one thread's
-/// stack (a debug build overflowed its stack, aborting the process, at
-/// about 200 clients waiting so). Now the thread nests at most
-/// `MAX_NESTED_SERVING` (32) serving waits; the 33rd waits without
-/// serving until an inner one returns. The sink here holds its first 33
-/// requests, the most the middle tier sends while that many wait on its
-/// one thread, and answers the rest at once: all 300 clients (each on a
-/// connection of its own) are answered.
+/// stack (a debug build overflowed a reactor thread's 2 MiB stack,
+/// aborting the process, at about 200 clients waiting so). A server
+/// reactor thread now has the stack for `MAX_DEEP_SERVING` (512) nested
+/// waits and nests no more (other threads: 32). The sink here holds every
+/// request until it has all 300 (it allows that many outstanding on the
+/// middle tier's one connection): the reactor thread holds 300 waits at
+/// once, and every client (on a connection of its own) is answered.
 #[test]
 fn many_clients_through_one_thread_do_not_overflow_its_stack() {
     const CLIENTS: usize = 300;
-    let sink_orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let sink_orb =
+        Orb::with_config(OrbConfig::new().max_outstanding_requests(CLIENTS + 1)).unwrap();
     let poa = sink_orb.root_poa();
     poa.manager().activate().unwrap();
     let id = poa
         .activate_object(HoldingSink {
-            first: 33,
+            first: CLIENTS,
             held: Mutex::new((0, Vec::new())),
         })
         .unwrap();
@@ -602,18 +603,24 @@ fn many_clients_through_one_thread_do_not_overflow_its_stack() {
         .unwrap();
     let middle_ior = middle.object_to_string(&poa.id_to_reference(&id).unwrap());
 
-    // A connection per client: requests read together from one connection
+    // A connection per client (the exclusive transport opens up to 64 to
+    // one endpoint, so an ORB per 60 clients): requests of one connection
     // are served in turn, one after the other's upcall.
-    let client = Orb::with_config(
-        OrbConfig::new()
-            .transport_mux(TransportMux::Exclusive)
-            .call_timeout(CALL_TIMEOUT * 3),
-    )
-    .unwrap();
-    let forwarder = client.string_to_object(&middle_ior).unwrap();
+    let clients: Vec<Orb> = (0..CLIENTS / 60)
+        .map(|_| {
+            Orb::with_config(
+                OrbConfig::new()
+                    .transport_mux(TransportMux::Exclusive)
+                    .call_timeout(CALL_TIMEOUT * 3),
+            )
+            .unwrap()
+        })
+        .collect();
     let calls: Vec<_> = (0..CLIENTS as i32)
         .map(|v| {
-            let f = forwarder.clone();
+            let f = clients[v as usize % clients.len()]
+                .string_to_object(&middle_ior)
+                .unwrap();
             std::thread::spawn(move || {
                 f.invoke_plain(
                     "f",
@@ -629,7 +636,9 @@ fn many_clients_through_one_thread_do_not_overflow_its_stack() {
     for (v, call) in calls.into_iter().enumerate() {
         assert_eq!(call.join().unwrap(), Ok(v as i32 + 1));
     }
-    client.shutdown(WaitForCompletion::Yes).unwrap();
+    for client in clients {
+        client.shutdown(WaitForCompletion::Yes).unwrap();
+    }
     middle.shutdown(WaitForCompletion::Yes).unwrap();
     sink_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

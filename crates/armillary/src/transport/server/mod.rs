@@ -343,9 +343,15 @@ impl Server {
         let threads = concurrency.reactor_threads();
         for i in 0..threads {
             let driver = server.clone();
+            // A reactor thread serves every client while it waits, so it
+            // may nest a wait per waiting client: a stack for that many.
             let handle = std::thread::Builder::new()
                 .name(format!("armillary-reactor-{i}"))
-                .spawn(move || while let Ok(true) = driver.drive(None) {})
+                .stack_size(crate::thread_role::DEEP_SERVING_STACK)
+                .spawn(move || {
+                    crate::thread_role::allow_deep_serving();
+                    while let Ok(true) = driver.drive(None) {}
+                })
                 .map_err(|source| OrbError::Listen {
                     endpoint: "thread".into(),
                     source,
