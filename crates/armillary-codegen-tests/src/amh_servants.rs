@@ -33,7 +33,7 @@ fn price_of(symbol: &str) -> Result<i32, GetQuoteError> {
 }
 
 /// A synchronous quoter (the sink of a middle tier): the table of
-/// [`price_of`].
+/// `price_of`.
 #[derive(Debug, Default)]
 pub struct TableQuoter;
 
@@ -44,7 +44,7 @@ impl QuoterServant for TableQuoter {
 }
 
 /// An AMH quoter that hands every responder to a thread of its own, which
-/// answers from the table of [`price_of`] (and drops the responder of
+/// answers from the table of `price_of` (and drops the responder of
 /// [`DROPPED_SYMBOL`]): every answer comes later, from another thread.
 #[derive(Debug)]
 pub struct LaterQuoter {

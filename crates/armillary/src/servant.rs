@@ -216,8 +216,8 @@ pub(crate) enum ReplyKind {
 /// The reply writer already holds whatever precedes the body (the ORB's
 /// GIOP header and reply header); its body starts at `body_start`.
 ///
-/// A request read from a connection carries the reply it is owed
-/// ([`OwedReply`]): answered from what the skeleton wrote when its
+/// A request read from a connection carries the reply it is owed,
+/// answered from what the skeleton wrote when its
 /// `dispatch` returns, unless the skeleton took it out with
 /// [`respond_later`](Self::respond_later) (asynchronous method handling).
 pub struct ServerRequest<'a> {
