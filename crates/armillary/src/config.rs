@@ -16,6 +16,7 @@
 //! | `-ORBClientCallTimeout DURATION` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it; a bare number is milliseconds |
 //! | `-ORBLane NAME:THREADS` | a lane, a pool of threads a [`RequestFilter`](crate::RequestFilter) may route requests to; repeatable |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
+//! | `-ORBCollocation none\|thru-poa\|direct` | how a call reaches an object this process serves: through its POA without IIOP or CDR (`thru-poa`, the default), straight to the servant (`direct`), or over loopback IIOP as if remote (`none`); a reference may override it (see [`Collocation`]) |
 //! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
 //! | `-ORBUnionDefaultLabel discriminator\|zero-octet` | how this ORB's TypeCodes label a union's default member for a peer whose form it does not know: a zero of the discriminator's type (the default; omniORB and TAO read it) or the zero octet (JacORB and the JDK ORB read it); see [`UnionDefaultLabel`] |
 //! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is accepted only with the thread-pool and thread-per-request models, where another thread serves a nested call (see [`WaitStrategy`]) |
@@ -376,6 +377,47 @@ pub enum TransportMux {
     Muxed,
 }
 
+/// How a call reaches an object served in this process
+/// (`-ORBCollocation`): the collocation strategies of Schmidt, Wang and
+/// Kuhns' *Collocation Optimizations for CORBA*.
+///
+/// A reference is collocated when one of its IIOP profiles names an
+/// endpoint of a running ORB of this process (whichever ORB made or
+/// decoded the reference). The strategy is the calling reference's
+/// ([`ObjectRef::with_collocation`](crate::ObjectRef::with_collocation)),
+/// else its ORB's. Generated stubs then hand the arguments to the servant
+/// as Rust values, never encoded; DII requests, DSI and asynchronous
+/// (AMH) servants are reached in-process through CDR.
+///
+/// | strategy | what a collocated call does |
+/// |---|---|
+/// | [`ThruPoa`](Self::ThruPoa) | goes through the target's POA on the calling thread, keeping every semantic of a remote call: the ORB and POA alive, the POA manager's state, servant managers, `SINGLE_THREAD_MODEL`, the POA's concurrency model where it hands requests to other threads, interceptors, POA Current, LOCATION_FORWARD, oneway sync scopes, the call timeout, a panicking servant as UNKNOWN (the default) |
+/// | [`Direct`](Self::Direct) | calls the servant found in the active object map at once, with none of the POA's checks (see `docs/collocation.md` for exactly what it gives up); falls back to `ThruPoa` for objects not in an active object map |
+/// | [`None`](Self::None) | over loopback IIOP, as if the object were remote |
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Collocation {
+    /// Over loopback IIOP, as if remote (`none`).
+    None,
+    /// Through the target's POA, without IIOP or CDR (`thru-poa`; the
+    /// default).
+    #[default]
+    ThruPoa,
+    /// Straight to the servant (`direct`).
+    Direct,
+}
+
+impl Collocation {
+    /// The option's spelling (`none`, `thru-poa`, `direct`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Collocation::None => "none",
+            Collocation::ThruPoa => "thru-poa",
+            Collocation::Direct => "direct",
+        }
+    }
+}
+
 /// How this ORB's TypeCodes label a union's default member when it does
 /// not know which form the receiver reads (`-ORBUnionDefaultLabel`).
 ///
@@ -674,6 +716,7 @@ pub struct OrbConfig {
     pub(crate) wait_strategy: WaitStrategy,
     /// Whether requests share connections.
     pub(crate) transport_mux: TransportMux,
+    pub(crate) collocation: Collocation,
     /// How TypeCodes label a union's default member for a peer whose
     /// form is not known.
     pub(crate) union_default_label: UnionDefaultLabel,
@@ -710,6 +753,7 @@ impl Default for OrbConfig {
             client_max_outstanding: 1024,
             wait_strategy: WaitStrategy::LeaderFollowers,
             transport_mux: TransportMux::Muxed,
+            collocation: Collocation::ThruPoa,
             union_default_label: UnionDefaultLabel::Discriminator,
             request_filter: crate::request_filter::FilterSlot::default(),
             lanes: Vec::new(),
@@ -921,6 +965,13 @@ impl OrbConfig {
         self
     }
 
+    /// Sets how calls reach objects served in this process (default
+    /// [`Collocation::ThruPoa`]; `-ORBCollocation`).
+    pub fn collocation(mut self, collocation: Collocation) -> Self {
+        self.collocation = collocation;
+        self
+    }
+
     /// Sets how TypeCodes label a union's default member for a peer whose
     /// form this ORB does not know (default
     /// [`UnionDefaultLabel::Discriminator`]; `-ORBUnionDefaultLabel`).
@@ -1082,6 +1133,12 @@ impl OrbConfig {
     /// Whether requests to one server share a connection.
     pub fn get_transport_mux(&self) -> TransportMux {
         self.transport_mux
+    }
+
+    /// How calls reach objects served in this process (see
+    /// [`Collocation`]).
+    pub fn get_collocation(&self) -> Collocation {
+        self.collocation
     }
 
     /// How TypeCodes label a union's default member for a peer whose form
@@ -1452,6 +1509,15 @@ impl OrbConfig {
                 }
                 "-ORBMaxQueuedReplyBytes" => {
                     self.max_queued_reply_bytes = parse_size(&option, &value()?)?
+                }
+                "-ORBCollocation" => {
+                    let v = value()?;
+                    self.collocation = match v.as_str() {
+                        "none" => Collocation::None,
+                        "thru-poa" | "thru_poa" => Collocation::ThruPoa,
+                        "direct" => Collocation::Direct,
+                        _ => return Err(bad(&option, &v, "expected none, thru-poa or direct")),
+                    };
                 }
                 "-ORBTransportMux" => {
                     let v = value()?;
@@ -1939,6 +2005,14 @@ mod tests {
                 OrbConfig::new().max_connection_threads(3),
             ),
             (vec!["-ORBHoldLimit", "0"], OrbConfig::new().hold_limit(0)),
+            (
+                vec!["-ORBCollocation", "direct"],
+                OrbConfig::new().collocation(Collocation::Direct),
+            ),
+            (
+                vec!["-ORBCollocation", "none"],
+                OrbConfig::new().collocation(Collocation::None),
+            ),
             (
                 vec!["-ORBClientCallTimeout", "250"],
                 OrbConfig::new().call_timeout(ms(250)),

@@ -19,6 +19,7 @@ use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
 
+use crate::config::Collocation;
 use crate::pending::PendingReply;
 
 /// One request as a stub describes it: the operation and how to write its
@@ -315,6 +316,14 @@ pub trait Interface: Sized {
     fn with_call_timeout(&self, timeout: Duration) -> Self {
         Self::from_object(self.as_object().with_call_timeout(timeout))
     }
+
+    /// A new reference to the same object whose calls reach it, when it
+    /// is served in this process, as `collocation` says; see
+    /// [`ObjectRef::with_collocation`]. Works on generated stubs.
+    #[must_use = "the strategy applies to the returned reference only"]
+    fn with_collocation(&self, collocation: Collocation) -> Self {
+        Self::from_object(self.as_object().with_collocation(collocation))
+    }
 }
 
 impl Interface for ObjectRef {
@@ -384,6 +393,8 @@ struct ObjectInner {
     invoker: Arc<dyn Invoker>,
     /// The reference-level call timeout override, if one is set.
     call_timeout: Option<Duration>,
+    /// The reference-level collocation strategy, if one is set.
+    collocation: Option<Collocation>,
 }
 
 /// The invoker of an unbound reference: on first use it binds to the ORB
@@ -494,6 +505,7 @@ impl ObjectRef {
                 ior,
                 invoker,
                 call_timeout: None,
+                collocation: None,
             }),
         }
     }
@@ -527,8 +539,43 @@ impl ObjectRef {
                 ior: self.inner.ior.clone(),
                 invoker: self.inner.invoker.clone(),
                 call_timeout: Some(timeout),
+                collocation: self.inner.collocation,
             }),
         }
+    }
+
+    /// A new reference to the same object whose calls reach it, when it is
+    /// served in this process, the way `collocation` says, whatever its
+    /// ORB's `-ORBCollocation` is (see [`Collocation`]); the two compare
+    /// equal. `Collocation::None` makes a collocated object's calls go
+    /// over loopback IIOP, as a remote one's.
+    ///
+    /// ```
+    /// use armillary::config::Collocation;
+    /// use armillary::ObjectRef;
+    ///
+    /// let plain = ObjectRef::nil();
+    /// let remote = plain.with_collocation(Collocation::None);
+    /// assert_eq!(remote.collocation(), Some(Collocation::None));
+    /// assert_eq!(plain.collocation(), None);
+    /// assert_eq!(plain, remote);
+    /// ```
+    #[must_use = "the strategy applies to the returned reference only"]
+    pub fn with_collocation(&self, collocation: Collocation) -> ObjectRef {
+        ObjectRef {
+            inner: Arc::new(ObjectInner {
+                ior: self.inner.ior.clone(),
+                invoker: self.inner.invoker.clone(),
+                call_timeout: self.inner.call_timeout,
+                collocation: Some(collocation),
+            }),
+        }
+    }
+
+    /// The collocation strategy set on this reference
+    /// ([`with_collocation`](Self::with_collocation)), if any.
+    pub fn collocation(&self) -> Option<Collocation> {
+        self.inner.collocation
     }
 
     /// The call timeout set on this reference
@@ -602,6 +649,48 @@ impl ObjectRef {
             .invoke(self.ior(), &request)?
             .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?;
         decode_reply(invoker, &reply, result)
+    }
+
+    /// Makes a two-way call as a generated stub does: when the object is
+    /// served in this process (and the reference's collocation strategy
+    /// is not `None`), `local` is asked for the call as a Rust closure on
+    /// the servant's interface trait `S` (`dyn QuoterServant`), which runs
+    /// with no CDR at all; otherwise, or when the servant found does not
+    /// offer `S` ([`Servant::local_interface`](crate::Servant::local_interface):
+    /// a DSI or an asynchronous servant), the call goes as
+    /// [`invoke`](Self::invoke) with `args` and `result`.
+    pub fn invoke_typed<S, T, E, F>(
+        &self,
+        operation: &'static str,
+        local: impl FnOnce() -> F,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+        result: impl FnMut(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
+    ) -> Result<T, E>
+    where
+        S: ?Sized + Send + Sync + 'static,
+        F: FnOnce(&S) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<SystemException> + Send + 'static,
+    {
+        let _ = local;
+        self.invoke(operation, args, result)
+    }
+
+    /// Makes a oneway call as a generated stub does: typed in this
+    /// process when collocated, as [`invoke_typed`](Self::invoke_typed)
+    /// says, else as [`invoke_oneway`](Self::invoke_oneway).
+    pub fn invoke_oneway_typed<S, F>(
+        &self,
+        operation: &'static str,
+        local: impl FnOnce() -> F,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<(), SystemException>
+    where
+        S: ?Sized + Send + Sync + 'static,
+        F: FnOnce(&S) + Send + 'static,
+    {
+        let _ = local;
+        self.invoke_oneway(operation, args)
     }
 
     /// Sends a two-way call now and returns a [`Poller`](crate::ami::Poller)

@@ -90,6 +90,18 @@ pub trait Servant: Send + Sync + 'static {
     /// unknown operation).
     fn dispatch(&self, request: &mut ServerRequest<'_>) -> Result<(), SystemException>;
 
+    /// The servant as the Rust interface trait a collocated stub calls
+    /// with no CDR: for `interface`, the [`TypeId`](std::any::TypeId) of
+    /// `Arc<dyn <I>Servant>` for an IDL interface `I` this servant
+    /// implements (its own or a base), a reference to such an `Arc`.
+    /// Generated skeletons answer it; the default, `None`, makes
+    /// collocated calls go through [`dispatch`](Self::dispatch) with CDR
+    /// (a DSI servant, an asynchronous one).
+    fn local_interface(&self, interface: std::any::TypeId) -> Option<&dyn std::any::Any> {
+        let _ = interface;
+        None
+    }
+
     /// Answers the operations every object has (`_is_a`, `_non_existent`);
     /// returns `Ok(false)` when the operation is not one of them.
     fn dispatch_builtin(&self, request: &mut ServerRequest<'_>) -> Result<bool, SystemException> {
