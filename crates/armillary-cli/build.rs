@@ -4,7 +4,9 @@
 //! packaged crate has it: the one operation of `armillary bench
 //! invocation`) into `invocation_bench.rs`, and
 //! `omniorb-peers/idl/middle_tier_bench.idl` (the Quoter of `armillary
-//! bench middle-tier`) into `middle_tier_bench.rs`.
+//! bench middle-tier`) into `middle_tier_bench.rs`, and
+//! `omniorb-peers/idl/collocation_bench.idl` (the Cuber of `armillary
+//! bench collocation`) into `collocation_bench.rs`.
 
 use std::path::PathBuf;
 
@@ -17,7 +19,7 @@ fn main() {
         std::process::exit(1);
     };
     let idl_dir = PathBuf::from(manifest_dir).join("omniorb-peers/idl");
-    for name in ["invocation_bench", "middle_tier_bench"] {
+    for name in ["invocation_bench", "middle_tier_bench", "collocation_bench"] {
         if let Err(e) = armillary_idl::Builder::new()
             .file(idl_dir.join(format!("{name}.idl")))
             .out_name(name)

@@ -11,7 +11,8 @@
 //! models (see `bench_threading`); `middle-tier` reproduces the AMH
 //! paper's middle-tier experiments (see `bench_middle_tier`, with its
 //! servers in `middle_tier_peers`, its clients in `middle_tier_clients`
-//! and its models in `middle_tier_model`). What they share to report lives in
+//! and its models in `middle_tier_model`); `collocation` reproduces the
+//! collocation paper's Figure 4 (see `bench_collocation`). What they share to report lives in
 //! `bench_report`; their child processes and the raw TCP baseline in
 //! `bench_process`; omniORB's peer programs in `omniorb_peers`.
 
@@ -74,6 +75,11 @@ enum BenchCommand {
     /// delay; the middle tier's throughput under each server model as the
     /// clients, or the sink's delay, grow (see `bench_middle_tier`).
     MiddleTier(crate::bench_middle_tier::MiddleTierOptions),
+    /// The collocation paper's Figure 4: calls/s of `cube(sequence<long>)`
+    /// of 4 and 1,024 elements on a servant in this process, remotely over
+    /// loopback, thru-POA, direct, and as a plain Rust call (see
+    /// `bench_collocation`).
+    Collocation(crate::bench_collocation::CollocationOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -172,6 +178,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Threading(args) => crate::bench_threading::run(args),
         BenchCommand::Invocation(options) => crate::bench_invocation::run(options),
         BenchCommand::MiddleTier(options) => crate::bench_middle_tier::run(options),
+        BenchCommand::Collocation(options) => crate::bench_collocation::run(options),
         BenchCommand::ServeSink { ior_file, delay_ms } => {
             crate::middle_tier_peers::serve_sink(&ior_file, Duration::from_millis(delay_ms))
         }

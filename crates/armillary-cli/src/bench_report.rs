@@ -1,8 +1,8 @@
 //! What the `armillary bench` subcommands share to report what they
 //! measured: the progress bar, summary statistics of call times and
 //! latency histograms (hdrhistogram), an aligned text table, JSON files,
-//! SVG line plots (legend inside, or beside with a dashed reference line)
-//! and bar charts (plotters).
+//! SVG line plots (legend inside, or beside with a dashed reference line),
+//! bar charts and grouped bar charts on a logarithmic axis (plotters).
 //!
 //! It measures nothing itself; each subcommand's module owns its
 //! experiment and calls these to show the result.
@@ -14,6 +14,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::json;
 
 /// A progress bar of `len` steps, `{bar} pos/len unit message`, drawn on
@@ -504,6 +505,150 @@ pub(crate) fn plot_bars_svg(path: &Path, charts: &[Bars]) -> Result<(), String> 
     root.present().map_err(|e| fail(&e))
 }
 
+/// A bar chart of several series over a few groups (the collocation
+/// paper's Figure 4: calls/s per strategy, grouped by sequence length):
+/// `series` are (name, one value per group), drawn in the order given,
+/// each in a colour of its own.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupedBars {
+    pub(crate) caption: String,
+    pub(crate) y_label: String,
+    pub(crate) groups: Vec<String>,
+    pub(crate) series: Vec<(String, Vec<f64>)>,
+}
+
+/// Width of the legend beside [`plot_grouped_bars_svg`]'s chart.
+const GROUPED_LEGEND_WIDTH: u32 = 190;
+
+/// `x` in four significant figures at most and a suffix, without
+/// trailing zeros: `950`, `12.35k`, `4.56M`, `1M`.
+fn compact(x: f64) -> String {
+    let (scaled, suffix) = match x.abs() {
+        a if a >= 1e9 => (x / 1e9, "G"),
+        a if a >= 1e6 => (x / 1e6, "M"),
+        a if a >= 1e3 => (x / 1e3, "k"),
+        _ => (x, ""),
+    };
+    // 1 to 999.9 before the suffix: three decimals at most, one fewer
+    // per digit before the point.
+    let decimals = if suffix.is_empty() {
+        0
+    } else {
+        3 - (scaled.abs().log10().floor().clamp(0.0, 3.0) as usize)
+    };
+    let digits = format!("{scaled:.decimals$}");
+    let digits = if digits.contains('.') {
+        digits.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &digits
+    };
+    format!("{digits}{suffix}")
+}
+
+/// Draws `chart` into the SVG file `path`: each group a cluster of bars,
+/// one per series, each labelled with its value above it, the groups'
+/// names under them, on a logarithmic value axis (values that are not
+/// positive numbers are left out, their place kept); the legend beside
+/// the chart, never over a bar.
+pub(crate) fn plot_grouped_bars_svg(path: &Path, chart: &GroupedBars) -> Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+    let groups = chart.groups.len().max(1);
+    let per_group = chart.series.len().max(1);
+    // Wide enough for every bar's label (about 60 px a bar).
+    let plot_width = (120 + 64 * groups * per_group + 40 * groups) as u32;
+    let root = SVGBackend::new(path, (plot_width + GROUPED_LEGEND_WIDTH, 440)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let (plot_area, legend_area) = root.split_horizontally(plot_width);
+    let values = chart
+        .series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if hi > 0.0 {
+        // The decade below the smallest bar (so that it shows), and room
+        // above the tallest for its label.
+        (10f64.powf((lo * 0.9).log10().floor()), hi * 2.5)
+    } else {
+        (1.0, 10.0)
+    };
+    let mut ctx = ChartBuilder::on(&plot_area)
+        .caption(&chart.caption, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..groups as f64, (lo..hi).log_scale())
+        .map_err(|e| fail(&e))?;
+    ctx.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc(chart.y_label.as_str())
+        .y_label_formatter(&|v: &f64| compact(*v))
+        .draw()
+        .map_err(|e| fail(&e))?;
+    // Each group spans one unit; its bars share the middle 80 % of it.
+    let bar_width = 0.8 / per_group as f64;
+    let left = |g: usize, s: usize| g as f64 + 0.1 + bar_width * s as f64;
+    for (s, (_, values)) in chart.series.iter().enumerate() {
+        let colour = LINE_COLOURS[s % LINE_COLOURS.len()];
+        let shown = || {
+            values
+                .iter()
+                .enumerate()
+                .take(groups)
+                .filter(|(_, v)| v.is_finite() && **v > 0.0)
+        };
+        ctx.draw_series(shown().map(|(g, &v)| {
+            let mut bar = Rectangle::new(
+                [(left(g, s), lo), (left(g, s) + bar_width, v)],
+                colour.filled(),
+            );
+            bar.set_margin(0, 0, 3, 3);
+            bar
+        }))
+        .map_err(|e| fail(&e))?;
+        let label_style = ("sans-serif", 12)
+            .into_font()
+            .into_text_style(&plot_area)
+            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        ctx.draw_series(shown().map(|(g, &v)| {
+            Text::new(
+                compact(v),
+                (left(g, s) + bar_width / 2.0, v * 1.08),
+                label_style.clone(),
+            )
+        }))
+        .map_err(|e| fail(&e))?;
+    }
+    // The groups' names, under their bars (the axis has no labels of
+    // its own: its key points are not the groups' middles).
+    let name_style = ("sans-serif", 14)
+        .into_font()
+        .into_text_style(&root)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for (g, name) in chart.groups.iter().enumerate() {
+        let (x, y) = ctx.backend_coord(&(g as f64 + 0.5, lo));
+        root.draw(&Text::new(name.as_str(), (x, y + 8), name_style.clone()))
+            .map_err(|e| fail(&e))?;
+    }
+    // The legend, beside the chart, level with its top.
+    for (s, (name, _)) in chart.series.iter().enumerate() {
+        let colour = LINE_COLOURS[s % LINE_COLOURS.len()];
+        let y = 44 + 22 * s as i32;
+        legend_area
+            .draw(&Rectangle::new([(4, y - 6), (18, y + 6)], colour.filled()))
+            .map_err(|e| fail(&e))?;
+        legend_area
+            .draw(&Text::new(
+                name.as_str(),
+                (26, y - 7),
+                ("sans-serif", 13).into_font(),
+            ))
+            .map_err(|e| fail(&e))?;
+    }
+    root.present().map_err(|e| fail(&e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,6 +667,18 @@ mod tests {
             table,
             "model          calls/s\nreactive            12\nthread-pool:4     1234\n"
         );
+    }
+
+    #[test]
+    fn compact_numbers_keep_four_figures_at_most() {
+        assert_eq!(compact(950.0), "950");
+        assert_eq!(compact(12_345.0), "12.35k");
+        assert_eq!(compact(123_456.0), "123.5k");
+        assert_eq!(compact(38_795_026.0), "38.8M");
+        assert_eq!(compact(10_000.0), "10k");
+        assert_eq!(compact(4_560_000.0), "4.56M");
+        assert_eq!(compact(1e6), "1M");
+        assert_eq!(compact(2.5e9), "2.5G");
     }
 
     #[test]

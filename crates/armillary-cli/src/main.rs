@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod bench_collocation;
 mod bench_idl;
 mod bench_invocation;
 mod bench_middle_tier;

@@ -420,6 +420,68 @@ fn bench_middle_tier_rejects_an_unknown_model() {
 }
 
 #[test]
+fn bench_collocation_reports_every_strategy_size_and_goal() {
+    let dir = std::env::temp_dir().join(format!("armillary-colloc-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, svg) = (dir.join("collocation.json"), dir.join("collocation.svg"));
+    let (code, out, err) = run(&[
+        "bench",
+        "collocation",
+        "--calls",
+        "20",
+        "--rounds",
+        "2",
+        "--cpus",
+        "none",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let strategies = ["remote", "thru_poa", "direct", "plain"];
+    for row in strategies
+        .iter()
+        .chain(&["direct / plain", "thru_poa / direct"])
+    {
+        assert!(
+            out.lines().any(|l| l.starts_with(row)),
+            "no row for {row}:\n{out}"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["benchmark"], "collocation");
+    assert_eq!(report["calls_per_round"], 20, "{report}");
+    // The figures are there and are rates; their sizes are not checked.
+    for strategy in strategies {
+        for n in ["4", "1024"] {
+            let rate = report[strategy][n]["calls_per_s"].as_f64();
+            assert!(rate.is_some_and(|r| r > 0.0), "{strategy}.{n}: {report}");
+            assert_eq!(report[strategy][n]["calls"], 20, "{report}");
+        }
+    }
+    for goal in [
+        "direct_vs_plain",
+        "thru_poa_vs_direct",
+        "thru_poa_vs_remote",
+    ] {
+        let g = &report["goals"][goal];
+        assert!(
+            g["ratio"].as_f64().is_some_and(|r| r > 0.0),
+            "{goal}: {report}"
+        );
+        assert!(g["ratio_at_1024"].as_f64().is_some(), "{goal}: {report}");
+        assert!(g["at_least"].as_f64().is_some(), "{goal}: {report}");
+        assert!(g["met"].is_boolean(), "{goal}: {report}");
+    }
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("<svg"), "{plot}");
+    assert!(plot.contains("thru-POA"), "{plot}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     let dir = std::env::temp_dir().join(format!("armillary-inv-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
