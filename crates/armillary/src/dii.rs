@@ -527,16 +527,13 @@ impl Request {
     /// was sent already.
     pub fn invoke(&mut self) -> Result<(), RequestError> {
         self.check_unsent()?;
-        let invoker = self.target.invoker()?.clone();
         let outcome = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
             let request = two_way(&self.operation, &args, self.target.call_timeout());
-            invoker
-                .invoke(self.target.ior(), &request)
-                .and_then(|reply| {
-                    reply.ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))
-                })
+            self.target.route_invoke(&request).and_then(|reply| {
+                reply.ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))
+            })
         };
         self.complete(outcome)
     }
@@ -545,7 +542,6 @@ impl Request {
     /// reply to wait for (the operation should be declared `oneway`).
     pub fn send_oneway(&mut self) -> Result<(), SystemException> {
         self.check_unsent()?;
-        let invoker = self.target.invoker()?;
         let arguments = &self.arguments;
         let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
         let request = OutgoingRequest {
@@ -555,7 +551,7 @@ impl Request {
             args: &args,
             call_timeout: self.target.call_timeout(),
         };
-        invoker.invoke(self.target.ior(), &request)?;
+        self.target.route_invoke(&request)?;
         self.state = State::Oneway;
         Ok(())
     }
@@ -574,16 +570,11 @@ impl Request {
     /// thread reading it meanwhile, for [`Orb::get_next_response`].
     fn send_later(&mut self, asynchronous: bool) -> Result<(), SystemException> {
         self.check_unsent()?;
-        let invoker = self.target.invoker()?;
         let pending = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
             let request = two_way(&self.operation, &args, self.target.call_timeout());
-            if asynchronous {
-                invoker.send_asynchronous(self.target.ior(), &request)?
-            } else {
-                invoker.send_deferred(self.target.ior(), &request)?
-            }
+            self.target.route_send(&request, asynchronous)?
         };
         self.state = State::Deferred(pending);
         Ok(())

@@ -172,6 +172,7 @@ mod error;
 mod exception;
 mod idl_type;
 mod invocation;
+mod local_server;
 mod net;
 mod object;
 mod object_id;

@@ -8,6 +8,7 @@
 //! [`ObjectRef::invoke`] with two closures — one writes the arguments, one
 //! reads the reply — and never see the transport.
 
+use std::any::TypeId;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
 
 use crate::config::Collocation;
+use crate::local_server::{LocalAttempt, LocalBody, LocalCache, LocalTarget, TypedCall};
 use crate::pending::PendingReply;
 
 /// One request as a stub describes it: the operation and how to write its
@@ -233,6 +235,28 @@ pub trait Invoker: Send + Sync + 'static {
     fn locate(&self, _target: &Ior) -> Result<Location, SystemException> {
         Ok(Location::Here)
     }
+
+    /// How the references this invoker carries reach objects served in
+    /// this process, unless a reference says otherwise
+    /// ([`ObjectRef::with_collocation`]): the ORB's `-ORBCollocation`.
+    /// An invoker that is no ORB never looks (`Collocation::None`).
+    fn collocation(&self) -> Collocation {
+        Collocation::None
+    }
+
+    /// Runs an AMI callback's delivery (`work` calls the application)
+    /// where this invoker's ORB runs callbacks: at once, unless its
+    /// concurrency model queues them for the application's threads.
+    fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
+        work();
+    }
+
+    /// This invoker's ORB's own call timeout (`-ORBClientCallTimeout`),
+    /// which a reference's or the thread's overrides: how a collocated
+    /// call reckons its deadline.
+    fn call_timeout(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// The ORBs that unbound references may bind to, oldest first: each
@@ -395,6 +419,9 @@ struct ObjectInner {
     call_timeout: Option<Duration>,
     /// The reference-level collocation strategy, if one is set.
     collocation: Option<Collocation>,
+    /// Whether the object is served in this process, once looked up
+    /// (shared by the references made from this one).
+    local: Arc<dyn LocalCache>,
 }
 
 /// The invoker of an unbound reference: on first use it binds to the ORB
@@ -443,6 +470,22 @@ impl Invoker for BindsOnFirstUse {
 
     fn locate(&self, target: &Ior) -> Result<Location, SystemException> {
         self.bound()?.locate(target)
+    }
+
+    fn collocation(&self) -> Collocation {
+        self.bound()
+            .map_or(Collocation::None, |invoker| invoker.collocation())
+    }
+
+    fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
+        match self.bound() {
+            Ok(invoker) => invoker.deliver(work),
+            Err(_) => work(),
+        }
+    }
+
+    fn call_timeout(&self) -> Option<Duration> {
+        self.bound().ok().and_then(|invoker| invoker.call_timeout())
     }
 }
 
@@ -506,6 +549,7 @@ impl ObjectRef {
                 invoker,
                 call_timeout: None,
                 collocation: None,
+                local: crate::local_server::cache(),
             }),
         }
     }
@@ -540,6 +584,7 @@ impl ObjectRef {
                 invoker: self.inner.invoker.clone(),
                 call_timeout: Some(timeout),
                 collocation: self.inner.collocation,
+                local: self.inner.local.clone(),
             }),
         }
     }
@@ -568,6 +613,7 @@ impl ObjectRef {
                 invoker: self.inner.invoker.clone(),
                 call_timeout: self.inner.call_timeout,
                 collocation: Some(collocation),
+                local: self.inner.local.clone(),
             }),
         }
     }
@@ -645,10 +691,124 @@ impl ObjectRef {
             call_timeout: self.call_timeout(),
         };
         let invoker = self.invoker()?;
-        let reply = invoker
-            .invoke(self.ior(), &request)?
+        let reply = self
+            .route_invoke(&request)?
             .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?;
         decode_reply(invoker, &reply, result)
+    }
+
+    /// The collocation strategy of this reference's calls (its own, else
+    /// its ORB's) and the object of this process it names, when its calls
+    /// go in-process.
+    fn local(&self) -> Option<(Collocation, &LocalTarget)> {
+        let strategy = match self.inner.collocation {
+            Some(strategy) => strategy,
+            None => self.inner.invoker.collocation(),
+        };
+        if strategy == Collocation::None {
+            return None;
+        }
+        Some((strategy, self.inner.local.target(&self.inner.ior)?))
+    }
+
+    /// Carries `request` in this process when the object is served here,
+    /// following forwards (in-process or not) to the end: `None` when the
+    /// object is not served here (nothing was done). For a typed body,
+    /// `Done(None)` means the typed call ran and holds its outcome.
+    fn call_local(
+        &self,
+        request: &OutgoingRequest<'_>,
+        mut body: LocalBody<'_>,
+    ) -> Option<Result<Option<ReplyMessage>, SystemException>> {
+        let (strategy, target) = self.local()?;
+        let server = target.server()?;
+        let deadline = self.deadline(request);
+        let mut outcome = server.call(target, request, deadline, strategy, body.reborrow());
+        let mut forwards = 0;
+        loop {
+            let to = match outcome {
+                LocalAttempt::NotHere => return None,
+                LocalAttempt::Done(reply) => return Some(Ok(reply)),
+                LocalAttempt::Failed(e) => return Some(Err(e)),
+                LocalAttempt::Forward(to) => to,
+            };
+            forwards += 1;
+            if forwards > server.max_forwards() {
+                return Some(Err(SystemException::transient(
+                    armillary_giop::system_exception::minor::FORWARD_LIMIT,
+                    CompletionStatus::No,
+                )));
+            }
+            // The forwarded reference, with this one's overrides.
+            let to = ObjectRef {
+                inner: Arc::new(ObjectInner {
+                    ior: to.inner.ior.clone(),
+                    invoker: to.inner.invoker.clone(),
+                    call_timeout: self.inner.call_timeout,
+                    collocation: self.inner.collocation,
+                    local: to.inner.local.clone(),
+                }),
+            };
+            let here = to
+                .local()
+                .and_then(|(strategy, target)| Some((strategy, target, target.server()?)));
+            outcome = match here {
+                Some((strategy, target, server)) => {
+                    server.call(target, request, deadline, strategy, body.reborrow())
+                }
+                None => LocalAttempt::NotHere,
+            };
+            if let LocalAttempt::NotHere = outcome {
+                // Forwarded out of the process: over IIOP from here.
+                return Some(
+                    to.invoker()
+                        .and_then(|invoker| invoker.invoke(to.ior(), request)),
+                );
+            }
+        }
+    }
+
+    /// When `request`, starting now, must end: its timeout (the
+    /// reference's, the thread's, or the calling ORB's) from now.
+    fn deadline(&self, request: &OutgoingRequest<'_>) -> Option<std::time::Instant> {
+        crate::timeout::deadline(request.effective_timeout(self.inner.invoker.call_timeout()))
+    }
+
+    /// Carries `request` (encoded by its `args`): in this process when the
+    /// object is served here, else through the reference's invoker. The
+    /// reply (`None` for a oneway).
+    pub(crate) fn route_invoke(
+        &self,
+        request: &OutgoingRequest<'_>,
+    ) -> Result<Option<ReplyMessage>, SystemException> {
+        let invoker = self.invoker()?;
+        match self.call_local(request, LocalBody::Marshalled) {
+            Some(outcome) => outcome,
+            None => invoker.invoke(self.ior(), request),
+        }
+    }
+
+    /// Sends the two-way `request` for a reply collected later (DII
+    /// deferred: `asynchronous` false; AMI futures and callbacks: true):
+    /// in this process when the object is served here, else through the
+    /// reference's invoker.
+    pub(crate) fn route_send(
+        &self,
+        request: &OutgoingRequest<'_>,
+        asynchronous: bool,
+    ) -> Result<PendingReply, SystemException> {
+        let invoker = self.invoker()?;
+        if let Some((strategy, target)) = self.local() {
+            if let Some(pending) = target.server().and_then(|server| {
+                server.send(target, request, self.deadline(request), strategy, invoker)
+            }) {
+                return Ok(pending);
+            }
+        }
+        match asynchronous {
+            true => invoker.send_asynchronous(self.ior(), request),
+            false => invoker.send_deferred(self.ior(), request),
+        }
     }
 
     /// Makes a two-way call as a generated stub does: when the object is
@@ -672,8 +832,41 @@ impl ObjectRef {
         T: Send + 'static,
         E: From<SystemException> + Send + 'static,
     {
-        let _ = local;
-        self.invoke(operation, args, result)
+        let Some((strategy, target)) = self.local() else {
+            return self.invoke(operation, args, result);
+        };
+        if strategy == Collocation::Direct {
+            // The `direct` strategy's servant, once kept: a plain call.
+            let servant = target
+                .direct()
+                .and_then(|(servant, _)| servant.local_interface(TypeId::of::<Arc<S>>()))
+                .and_then(|view| view.downcast_ref::<Arc<S>>());
+            if let Some(servant) = servant {
+                return crate::servant::contain(CompletionStatus::Maybe, || local()(&**servant));
+            }
+        }
+        let request = OutgoingRequest {
+            operation,
+            response_expected: true,
+            sync_scope: SyncScope::WithTarget,
+            args,
+            call_timeout: self.call_timeout(),
+        };
+        let invoker = self.invoker()?;
+        let mut call = Typed::<S, _, F, T, E>::new(local);
+        let reply = match self.call_local(&request, LocalBody::Typed(&mut call)) {
+            Some(Ok(None)) => {
+                return call.outcome().unwrap_or_else(|| {
+                    Err(SystemException::internal(0, CompletionStatus::Maybe).into())
+                })
+            }
+            Some(Ok(Some(reply))) => reply,
+            Some(Err(e)) => return Err(e.into()),
+            None => invoker
+                .invoke(self.ior(), &request)?
+                .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?,
+        };
+        decode_reply(invoker, &reply, result)
     }
 
     /// Makes a oneway call as a generated stub does: typed in this
@@ -689,8 +882,27 @@ impl ObjectRef {
         S: ?Sized + Send + Sync + 'static,
         F: FnOnce(&S) + Send + 'static,
     {
-        let _ = local;
-        self.invoke_oneway(operation, args)
+        if self.local().is_none() {
+            return self.invoke_oneway(operation, args);
+        }
+        let request = OutgoingRequest {
+            operation,
+            response_expected: false,
+            sync_scope: SyncScope::None,
+            args,
+            call_timeout: self.call_timeout(),
+        };
+        let mut call = Typed::<S, _, _, (), SystemException>::new(|| {
+            let call = local();
+            move |servant: &S| {
+                call(servant);
+                Ok(())
+            }
+        });
+        match self.call_local(&request, LocalBody::Typed(&mut call)) {
+            Some(outcome) => outcome.map(|_| ()),
+            None => self.invoker()?.invoke(self.ior(), &request).map(|_| ()),
+        }
     }
 
     /// Sends a two-way call now and returns a [`Poller`](crate::ami::Poller)
@@ -757,7 +969,7 @@ impl ObjectRef {
     {
         let request = crate::ami::OwnedRequest::new(operation, Arc::new(args), self.call_timeout());
         let invoker = self.invoker()?.clone();
-        let mut pending = invoker.send_asynchronous(self.ior(), &request.get())?;
+        let mut pending = self.route_send(&request.get(), true)?;
         if let Some(e) = pending.failed_before_sending() {
             return Err(e);
         }
@@ -784,10 +996,7 @@ impl ObjectRef {
             Ok(invoker) => invoker.clone(),
             Err(e) => return (Arc::new(NoInvoker), PendingReply::ready(Err(e))),
         };
-        let sent = match asynchronous {
-            true => invoker.send_asynchronous(self.ior(), &request.get()),
-            false => invoker.send_deferred(self.ior(), &request.get()),
-        };
+        let sent = self.route_send(&request.get(), asynchronous);
         (
             invoker,
             sent.unwrap_or_else(|e| PendingReply::ready(Err(e))),
@@ -841,7 +1050,7 @@ impl ObjectRef {
             args,
             call_timeout: self.call_timeout(),
         };
-        self.invoker()?.invoke(self.ior(), &request).map(|_| ())
+        self.route_invoke(&request).map(|_| ())
     }
 
     /// Asks the object whether it supports `repository_id` (`_is_a`). The
@@ -942,6 +1151,74 @@ impl ObjectRef {
             Err(e) if e.is_object_not_exist() => Ok(true),
             other => other,
         }
+    }
+}
+
+/// Where a typed call run on another thread leaves its outcome.
+type OutcomeSlot<T, E> = Mutex<Option<Result<T, E>>>;
+
+/// A generated stub's typed call as the collocated path runs it (see
+/// [`ObjectRef::invoke_typed`]): `make` builds the call on the servant's
+/// interface trait `S` from the stub's arguments, once, and only when the
+/// call runs in-process typed.
+struct Typed<S: ?Sized, M, F, T, E> {
+    make: Option<M>,
+    outcome: Option<Result<T, E>>,
+    /// Where a call run by another thread leaves its outcome.
+    detached: Option<Arc<OutcomeSlot<T, E>>>,
+    _interface: std::marker::PhantomData<fn(&S) -> F>,
+}
+
+impl<S: ?Sized, M, F, T, E> Typed<S, M, F, T, E> {
+    fn new(make: M) -> Self {
+        Typed {
+            make: Some(make),
+            outcome: None,
+            detached: None,
+            _interface: std::marker::PhantomData,
+        }
+    }
+
+    /// The outcome, once the call ran (here or on another thread).
+    fn outcome(&mut self) -> Option<Result<T, E>> {
+        self.outcome.take().or_else(|| {
+            self.detached
+                .as_ref()
+                .and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).take())
+        })
+    }
+}
+
+impl<S, M, F, T, E> TypedCall for Typed<S, M, F, T, E>
+where
+    S: ?Sized + Send + Sync + 'static,
+    M: FnOnce() -> F,
+    F: FnOnce(&S) -> Result<T, E> + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
+{
+    fn interface(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<Arc<S>>()
+    }
+
+    fn run(&mut self, view: &dyn std::any::Any) {
+        if let Some(servant) = view.downcast_ref::<Arc<S>>() {
+            if let Some(make) = self.make.take() {
+                self.outcome = Some(make()(&**servant));
+            }
+        }
+    }
+
+    fn detach(&mut self) -> Option<crate::local_server::DetachedCall> {
+        let call = self.make.take()?();
+        let slot = Arc::new(Mutex::new(None));
+        self.detached = Some(slot.clone());
+        Some(Box::new(move |view: &dyn std::any::Any| {
+            if let Some(servant) = view.downcast_ref::<Arc<S>>() {
+                let outcome = call(&**servant);
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+            }
+        }))
     }
 }
 

@@ -89,9 +89,12 @@ impl Servant for Echo {
 /// reactive model.
 fn allocations_per_request(operation: &str) -> f64 {
     let _one = COUNTING.lock().unwrap_or_else(|e| e.into_inner());
-    let server =
-        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::SingleThreadedReactive))
-            .unwrap();
+    let server = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::SingleThreadedReactive),
+    )
+    .unwrap();
     let poa = server.root_poa();
     poa.manager().activate().unwrap();
     let (tx, rx) = mpsc::channel::<(ResponseHandler, i32)>();

@@ -52,12 +52,17 @@ fn serve(config: OrbConfig) -> (Orb, String) {
 
 #[test]
 fn perform_work_reads_an_ami_reply_and_runs_its_callback() {
-    let (server, ior) = serve(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2)));
+    let (server, ior) = serve(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::ThreadPool(2)),
+    );
     for wait in [WaitStrategy::Reactor, WaitStrategy::LeaderFollowers] {
         // The client serves too (so it has a reactor), driven by this
         // thread only.
         let (client, _) = serve(
             OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
                 .concurrency(ConcurrencyModel::ApplicationThreads)
                 .wait_strategy(wait)
                 .call_timeout(Duration::from_secs(20)),

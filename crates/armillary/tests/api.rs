@@ -214,7 +214,8 @@ fn dropping_the_last_handle_stops_the_orb() {
 fn dropping_a_client_orb_closes_its_connections() {
     let server = orb("thread-pool:2");
     let (_probe, obj) = serve(&server);
-    let caller = client();
+    // Over IIOP, as if the server were in another process.
+    let caller = Orb::init(["client", "-ORBCollocation", "none"]).unwrap().0;
     assert_eq!(add(&through(&caller, &obj), 1).unwrap(), 1);
     let open = || server.server_stats().map_or(0, |s| s.connections_open);
     eventually("the client's connection is open", || open() == 1);

@@ -38,6 +38,7 @@ fn read_long(reply: ReplyBody<'_, '_>) -> Result<Result<i32, SystemException>, C
 fn client_of(server: &HeldServer) -> (Orb, ObjectRef) {
     let orb = Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .call_timeout(DEADLINE)
             .client_max_outstanding(10_000),
     )
@@ -167,7 +168,8 @@ fn assert_exception<T: std::fmt::Debug>(
 #[test]
 fn a_queued_request_that_never_left_a_broken_connection_is_sent_again() {
     let server = HeldServer::start_unread(1);
-    let orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let obj = orb.string_to_object(&server.corbaloc("held")).unwrap();
     let first = obj.send_future("echo_long", octets(4), read_long);
     // Pipelined (two outstanding): left to the writer thread, which
@@ -203,7 +205,8 @@ fn a_queued_request_that_never_left_a_broken_connection_is_sent_again() {
 #[test]
 fn a_queued_request_past_its_deadline_ends_and_never_leaves() {
     let server = HeldServer::start_unread(1);
-    let orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let obj = orb.string_to_object(&server.corbaloc("held")).unwrap();
     let first = obj.send_future("echo_long", octets(4), read_long);
     let big = obj.send_future("echo_long", octets(BIG), read_long);
@@ -246,7 +249,8 @@ fn a_queued_request_past_its_deadline_ends_and_never_leaves() {
 #[test]
 fn a_write_that_outlasts_its_request_deadline_retires_the_connection() {
     let server = HeldServer::start_unread(1);
-    let orb = Orb::with_config(OrbConfig::new()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let obj = orb.string_to_object(&server.corbaloc("held")).unwrap();
     let first = obj.send_future("echo_long", octets(4), read_long);
     let hasty = obj.with_call_timeout(Duration::from_millis(200));

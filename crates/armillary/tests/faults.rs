@@ -107,7 +107,12 @@ fn hang(obj: &ObjectRef) -> Result<i32, SystemException> {
 }
 
 fn client(call_timeout: Option<Duration>) -> Orb {
-    Orb::with_config(OrbConfig::new().call_timeout(call_timeout)).unwrap()
+    Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .call_timeout(call_timeout),
+    )
+    .unwrap()
 }
 
 fn assert_exception(
@@ -558,7 +563,12 @@ fn a_late_reply_is_dropped_and_the_connection_serves_other_calls() {
 // An Armillary server that hangs.
 
 fn hanging_server(concurrency: ConcurrencyModel) -> (Orb, ObjectRef, Arc<Gate>) {
-    let orb = Orb::with_config(OrbConfig::new().concurrency(concurrency)).unwrap();
+    let orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(concurrency),
+    )
+    .unwrap();
     let poa = orb.root_poa();
     poa.manager().activate().unwrap();
     let gate = Arc::new(Gate::default());
@@ -653,6 +663,7 @@ fn the_call_timeout_option_is_read_from_orb_init() {
 fn limited_client() -> Orb {
     Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .max_message_size(64 << 10)
             .call_timeout(Duration::from_secs(60)),
     )

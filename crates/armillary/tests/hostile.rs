@@ -177,6 +177,7 @@ impl Drop for Server {
 /// behaviour under test can close a connection.
 fn config(model: ConcurrencyModel) -> OrbConfig {
     OrbConfig::new()
+        .collocation(armillary::config::Collocation::None)
         .concurrency(model)
         .idle_timeout(None)
         .message_timeout(None)
@@ -788,7 +789,8 @@ fn out_of_descriptors_the_server_waits_without_spinning_and_recovers() {
 fn a_malformed_reference_says_what_is_wrong() {
     use armillary::giop::ior::IorError;
     use armillary::ReferenceError;
-    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     // An encapsulation whose type id claims 4 GiB.
     let e = orb
         .try_string_to_object("IOR:01000000ffffffff0000000000000000")

@@ -107,7 +107,12 @@ fn server(config: OrbConfig) -> (Orb, ObjectRef) {
 }
 
 fn client(version: GiopVersion) -> Orb {
-    Orb::with_config(OrbConfig::new().max_giop_version(version.try_into().unwrap())).unwrap()
+    Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .max_giop_version(version.try_into().unwrap()),
+    )
+    .unwrap()
 }
 
 fn long_call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> {
@@ -154,7 +159,11 @@ fn calls_in_every_giop_version_with_a_thread_per_connection() {
 }
 
 fn calls_in_every_giop_version_with(concurrency: ConcurrencyModel) {
-    let (server_orb, obj) = server(OrbConfig::new().concurrency(concurrency));
+    let (server_orb, obj) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(concurrency),
+    );
     let ior = server_orb.object_to_string(&obj);
     assert!(!ior.contains("0.0.0.0"));
     for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
@@ -241,7 +250,8 @@ fn calls_in_every_giop_version_with(concurrency: ConcurrencyModel) {
 
 #[test]
 fn corbaloc_keys_and_unknown_objects() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     server_orb.bind_object_key("Echo", obj.clone());
     let (host, port) = server_orb
         .endpoints()
@@ -277,7 +287,8 @@ fn corbaloc_keys_and_unknown_objects() {
 
 #[test]
 fn a_holding_manager_queues_requests_until_activated() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let manager = server_orb.root_poa().manager();
     let orb = client(GiopVersion::V1_2);
     let remote = orb
@@ -317,7 +328,11 @@ fn threads_per_connection_serve_concurrent_clients() {
 }
 
 fn concurrent_clients(concurrency: ConcurrencyModel) {
-    let (server_orb, obj) = server(OrbConfig::new().concurrency(concurrency));
+    let (server_orb, obj) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(concurrency),
+    );
     let ior = server_orb.object_to_string(&obj);
     let orb = client(GiopVersion::V1_2);
     let remote = orb.string_to_object(&ior).unwrap();
@@ -350,7 +365,8 @@ fn read_message(stream: &mut TcpStream) -> Vec<u8> {
 
 #[test]
 fn garbage_gets_a_message_error_and_others_are_still_served() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let (host, port) = server_orb
         .endpoints()
         .first()
@@ -433,7 +449,11 @@ fn orb_options_and_shutdown() {
 
 #[test]
 fn idle_connections_are_closed_and_calls_still_succeed() {
-    let (server_orb, obj) = server(OrbConfig::new().idle_timeout(Duration::from_secs(1)));
+    let (server_orb, obj) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .idle_timeout(Duration::from_secs(1)),
+    );
     let orb = client(GiopVersion::V1_2);
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&obj))
@@ -486,7 +506,8 @@ impl armillary::poa::ServantActivator for Forwarder {
 #[test]
 fn location_forward_is_followed_transparently_and_bounded() {
     use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
-    let (server_orb, target) = server(OrbConfig::default());
+    let (server_orb, target) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let root = server_orb.root_poa();
     let forwarder = Arc::new(Forwarder {
         to: std::sync::Mutex::new(Some(target.clone())),
@@ -596,7 +617,8 @@ fn ipv6_endpoints_work_end_to_end() {
 #[test]
 fn oneway_sync_scopes_wait_as_far_as_asked() {
     use armillary::giop::giop::SyncScope;
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let orb = client(GiopVersion::V1_2);
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&obj))
@@ -634,7 +656,8 @@ fn oneway_sync_scopes_wait_as_far_as_asked() {
 
 #[test]
 fn every_target_address_form_reaches_the_object() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let (host, port) = server_orb
         .endpoints()
         .first()
@@ -739,7 +762,8 @@ fn the_client_re_addresses_when_the_server_needs_another_mode() {
 
 #[test]
 fn equivalence_and_hash_need_no_remote_call() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let orb = client(GiopVersion::V1_2);
     let a = orb
         .string_to_object(&server_orb.object_to_string(&obj))
@@ -769,7 +793,8 @@ fn equivalence_and_hash_need_no_remote_call() {
 fn locate_requests_from_the_client() {
     use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
     use armillary::Location;
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     let orb = client(GiopVersion::V1_2);
     let here = orb
         .string_to_object(&server_orb.object_to_string(&obj))
@@ -836,7 +861,8 @@ fn string_call(obj: &ObjectRef, text: &str) -> Result<String, SystemException> {
 /// too, and non-ASCII text survives both ways.
 #[test]
 fn code_sets_are_fixed_per_connection_whatever_the_reference() {
-    let (server_orb, obj) = server(OrbConfig::default());
+    let (server_orb, obj) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     server_orb.bind_object_key("Echo", obj.clone());
     let (host, port) = server_orb
         .endpoints()

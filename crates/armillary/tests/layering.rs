@@ -57,6 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "dii",
             "dsi",
             "idl_type",
+            "local_server",
             "object",
             "owed_reply",
             "pending",

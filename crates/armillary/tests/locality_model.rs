@@ -82,8 +82,12 @@ fn threads_named(prefix: &str) -> usize {
 
 #[test]
 fn a_stream_stays_on_one_worker_in_order_and_shutdown_ends_the_workers() {
-    let server =
-        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::Locality(2))).unwrap();
+    let server = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::Locality(2)),
+    )
+    .unwrap();
     server.root_poa().manager().activate().unwrap();
     let recorder = Arc::new(Recorder::default());
     let servant: Arc<dyn Servant> = recorder.clone();
@@ -96,7 +100,10 @@ fn a_stream_stays_on_one_worker_in_order_and_shutdown_ends_the_workers() {
     // Two clients, so two connections: two streams.
     let clients: Vec<(Orb, ObjectRef)> = (0..2)
         .map(|_| {
-            let orb = Orb::with_config(OrbConfig::default()).unwrap();
+            let orb = Orb::with_config(
+                OrbConfig::new().collocation(armillary::config::Collocation::None),
+            )
+            .unwrap();
             let obj = orb.string_to_object(&ior).unwrap();
             (orb, obj)
         })

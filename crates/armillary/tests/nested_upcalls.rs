@@ -114,6 +114,7 @@ fn bounce(obj: &ObjectRef, n: i32) -> Result<i32, SystemException> {
 
 fn config(model: ConcurrencyModel, wait: WaitStrategy) -> OrbConfig {
     OrbConfig::new()
+        .collocation(armillary::config::Collocation::None)
         .concurrency(model)
         .wait_strategy(wait)
         .call_timeout(CALL_TIMEOUT)
@@ -234,7 +235,10 @@ fn an_orb_calling_itself_through_its_own_reference_never_hangs() {
 #[test]
 fn the_default_wait_strategy_of_every_model_serves_nested_upcalls() {
     for model in MODELS {
-        let wait = OrbConfig::new().concurrency(model).get_wait_strategy();
+        let wait = OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(model)
+            .get_wait_strategy();
         assert!(wait.is_safe_with(model), "{model:?}");
         two_orbs(model, wait);
     }
@@ -486,7 +490,10 @@ fn single_thread_callback(model: ConcurrencyModel, wait: WaitStrategy) {
 #[test]
 fn a_callback_into_a_single_thread_poa_is_served_in_every_model() {
     for model in ConcurrencyModel::menu(2) {
-        let wait = OrbConfig::new().concurrency(model).get_wait_strategy();
+        let wait = OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(model)
+            .get_wait_strategy();
         single_thread_callback(model, wait);
     }
     single_thread_callback(ConcurrencyModel::ThreadPool(2), WaitStrategy::Read);
@@ -576,8 +583,12 @@ impl Servant for Forwarder {
 #[test]
 fn many_clients_through_one_thread_do_not_overflow_its_stack() {
     const CLIENTS: usize = 300;
-    let sink_orb =
-        Orb::with_config(OrbConfig::new().max_outstanding_requests(CLIENTS + 1)).unwrap();
+    let sink_orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .max_outstanding_requests(CLIENTS + 1),
+    )
+    .unwrap();
     let poa = sink_orb.root_poa();
     poa.manager().activate().unwrap();
     let id = poa
@@ -590,6 +601,7 @@ fn many_clients_through_one_thread_do_not_overflow_its_stack() {
 
     let middle = Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .concurrency(ConcurrencyModel::SingleThreadedReactive)
             .call_timeout(CALL_TIMEOUT),
     )
@@ -610,6 +622,7 @@ fn many_clients_through_one_thread_do_not_overflow_its_stack() {
         .map(|_| {
             Orb::with_config(
                 OrbConfig::new()
+                    .collocation(armillary::config::Collocation::None)
                     .transport_mux(TransportMux::Exclusive)
                     .call_timeout(CALL_TIMEOUT * 3),
             )

@@ -130,8 +130,12 @@ fn whoami(obj: &ObjectRef) -> WhoAmI {
 
 #[test]
 fn poa_current_over_iiop_names_the_poa_object_and_reference() {
-    let server_orb =
-        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap();
+    let server_orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::ThreadPool(2)),
+    )
+    .unwrap();
     let root = server_orb.root_poa();
     let manager = root.manager();
     manager.activate().unwrap();
@@ -174,7 +178,8 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
         .create_reference_with_id(b"delta", "IDL:Test/Introspective:1.0")
         .unwrap();
 
-    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let cases: [(&ObjectRef, &[&str], Vec<u8>); 4] = [
         (
             &in_root,
@@ -209,7 +214,8 @@ fn poa_current_over_iiop_names_the_poa_object_and_reference() {
 
 #[test]
 fn poa_current_raises_no_context_outside_an_upcall() {
-    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let obj = orb.resolve_initial_references("POACurrent").unwrap();
     assert_eq!(obj.type_id(), armillary::poa::current::REPOSITORY_ID);
     let current = PoaCurrent::narrow(&obj).unwrap();
@@ -323,8 +329,12 @@ impl Servant for Busy {
 /// A thread-pool server with one POA of the given thread policy holding
 /// two objects that share a [`Load`]; returns their stringified IORs.
 fn busy_server(policy: ThreadPolicy) -> (Orb, Arc<Load>, [String; 2]) {
-    let orb =
-        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(4))).unwrap();
+    let orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::ThreadPool(4)),
+    )
+    .unwrap();
     let root = orb.root_poa();
     root.manager().activate().unwrap();
     let poa = root
@@ -368,7 +378,10 @@ fn two_clients<T: Send + 'static>(
         .map(|ior| {
             let call = call.clone();
             std::thread::spawn(move || {
-                let orb = Orb::with_config(OrbConfig::default()).unwrap();
+                let orb = Orb::with_config(
+                    OrbConfig::new().collocation(armillary::config::Collocation::None),
+                )
+                .unwrap();
                 let obj = orb.string_to_object(&ior).unwrap();
                 // Connect (and check the object) before the measured calls.
                 assert!(!obj.non_existent().unwrap());
@@ -447,13 +460,18 @@ impl Servant for WaitsForItself {
 
 #[test]
 fn waiting_for_completion_inside_an_upcall_raises_bad_inv_order_minor_3() {
-    let server_orb =
-        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap();
+    let server_orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::ThreadPool(2)),
+    )
+    .unwrap();
     let root = server_orb.root_poa();
     root.manager().activate().unwrap();
     let poa = root.create_poa("waits", Some(root.manager()), &[]).unwrap();
     let published = poa.activate_as::<ObjectRef>(WaitsForItself).unwrap();
-    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&published))
         .unwrap();
@@ -501,11 +519,14 @@ impl Servant for Pingable {
 
 #[test]
 fn non_existent_of_a_deactivated_object_is_true_over_the_wire() {
-    let server_orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let server_orb =
+        Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+            .unwrap();
     let root = server_orb.root_poa();
     root.manager().activate().unwrap();
     let published = root.activate_as::<ObjectRef>(Pingable).unwrap();
-    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let remote = orb
         .string_to_object(&server_orb.object_to_string(&published))
         .unwrap();
@@ -610,8 +631,12 @@ fn call(obj: &ObjectRef, operation: &str) -> Result<(), SystemException> {
 
 #[test]
 fn deactivate_object_etherealizes_after_the_running_request_over_the_wire() {
-    let server_orb =
-        Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(4))).unwrap();
+    let server_orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .concurrency(ConcurrencyModel::ThreadPool(4)),
+    )
+    .unwrap();
     let root = server_orb.root_poa();
     root.manager().activate().unwrap();
     let poa = root
@@ -634,7 +659,10 @@ fn deactivate_object_etherealizes_after_the_running_request_over_the_wire() {
     let blocked = {
         let ior = ior.clone();
         std::thread::spawn(move || {
-            let orb = Orb::with_config(OrbConfig::default()).unwrap();
+            let orb = Orb::with_config(
+                OrbConfig::new().collocation(armillary::config::Collocation::None),
+            )
+            .unwrap();
             let outcome = call(&orb.string_to_object(&ior).unwrap(), "block");
             orb.shutdown(WaitForCompletion::Yes).unwrap();
             outcome
@@ -648,7 +676,8 @@ fn deactivate_object_etherealizes_after_the_running_request_over_the_wire() {
 
     // Meanwhile another client's request is not dispatched: TRANSIENT,
     // since the activator will incarnate the object again.
-    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let orb = Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+        .unwrap();
     let remote = orb.string_to_object(&ior).unwrap();
     let e = call(&remote, "ping").unwrap_err();
     assert_eq!(

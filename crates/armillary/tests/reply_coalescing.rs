@@ -175,15 +175,22 @@ struct Setup {
 
 impl Setup {
     fn start(model: ConcurrencyModel) -> Setup {
-        let gate_orb = Orb::with_config(OrbConfig::default()).unwrap();
+        let gate_orb =
+            Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+                .unwrap();
         let gate_poa = gate_orb.root_poa();
         gate_poa.manager().activate().unwrap();
         let gate = Arc::new(Gate::default());
         let servant: Arc<dyn Servant> = gate.clone();
         let gate_ior = gate_orb.object_to_string(&gate_poa.servant_to_reference(&servant).unwrap());
 
-        let server =
-            Orb::with_config(OrbConfig::new().concurrency(model).call_timeout(DEADLINE)).unwrap();
+        let server = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .concurrency(model)
+                .call_timeout(DEADLINE),
+        )
+        .unwrap();
         let poa = server.root_poa();
         poa.manager().activate().unwrap();
         let echo = Arc::new(Echo::default());
@@ -435,6 +442,7 @@ fn a_nested_request_on_the_held_connection_is_answered_while_its_caller_waits() 
     let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
     let client = Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .concurrency(ConcurrencyModel::ThreadPool(2))
             .call_timeout(DEADLINE),
     )

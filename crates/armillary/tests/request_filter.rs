@@ -118,7 +118,9 @@ fn serve(config: OrbConfig) -> Served {
             .spawn(move || orb.run().unwrap())
             .unwrap()
     };
-    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let client =
+        Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+            .unwrap();
     let obj = client.string_to_object(&ior).unwrap();
     Served {
         server,
@@ -156,6 +158,7 @@ fn each_decision_runs_where_the_filter_says() {
     for (model, reader, runner) in models {
         let served = serve(
             OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
                 .concurrency(model)
                 .lane("slow", 2)
                 .request_filter(by_operation),
@@ -197,17 +200,21 @@ struct Seen {
 fn the_filter_sees_target_operation_client_and_contexts() {
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let log = seen.clone();
-    let served = serve(OrbConfig::new().request_filter(move |r: &RequestInfo<'_>| {
-        log.lock().unwrap().push(Seen {
-            operation: r.operation().to_owned(),
-            object_id: r.object_id().map(|id| id.as_bytes().to_vec()),
-            poa_path: r.poa_path().map(<[String]>::to_vec),
-            client: r.client(),
-            contexts: r.service_contexts().iter().map(|c| c.id).collect(),
-            response_expected: r.response_expected(),
-        });
-        Route::Default
-    }));
+    let served = serve(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .request_filter(move |r: &RequestInfo<'_>| {
+                log.lock().unwrap().push(Seen {
+                    operation: r.operation().to_owned(),
+                    object_id: r.object_id().map(|id| id.as_bytes().to_vec()),
+                    poa_path: r.poa_path().map(<[String]>::to_vec),
+                    client: r.client(),
+                    contexts: r.service_contexts().iter().map(|c| c.id).collect(),
+                    response_expected: r.response_expected(),
+                });
+                Route::Default
+            }),
+    );
     call(&served.obj, "first").unwrap();
     served.obj.invoke_oneway("second", &|_| Ok(())).unwrap();
     call(&served.obj, "third").unwrap();
@@ -236,6 +243,7 @@ fn an_overload_filter_rejects_with_transient_and_recovers() {
     let admitted = in_lane.clone();
     let served = serve(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .concurrency(ConcurrencyModel::ThreadPool(2))
             .lane("one", 1)
             .request_filter(move |r: &RequestInfo<'_>| {
@@ -286,6 +294,7 @@ fn the_filters_route_comes_before_the_poas_model_even_for_held_requests() {
     let counted = asked.clone();
     let server = Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .concurrency(ConcurrencyModel::ThreadPool(2))
             .lane("slow", 1)
             .request_filter(move |r: &RequestInfo<'_>| {
@@ -315,7 +324,9 @@ fn the_filters_route_comes_before_the_poas_model_even_for_held_requests() {
     poa.activate_object_with_id("where", Arc::new(WhereAmI::default()))
         .unwrap();
     let ior = server.object_to_string(&poa.id_to_reference("where").unwrap());
-    let client = Orb::with_config(OrbConfig::default()).unwrap();
+    let client =
+        Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+            .unwrap();
     let obj = client.string_to_object(&ior).unwrap();
 
     let placed = |op: &str| call(&obj, op).unwrap();

@@ -112,11 +112,13 @@ fn server(config: OrbConfig) -> (Orb, Arc<Echo>, ObjectRef) {
 }
 
 fn model(concurrency: ConcurrencyModel) -> OrbConfig {
-    OrbConfig::new().concurrency(concurrency)
+    OrbConfig::new()
+        .collocation(armillary::config::Collocation::None)
+        .concurrency(concurrency)
 }
 
 fn client() -> Orb {
-    Orb::with_config(OrbConfig::default()).unwrap()
+    Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None)).unwrap()
 }
 
 fn long_call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> {

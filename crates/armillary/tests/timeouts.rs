@@ -112,7 +112,12 @@ fn patient_outlasts_hasty(
 fn a_reference_override_beats_the_orb_timeout() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::new().call_timeout(SHORT)).unwrap();
+        let orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .call_timeout(SHORT),
+        )
+        .unwrap();
         let obj = reference(&server, &orb);
         let patient = obj.with_call_timeout(LONG);
         assert_eq!(patient.call_timeout(), Some(LONG));
@@ -122,7 +127,12 @@ fn a_reference_override_beats_the_orb_timeout() {
         patient_outlasts_hasty(&server, move || echo(&unlimited, 3), || echo(&obj, 4));
 
         // And a shorter one on the reference ends a call the ORB lets run.
-        let patient_orb = Orb::with_config(OrbConfig::new().call_timeout(LONG)).unwrap();
+        let patient_orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .call_timeout(LONG),
+        )
+        .unwrap();
         let obj = reference(&server, &patient_orb);
         let hasty = obj.with_call_timeout(SHORT);
         assert_timeout(bounded(move || echo(&hasty, 5)), CompletionStatus::Maybe);
@@ -136,7 +146,12 @@ fn a_reference_override_beats_the_orb_timeout() {
 fn a_thread_timeout_beats_the_orb_timeout() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::new().call_timeout(SHORT)).unwrap();
+        let orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .call_timeout(SHORT),
+        )
+        .unwrap();
         let obj = reference(&server, &orb);
         let patient = obj.clone();
         patient_outlasts_hasty(
@@ -149,7 +164,9 @@ fn a_thread_timeout_beats_the_orb_timeout() {
         );
         // A shorter thread timeout ends a call the ORB would let run, and the
         // thread is back to the ORB's once the guard is gone.
-        let unlimited = Orb::with_config(OrbConfig::default()).unwrap();
+        let unlimited =
+            Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+                .unwrap();
         let obj = reference(&server, &unlimited);
         let hasty = obj.clone();
         let outcome = bounded(move || {
@@ -174,7 +191,9 @@ fn a_thread_timeout_beats_the_orb_timeout() {
 fn a_reference_override_beats_the_thread_timeout() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::default()).unwrap();
+        let orb =
+            Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+                .unwrap();
         let obj = reference(&server, &orb);
         let patient = obj.with_call_timeout(LONG);
         let hasty = obj.clone();
@@ -205,7 +224,9 @@ fn a_reference_override_beats_the_thread_timeout() {
 fn overrides_reach_typed_stubs_dii_and_synchronised_oneways() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::default()).unwrap();
+        let orb =
+            Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+                .unwrap();
         let obj = reference(&server, &orb);
         // Through the Interface trait, as a generated stub would.
         let typed: ObjectRef = Interface::with_call_timeout(&obj, SHORT);
@@ -241,7 +262,9 @@ fn overrides_reach_typed_stubs_dii_and_synchronised_oneways() {
 fn a_late_reply_is_dropped_and_the_connection_serves_on() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::default()).unwrap();
+        let orb =
+            Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
+                .unwrap();
         let obj = reference(&server, &orb);
         // A deferred request without a timeout keeps the connection in use.
         let mut deferred = echo_request(&obj, 1);
@@ -277,7 +300,12 @@ fn a_timed_out_deferred_request_frees_its_slot() {
     bounded(|| {
         let server = HeldServer::start();
         // One request at a time may await its reply on a connection.
-        let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(1)).unwrap();
+        let orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .client_max_outstanding(1),
+        )
+        .unwrap();
         let obj = reference(&server, &orb).with_call_timeout(SHORT);
         let mut deferred = echo_request(&obj, 1);
         deferred.send_deferred().unwrap();
@@ -306,7 +334,12 @@ fn requests_beyond_the_outstanding_limit_wait_for_a_reply() {
     bounded(|| {
         const LIMIT: usize = 3;
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(LIMIT)).unwrap();
+        let orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .client_max_outstanding(LIMIT),
+        )
+        .unwrap();
         let obj = reference(&server, &orb);
         let mut outstanding: Vec<_> = (0..LIMIT as i32)
             .map(|v| {
@@ -371,7 +404,12 @@ fn requests_beyond_the_outstanding_limit_wait_for_a_reply() {
 fn a_blocked_sender_resumes_when_another_thread_reads_the_reply() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb = Orb::with_config(OrbConfig::new().client_max_outstanding(1)).unwrap();
+        let orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .client_max_outstanding(1),
+        )
+        .unwrap();
         let obj = reference(&server, &orb);
         // A synchronous caller holds the only slot and leads the connection.
         let holder = {

@@ -134,7 +134,12 @@ fn server(config: OrbConfig) -> (Orb, String) {
 }
 
 fn client(tls: TlsConfig) -> Orb {
-    Orb::with_config(OrbConfig::new().tls(tls)).unwrap()
+    Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .tls(tls),
+    )
+    .unwrap()
 }
 
 fn assert_refused(e: &SystemException, minor_code: u32) {
@@ -152,11 +157,12 @@ fn every_concurrency_model_serves_tls() {
         ConcurrencyModel::ThreadPerConnection,
         ConcurrencyModel::ApplicationThreads,
     ] {
-        let (server_orb, ior) = server(OrbConfig::new().concurrency(concurrency).tls(server_tls(
-            &pki.server,
-            &pki.ca,
-            ClientAuth::None,
-        )));
+        let (server_orb, ior) = server(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .concurrency(concurrency)
+                .tls(server_tls(&pki.server, &pki.ca, ClientAuth::None)),
+        );
         // With application threads, one of the application's threads
         // serves.
         let runner = (concurrency == ConcurrencyModel::ApplicationThreads).then(|| {
@@ -201,7 +207,11 @@ fn the_ior_announces_the_tls_endpoint() {
         (ClientAuth::Optional, 0x66, 0x06),
         (ClientAuth::Required, 0x66, 0x46),
     ] {
-        let (orb, ior) = server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, auth)));
+        let (orb, ior) = server(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .tls(server_tls(&pki.server, &pki.ca, auth)),
+        );
         let port = orb.endpoints().iter().find(|e| e.is_tls()).unwrap().port();
         let obj = orb.string_to_object(&ior).unwrap();
         let profile = &obj.ior().iiop_profiles()[0];
@@ -263,11 +273,12 @@ fn the_ior_announces_the_tls_endpoint() {
 #[test]
 fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
     let pki = Pki::generate();
-    let (orb, ior) = server(OrbConfig::new().listen(loopback()).tls(server_tls(
-        &pki.server,
-        &pki.ca,
-        ClientAuth::None,
-    )));
+    let (orb, ior) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .listen(loopback())
+            .tls(server_tls(&pki.server, &pki.ca, ClientAuth::None)),
+    );
     let plain_port = orb.endpoints()[0].port();
     let tls_port = orb.endpoints().iter().find(|e| e.is_tls()).unwrap().port();
     let obj = orb.string_to_object(&ior).unwrap();
@@ -299,8 +310,11 @@ fn a_server_with_plain_and_tls_endpoints_requires_nothing() {
 #[test]
 fn client_authentication_required() {
     let pki = Pki::generate();
-    let (orb, ior) =
-        server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, ClientAuth::Required)));
+    let (orb, ior) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .tls(server_tls(&pki.server, &pki.ca, ClientAuth::Required)),
+    );
     let with_cert = client(client_tls(&pki.ca, Some(&pki.client)));
     let obj = with_cert.string_to_object(&ior).unwrap();
     assert_eq!(echo_long(&obj, 1).unwrap(), 1);
@@ -323,8 +337,11 @@ fn client_authentication_required() {
 #[test]
 fn client_authentication_optional() {
     let pki = Pki::generate();
-    let (orb, ior) =
-        server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, ClientAuth::Optional)));
+    let (orb, ior) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .tls(server_tls(&pki.server, &pki.ca, ClientAuth::Optional)),
+    );
     for identity in [None, Some(&pki.client)] {
         let c = client(client_tls(&pki.ca, identity));
         assert_eq!(echo_long(&c.string_to_object(&ior).unwrap(), 4).unwrap(), 4);
@@ -342,8 +359,11 @@ fn client_authentication_optional() {
 fn an_untrusted_server_certificate_is_refused() {
     let pki = Pki::generate();
     // The server's certificate comes from a CA the client does not trust.
-    let (orb, ior) =
-        server(OrbConfig::new().tls(server_tls(&pki.rogue_server, &pki.ca, ClientAuth::None)));
+    let (orb, ior) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .tls(server_tls(&pki.rogue_server, &pki.ca, ClientAuth::None)),
+    );
     let c = client(client_tls(&pki.ca, None));
     let e = echo_long(&c.string_to_object(&ior).unwrap(), 1).unwrap_err();
     assert_refused(&e, minor::TLS_REFUSED);
@@ -381,11 +401,12 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPerConnection,
     ] {
-        let (orb, ior) = server(OrbConfig::new().concurrency(concurrency).tls(server_tls(
-            &pki.server,
-            &pki.ca,
-            ClientAuth::None,
-        )));
+        let (orb, ior) = server(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .concurrency(concurrency)
+                .tls(server_tls(&pki.server, &pki.ca, ClientAuth::None)),
+        );
         let port = orb.endpoints().iter().find(|e| e.is_tls()).unwrap().port();
         let key = orb.string_to_object(&ior).unwrap().ior().iiop_profiles()[0]
             .object_key
@@ -438,9 +459,13 @@ fn plain_text_to_a_tls_endpoint_is_refused() {
 #[test]
 fn clients_refuse_what_their_tls_settings_forbid() {
     let pki = Pki::generate();
-    let (tls_orb, tls_ior) =
-        server(OrbConfig::new().tls(server_tls(&pki.server, &pki.ca, ClientAuth::None)));
-    let (plain_orb, plain_ior) = server(OrbConfig::default());
+    let (tls_orb, tls_ior) = server(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .tls(server_tls(&pki.server, &pki.ca, ClientAuth::None)),
+    );
+    let (plain_orb, plain_ior) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
     // No trusted roots: a TLS-only reference cannot be called.
     let plain = client(TlsConfig::default());
     let e = echo_long(&plain.string_to_object(&tls_ior).unwrap(), 1).unwrap_err();

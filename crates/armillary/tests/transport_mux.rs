@@ -81,6 +81,7 @@ fn call(obj: &ObjectRef, op: &str, v: i32) -> Result<i32, SystemException> {
 fn connections_used(mux: TransportMux, callers: usize, concurrent: usize) -> (usize, usize) {
     let server = Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .concurrency(ConcurrencyModel::ThreadPool(callers + 1))
             .idle_timeout(None),
     )
@@ -93,6 +94,7 @@ fn connections_used(mux: TransportMux, callers: usize, concurrent: usize) -> (us
 
     let client = Orb::with_config(
         OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
             .transport_mux(mux)
             .call_timeout(Duration::from_secs(20)),
     )

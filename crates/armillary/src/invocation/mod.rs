@@ -439,6 +439,18 @@ impl Invoker for OrbCore {
         ))
     }
 
+    fn collocation(&self) -> crate::config::Collocation {
+        self.config.collocation
+    }
+
+    fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
+        OrbCore::deliver(self, work);
+    }
+
+    fn call_timeout(&self) -> Option<Duration> {
+        self.config.call_timeout
+    }
+
     fn invoke(
         &self,
         target: &Ior,

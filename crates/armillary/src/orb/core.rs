@@ -84,6 +84,7 @@ impl OrbCore {
         self.shut_down.store(true, Ordering::SeqCst);
         let me: Weak<dyn Invoker> = self.me.clone();
         crate::object::unregister_default_invoker(&me);
+        self.unregister_local();
         let server = self.server.lock().take();
         if let Some(server) = server {
             server.stop(wait);
@@ -201,6 +202,7 @@ impl OrbCore {
         let server = Server::start(&self.config, adapter)?;
         *slot = Some(server.clone());
         drop(slot);
+        self.register_local(&server);
         // Threads in `run` wait for a server to drive.
         let _guard = self.shutdown_lock.lock();
         self.shutdown_signal.notify_all();

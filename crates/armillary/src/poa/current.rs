@@ -64,6 +64,11 @@ pub(crate) fn in_upcall_of(registry: &Arc<super::PoaRegistry>) -> bool {
     })
 }
 
+/// True while this thread runs any upcall (of any ORB).
+pub(crate) fn in_any_upcall() -> bool {
+    STACK.with(|s| !s.borrow().is_empty())
+}
+
 /// `PortableServer::Current`: answers only inside an upcall; elsewhere every
 /// method fails with [`PoaError::NoContext`].
 #[derive(Debug, Clone, Copy, Default)]

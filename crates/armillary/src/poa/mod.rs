@@ -465,15 +465,43 @@ impl Upcall {
         &self.object_id
     }
 
+    /// The servant the request goes to.
+    pub(crate) fn servant(&self) -> &Arc<dyn Servant> {
+        &self.servant
+    }
+
+    /// Whether the servant was found in the POA's active object map (not
+    /// given by a servant locator or a default servant for this request
+    /// alone).
+    pub(crate) fn found_in_active_object_map(&self) -> bool {
+        self._in_object.is_some() && self.cookie.is_none()
+    }
+
     /// Runs the servant on `request`.
     pub(crate) fn run(self, request: &mut ServerRequest<'_>) -> Result<(), SystemException> {
+        let operation = request.operation();
+        self.run_with(operation, |servant| {
+            crate::servant::dispatch_contained(servant, request)
+        })
+    }
+
+    /// Runs `call` on the servant (a collocated call's, typed or not) with
+    /// everything around it that a request read from a connection gets:
+    /// the SINGLE_THREAD_MODEL serialisation, POA Current, the servant
+    /// locator's `postinvoke`, the in-flight counts. `call` contains the
+    /// servant's panics itself.
+    pub(crate) fn run_with<T>(
+        self,
+        operation: &str,
+        call: impl FnOnce(&dyn Servant) -> Result<T, SystemException>,
+    ) -> Result<T, SystemException> {
         let _serial = self.poa.inner.single_thread.as_ref().map(|s| s.enter());
         let frame = current::enter(
             self.poa.clone(),
             self.object_id.clone(),
             self.servant.clone(),
         );
-        let outcome = crate::servant::dispatch_contained(&*self.servant, request);
+        let outcome = call(&*self.servant);
         drop(frame);
         match self.cookie {
             Some((locator, cookie)) => {
@@ -482,7 +510,7 @@ impl Upcall {
                     locator.postinvoke(
                         &self.object_id,
                         &self.poa,
-                        request.operation(),
+                        operation,
                         cookie,
                         self.servant.clone(),
                     );

@@ -83,6 +83,12 @@ impl SingleThread {
         self.own(state, me)
     }
 
+    /// Whether this thread is in an upcall of the POA (nested calls into
+    /// it run here, whoever else waits for it).
+    pub(crate) fn owned_here(&self) -> bool {
+        self.state.lock().owner == Some(std::thread::current().id())
+    }
+
     /// Runs `job` as an upcall of the POA: here, once this thread may
     /// (see [`enter`](Self::enter)), or, when another thread owns the POA
     /// and waits for a reply meanwhile, handed over to that thread, which

@@ -35,7 +35,7 @@
 //! still serializes its own).
 
 mod adapter;
-mod concurrency;
+pub(crate) mod concurrency;
 mod connection;
 mod lanes;
 
@@ -429,6 +429,12 @@ impl Server {
     /// What the server has done and holds now.
     pub(crate) fn stats(&self) -> ServerStats {
         self.shared.stats(&self.reactor)
+    }
+
+    /// Runs `request` (a collocated call's, resolved in this process) as
+    /// the concurrency model says.
+    pub(crate) fn schedule(&self, request: concurrency::ResolvedRequest) {
+        self.concurrency.schedule(request);
     }
 
     /// The (host, port) pairs IORs publish.
