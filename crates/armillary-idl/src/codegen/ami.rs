@@ -430,6 +430,16 @@ impl Generator<'_> {
                 .iter()
                 .map(|&a| self.handler_path(module, a, ""))
                 .collect(),
+            ancestor_servants: remote_ancestors
+                .iter()
+                .map(|&a| {
+                    let name = self.handlers.get(&a).map_or("", String::as_str);
+                    (
+                        format!("{name}Servant"),
+                        self.handler_path(module, a, "Servant"),
+                    )
+                })
+                .collect(),
             supertraits: direct
                 .iter()
                 .map(|&b| self.handler_path(module, b, "Servant"))
