@@ -65,6 +65,10 @@ fn main() {
         "names",
         Builder::new().file(root.join("crates/armillary-codegen-tests/idl/names.idl")),
     );
+    build(
+        "collocation",
+        Builder::new().file(root.join("crates/armillary-codegen-tests/idl/collocation.idl")),
+    );
     let valid = root.join("crates/armillary-idl/tests/valid");
     build(
         "everything",

@@ -108,6 +108,15 @@ pub mod names {
     armillary::include_idl!("names");
 }
 
+/// `idl/collocation.idl`: a base and a multiply-inherited diamond, whose
+/// skeleton answers `Servant::local_interface` for each ancestor and whose
+/// stub makes every kind of call through `ObjectRef::invoke_typed`.
+#[allow(clippy::module_inception)] // its IDL module is `Colloc`
+#[warn(clippy::pedantic)]
+pub mod collocation {
+    armillary::include_idl!("collocation");
+}
+
 /// `crates/armillary-idl/tests/valid/everything.idl`: every construct.
 #[allow(clippy::module_inception)] // its IDL module is `Everything`
 #[warn(clippy::pedantic)]

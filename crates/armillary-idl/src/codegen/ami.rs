@@ -430,6 +430,16 @@ impl Generator<'_> {
                 .iter()
                 .map(|&a| self.handler_path(module, a, ""))
                 .collect(),
+            ancestor_servants: remote_ancestors
+                .iter()
+                .map(|&a| {
+                    let name = self.handlers.get(&a).map_or("", String::as_str);
+                    (
+                        format!("{name}Servant"),
+                        self.handler_path(module, a, "Servant"),
+                    )
+                })
+                .collect(),
             supertraits: direct
                 .iter()
                 .map(|&b| self.handler_path(module, b, "Servant"))
@@ -632,20 +642,39 @@ impl Generator<'_> {
         }
     }
 
-    /// The arguments of an asynchronous call: owned copies of the in and
-    /// inout parameters moved into a closure that writes them as the
-    /// synchronous method does (it may run again on a forward).
     /// Whether the Rust type of `ty` is `Copy`: what [`is_copy`] says
     /// (passed by value), and arrays of such elements.
     ///
     /// [`is_copy`]: Self::is_copy
-    fn is_rust_copy(&self, ty: &Type) -> bool {
+    pub(super) fn is_rust_copy(&self, ty: &Type) -> bool {
         match self.spec.unalias(ty) {
             Type::Array { element, .. } => self.is_rust_copy(element),
             other => self.is_copy(other),
         }
     }
 
+    /// An owned copy of an in parameter as a stub method takes it (see
+    /// [`param_in_type`](Self::param_in_type)): `None` for a `Copy` type,
+    /// which the method already takes by value.
+    pub(super) fn owned_copy(&self, p: &CallParam) -> Option<TokenStream> {
+        let name = ident(&p.name);
+        if p.holder.is_none() && self.is_copy(&p.ty) {
+            return None;
+        }
+        Some(match self.spec.unalias(&p.ty) {
+            // An array of `Copy` elements: the value behind the reference.
+            _ if self.is_rust_copy(&p.ty) => quote!(*#name),
+            Type::String { .. } | Type::WString { .. } if p.holder.is_none() => {
+                quote!(::std::borrow::ToOwned::to_owned(#name))
+            }
+            Type::Sequence { .. } if p.holder.is_none() => quote!(#name.to_vec()),
+            _ => quote!(#name.clone()),
+        })
+    }
+
+    /// The arguments of an asynchronous call: owned copies of the in and
+    /// inout parameters moved into a closure that writes them as the
+    /// synchronous method does (it may run again on a forward).
     fn owned_args(&self, call: &Call) -> TokenStream {
         let inputs: Vec<&CallParam> = call.inputs().collect();
         if inputs.is_empty() {
@@ -656,18 +685,9 @@ impl Generator<'_> {
         let mut writes = Vec::new();
         for p in inputs {
             let name = ident(&p.name);
-            if p.holder.is_none() && self.is_copy(&p.ty) {
+            let Some(to_owned) = self.owned_copy(p) else {
                 writes.push(self.param_encode(p, &Val::Place(quote!(#name))));
                 continue;
-            }
-            let to_owned = match self.spec.unalias(&p.ty) {
-                // An inout of a `Copy` type: the value behind `&mut`.
-                _ if self.is_rust_copy(&p.ty) => quote!(*#name),
-                Type::String { .. } | Type::WString { .. } if p.holder.is_none() => {
-                    quote!(::std::borrow::ToOwned::to_owned(#name))
-                }
-                Type::Sequence { .. } if p.holder.is_none() => quote!(#name.to_vec()),
-                _ => quote!(#name.clone()),
             };
             owned.push(quote!(let #name = #to_owned;));
             borrows.push(quote!(let #name = &#name;));

@@ -4,12 +4,15 @@
 //!
 //! The skeleton finds an operation by binary search over its sorted wire
 //! names (O(log n), as the Visibroker demultiplexing paper recommends over
-//! a linear scan) and then jumps on the index.
+//! a linear scan) and then jumps on the index. What stubs and skeletons
+//! generate for calls to objects served in this process is in
+//! `collocated`.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::ami::AmiCall;
+use super::collocated::SkeletonViews;
 use super::names::{camel, ident, Namer};
 use super::types::{cdr_decode, cdr_encode, cdr_error, Val};
 use super::{relative_module, Generator};
@@ -68,6 +71,9 @@ pub(super) struct InterfaceModel {
     pub(super) methods: Vec<TokenStream>,
     /// Paths to the stubs of the bases the stub converts into.
     pub(super) upcast_to: Vec<TokenStream>,
+    /// The servant traits of the same bases (each its Rust name and a
+    /// path to it): the skeleton answers `local_interface` for them.
+    pub(super) ancestor_servants: Vec<(String, TokenStream)>,
     pub(super) supertraits: Vec<TokenStream>,
     pub(super) trait_methods: Vec<TokenStream>,
     /// The repository ids `_is_a` answers true for.
@@ -469,23 +475,22 @@ impl Generator<'_> {
             })
         };
         let error = self.error_type(from, call);
+        let servant_trait = self.owner_path(from, call, "Servant");
+        let local = self.local_call(call, &servant_trait);
         if call.oneway {
             return quote! {
                 #doc
                 #lints
                 pub fn #method(&self, #(#params),*) -> ::core::result::Result<(), ::armillary::SystemException> {
-                    self.object.invoke_oneway(#wire, #args)
+                    self.object.invoke_oneway_typed::<dyn #servant_trait, _>(#wire, #local, #args)
                 }
             };
         }
         let result_type = self.result_type(from, call);
         let values = Self::reply_values(call);
-        let (tuple, plain_read, decoder) = self.reply_readers(from, call, &values);
-        let invoke = if call.error.is_none() {
-            // No user exceptions: the runtime answers an unexpected one.
-            quote!(self.object.invoke_plain(#wire, #args, #plain_read))
-        } else {
-            quote!(self.object.invoke(#wire, #args, #decoder))
+        let (tuple, _, decoder) = self.reply_readers(from, call, &values);
+        let invoke = quote! {
+            self.object.invoke_typed::<dyn #servant_trait, _, _, _>(#wire, #local, #args, #decoder)
         };
         let inouts: Vec<(TokenStream, TokenStream)> = values
             .iter()
@@ -1032,6 +1037,13 @@ impl Generator<'_> {
                 .iter()
                 .map(|&base| self.path_to(module, base))
                 .collect(),
+            ancestor_servants: remote_ancestors
+                .iter()
+                .map(|&base| {
+                    let name = format!("{}Servant", self.names(base).base);
+                    (name, self.suffixed_path(module, base, "Servant"))
+                })
+                .collect(),
             supertraits,
             trait_methods,
             ids,
@@ -1060,6 +1072,7 @@ impl Generator<'_> {
             own_calls,
             methods,
             upcast_to,
+            ancestor_servants,
             supertraits,
             trait_methods,
             ids,
@@ -1163,6 +1176,12 @@ impl Generator<'_> {
             .collect();
         let skeleton_doc =
             format!(" Serves `{idl_name}` by dispatching its requests to a [`{servant}`].");
+        let skeleton_name = skeleton.to_string();
+        let SkeletonViews {
+            fields: view_fields,
+            inits: view_inits,
+            local_interface,
+        } = Self::skeleton_views(&servant, &ancestor_servants);
         let shared = self.shared_methods_doc(id, &all_calls);
         let servant_doc = format!(
             " What a server implements to serve `{idl_name}`; wrap it in [`{skeleton}`] to activate it."
@@ -1287,9 +1306,17 @@ impl Generator<'_> {
             }
 
             #[doc = #skeleton_doc]
-            #[derive(Debug)]
             pub struct #skeleton<T> {
                 servant: ::std::sync::Arc<T>,
+                #view_fields
+            }
+
+            impl<T: ::core::fmt::Debug> ::core::fmt::Debug for #skeleton<T> {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(#skeleton_name)
+                        .field("servant", &self.servant)
+                        .finish_non_exhaustive()
+                }
             }
 
             impl<T: #servant> #skeleton<T> {
@@ -1300,7 +1327,10 @@ impl Generator<'_> {
 
                 /// Wraps a servant the application keeps a handle to.
                 pub fn from_arc(servant: ::std::sync::Arc<T>) -> Self {
-                    Self { servant }
+                    Self {
+                        #view_inits
+                        servant,
+                    }
                 }
 
                 /// The typed servant: clone it before activation to keep a
@@ -1359,6 +1389,8 @@ impl Generator<'_> {
                 fn is_a(&self, repository_id: &str) -> bool {
                     matches!(repository_id, #(#ids)|*)
                 }
+
+                #local_interface
 
                 fn dispatch(
                     &self,

@@ -15,6 +15,11 @@
 //!   `Result<T, SystemException>`; a derived stub names inherited methods
 //!   as its bases do, and gives a suffix to the later of two bases' methods
 //!   that share a Rust name (`my_factory_2`; the rule is in `inherited`);
+//! - a stub's synchronous methods go through `ObjectRef::invoke_typed` (or
+//!   `invoke_oneway_typed`), which can run the call in this process as a
+//!   closure on the servant trait, and `ISkeleton<T>` answers
+//!   `Servant::local_interface` with views of its servant as `I`'s and its
+//!   ancestors' traits (`collocated`);
 //! - with AMI on, `I`'s stub has `sendc_<x>`, `sendp_<x>` and `<x>_async`
 //!   for each two-way operation `x`, and for each attribute `a` with `x`
 //!   `get_<a>` and (unless readonly) `set_<a>`; and there is the implied
@@ -36,6 +41,7 @@
 
 mod amh;
 mod ami;
+mod collocated;
 mod inherited;
 mod interface;
 mod items;
