@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use armillary::amh::ResponseHandler;
-use armillary::config::OrbConfig;
+use armillary::config::{MaxGiopVersion, OrbConfig};
 use armillary::dii::{ArgMode, NvList};
 use armillary::dsi::{DynamicRequest, DynamicServant};
 use armillary::giop::giop::{ServiceContext, SyncScope};
@@ -33,13 +33,15 @@ use armillary::{
     minor, Any, CompletionStatus, ObjectRef, Orb, Servant, ServerRequest, SystemException,
     SystemExceptionKind, TypeCode, UserException, WaitForCompletion,
 };
-use armillary_testkit::wait_until;
+use armillary_testkit::{build_peers, omniorb_available, start_pi_server, wait_until, LinePeer};
 use parking_lot::Mutex;
 
 /// The context a client interceptor adds to each request.
 const CLIENT_CONTEXT: u32 = 0x4152_0010;
 /// The context a server interceptor adds to each reply.
 const SERVER_CONTEXT: u32 = 0x4152_0011;
+/// The context omniORB's interceptor adds to each request (`pi_peer`).
+const OMNIORB_CONTEXT: u32 = 0x4152_0012;
 /// The component the IOR interceptor adds to each reference.
 const COMPONENT: u32 = 0x4152_0099;
 
@@ -187,10 +189,15 @@ impl ServerRequestInterceptor for Server {
                 // Into the request's slot, for the servant.
                 info.set_slot(self.probe.slot(), Any::from(7))?;
             }
+            // What an omniORB client sent is answered in the reply.
+            let data = match info.get_request_service_context(OMNIORB_CONTEXT) {
+                Some(c) => [b"armillary saw ", &c.data[..]].concat(),
+                None => b"S1".to_vec(),
+            };
             info.add_reply_service_context(
                 ServiceContext {
                     id: SERVER_CONTEXT,
-                    data: b"from S1".to_vec(),
+                    data,
                 },
                 true,
             )?;
@@ -312,11 +319,19 @@ impl Servant for Probed {
     fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
         let _ = self.probe.at("servant", "run", req.operation());
         match req.operation() {
-            "echo" => {
+            // `echo_long` is `Interop::Everything`'s, for omniORB's client.
+            "echo" | "echo_long" => {
                 let v = req.decode_args(|r| r.read_long())?;
                 let offset = self.offset;
                 req.encode_results(|w| {
                     w.write_long(v + offset);
+                    Ok(())
+                })
+            }
+            "wide" => {
+                let v = req.decode_args(|r| r.read_long())?;
+                req.encode_results(|w| {
+                    w.write_longlong(i64::from(v) << 32);
                     Ok(())
                 })
             }
@@ -389,16 +404,25 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(MaxGiopVersion::V1_2)
+}
+
+/// The fixture, its client speaking GIOP `version` at most.
+fn fixture_with(version: MaxGiopVersion) -> Fixture {
     let probe = Arc::new(Probe::default());
     let server = Orb::with_config(OrbConfig::default().orb_initializer(Arc::new(Setup {
         probe: probe.clone(),
         server: true,
     })))
     .unwrap();
-    let client = Orb::with_config(OrbConfig::default().orb_initializer(Arc::new(Setup {
-        probe: probe.clone(),
-        server: false,
-    })))
+    let client = Orb::with_config(
+        OrbConfig::default()
+            .max_giop_version(version)
+            .orb_initializer(Arc::new(Setup {
+                probe: probe.clone(),
+                server: false,
+            })),
+    )
     .unwrap();
     let poa = server.root_poa();
     poa.manager().activate().unwrap();
@@ -520,14 +544,37 @@ fn a_normal_reply_runs_every_point_in_order_and_contexts_go_both_ways() {
         seen.contains(&"S1 request context from C1".to_owned()),
         "{seen:?}"
     );
-    assert!(
-        seen.contains(&"C1 reply context from S1".to_owned()),
-        "{seen:?}"
-    );
-    assert!(
-        seen.contains(&"C2 reply context from S1".to_owned()),
-        "{seen:?}"
-    );
+    assert!(seen.contains(&"C1 reply context S1".to_owned()), "{seen:?}");
+    assert!(seen.contains(&"C2 reply context S1".to_owned()), "{seen:?}");
+}
+
+/// GIOP 1.0 and 1.1 do not align a reply's body: the server pads a
+/// header its interceptors' contexts lengthen, and the body still reads.
+#[test]
+fn reply_contexts_keep_old_giop_bodies_aligned() {
+    for version in [MaxGiopVersion::V1_0, MaxGiopVersion::V1_1] {
+        let f = fixture_with(version);
+        for v in [5, -1, i32::MAX] {
+            assert_eq!(echo(&f.target, v).unwrap(), v, "{version:?}");
+            // An 8-byte value, which a misaligned body would misplace.
+            let wide = f.target.invoke_plain(
+                "wide",
+                &|w| {
+                    w.write_long(v);
+                    Ok(())
+                },
+                |r| r.read_longlong(),
+            );
+            assert_eq!(wide.unwrap(), i64::from(v) << 32, "{version:?}");
+        }
+        let e = f
+            .target
+            .invoke_plain("fail_system", &|_| Ok(()), |_| Ok(()))
+            .unwrap_err();
+        assert_eq!(e, SystemException::no_permission(3, CompletionStatus::Yes));
+        let seen = f.probe.seen.lock().clone();
+        assert!(seen.contains(&"C1 reply context S1".to_owned()), "{seen:?}");
+    }
 }
 
 #[test]
@@ -987,4 +1034,59 @@ fn an_ior_interceptor_s_component_is_in_the_references_the_poa_makes() {
         .components
         .iter()
         .all(|c| c.tag != COMPONENT));
+}
+
+#[test]
+fn service_contexts_cross_omniorb_s_interceptors_both_ways() {
+    if !omniorb_available() {
+        return;
+    }
+    let peers = build_peers();
+    let f = fixture();
+
+    // Armillary's client interceptor to omniORB's server interceptors and
+    // back: omniORB read C1's context and answered it in the reply.
+    let (_server, ior) = start_pi_server(&peers, "interceptors", &[]);
+    let everything = f.client.string_to_object(&ior).unwrap();
+    let v = everything
+        .invoke_plain(
+            "echo_long",
+            &|w| {
+                w.write_long(5);
+                Ok(())
+            },
+            |r| r.read_long(),
+        )
+        .unwrap();
+    assert_eq!(v, 5);
+    let seen = f.probe.seen.lock().clone();
+    assert!(
+        seen.contains(&"C1 reply context omniORB saw from C1".to_owned()),
+        "{seen:?}"
+    );
+
+    // omniORB's client interceptor to Armillary's server interceptor and
+    // back.
+    let ior = f.server.object_to_string(
+        &f.server
+            .string_to_object(&f.client.object_to_string(&f.target))
+            .unwrap(),
+    );
+    let mut client = LinePeer::spawn({
+        let mut command = std::process::Command::new(peers.join("pi_peer"));
+        command.args(["call", &ior]);
+        command
+    });
+    assert_eq!(client.next_line("the result"), "RESULT 7");
+    assert_eq!(
+        client.next_line("the reply's context"),
+        "REPLY_CONTEXT armillary saw hello from omniORB"
+    );
+    assert!(client.wait_exit().success());
+    assert!(f
+        .probe
+        .log
+        .lock()
+        .iter()
+        .any(|e| e == "S1.send_reply(echo_long)"));
 }

@@ -297,6 +297,7 @@ pub(crate) struct ClientInterception {
 impl ClientInterception {
     /// The interception of `call`; `None` when no client interceptor is
     /// registered.
+    #[cfg_attr(not(test), allow(dead_code))] // The collocated path's.
     pub(crate) fn start(
         interceptors: &Arc<Interceptors>,
         call: ClientCall<'_>,
@@ -376,6 +377,7 @@ impl ClientInterception {
     }
 
     /// The request id the interceptors saw.
+    #[cfg_attr(not(test), allow(dead_code))] // The collocated path's.
     pub(crate) fn request_id(&self) -> u32 {
         self.info.request_id
     }

@@ -251,6 +251,7 @@ pub(crate) struct Interceptors {
     /// Which ORB's slots a thread's PICurrent holds (process-unique).
     pub(crate) scope: u64,
     /// The request ids of requests that have no GIOP id (collocated).
+    #[cfg_attr(not(test), allow(dead_code))]
     request_ids: AtomicU32,
 }
 
@@ -291,6 +292,7 @@ impl Interceptors {
 
     /// A request id for a request that gets none from a connection (a
     /// collocated call).
+    #[cfg_attr(not(test), allow(dead_code))] // The collocated path's.
     pub(crate) fn next_request_id(&self) -> u32 {
         self.request_ids.fetch_add(1, Ordering::Relaxed)
     }
