@@ -531,7 +531,12 @@ impl Request {
         let outcome = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args, self.target.call_timeout());
+            let request = two_way(
+                &self.operation,
+                &args,
+                self.target.call_timeout(),
+                Some((arguments, &self.result_type)),
+            );
             invoker
                 .invoke(self.target.ior(), &request)
                 .and_then(|reply| {
@@ -554,6 +559,7 @@ impl Request {
             sync_scope: SyncScope::None,
             args: &args,
             call_timeout: self.target.call_timeout(),
+            signature: Some((arguments, &self.result_type)),
         };
         invoker.invoke(self.target.ior(), &request)?;
         self.state = State::Oneway;
@@ -578,7 +584,12 @@ impl Request {
         let pending = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args, self.target.call_timeout());
+            let request = two_way(
+                &self.operation,
+                &args,
+                self.target.call_timeout(),
+                Some((arguments, &self.result_type)),
+            );
             if asynchronous {
                 invoker.send_asynchronous(self.target.ior(), &request)?
             } else {
@@ -600,7 +611,12 @@ impl Request {
             State::Deferred(pending) => {
                 let arguments = &self.arguments;
                 let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-                let request = two_way(&self.operation, &args, self.target.call_timeout());
+                let request = two_way(
+                    &self.operation,
+                    &args,
+                    self.target.call_timeout(),
+                    Some((arguments, &self.result_type)),
+                );
                 match pending.poll(&request) {
                     Some(outcome) => {
                         let _ = self.complete(outcome);
@@ -627,7 +643,12 @@ impl Request {
                 let outcome = {
                     let arguments = &self.arguments;
                     let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-                    let request = two_way(&self.operation, &args, self.target.call_timeout());
+                    let request = two_way(
+                        &self.operation,
+                        &args,
+                        self.target.call_timeout(),
+                        Some((arguments, &self.result_type)),
+                    );
                     pending.wait(&request)
                 };
                 self.complete(outcome)
@@ -645,7 +666,12 @@ impl Request {
         };
         let arguments = &self.arguments;
         let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-        let request = two_way(&self.operation, &args, self.target.call_timeout());
+        let request = two_way(
+            &self.operation,
+            &args,
+            self.target.call_timeout(),
+            Some((arguments, &self.result_type)),
+        );
         loop {
             if let Some(outcome) = pending.settle(&request) {
                 let _ = self.complete(outcome);
@@ -733,6 +759,7 @@ fn two_way<'a>(
     operation: &'a str,
     args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
     call_timeout: Option<std::time::Duration>,
+    signature: Option<(&'a NvList, &'a TypeCode)>,
 ) -> OutgoingRequest<'a> {
     OutgoingRequest {
         operation,
@@ -740,6 +767,7 @@ fn two_way<'a>(
         sync_scope: SyncScope::WithTarget,
         args,
         call_timeout,
+        signature,
     }
 }
 

@@ -39,6 +39,14 @@ pub struct OutgoingRequest<'a> {
     /// ([`ObjectRef::with_call_timeout`]), if any: it overrides the
     /// thread's and the ORB's (see [`CallTimeout`](crate::CallTimeout)).
     pub call_timeout: Option<Duration>,
+    /// A dynamic (DII) request's parameters and result TypeCode, which
+    /// the ORB's portable interceptors see as `any`s
+    /// ([`ClientRequestInfo::arguments`](crate::interceptors::ClientRequestInfo::arguments));
+    /// `None` for a stub's request.
+    pub signature: Option<(
+        &'a crate::dii::NvList,
+        &'a armillary_giop::typecode::TypeCode,
+    )>,
 }
 
 impl OutgoingRequest<'_> {
@@ -643,6 +651,7 @@ impl ObjectRef {
             sync_scope: SyncScope::WithTarget,
             args,
             call_timeout: self.call_timeout(),
+            signature: None,
         };
         let invoker = self.invoker()?;
         let reply = invoker
@@ -840,6 +849,7 @@ impl ObjectRef {
             sync_scope,
             args,
             call_timeout: self.call_timeout(),
+            signature: None,
         };
         self.invoker()?.invoke(self.ior(), &request).map(|_| ())
     }

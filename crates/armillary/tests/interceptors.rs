@@ -132,6 +132,10 @@ impl ClientRequestInterceptor for Client {
                 },
                 false,
             )?;
+            if let Some(arguments) = info.arguments() {
+                self.probe
+                    .saw(format!("C1 sends arguments {:?}", longs(arguments)));
+            }
             let slot = info.get_slot(self.probe.slot())?;
             if let Some(v) = slot.and_then(|v| v.get::<i32>()) {
                 self.probe.saw(format!("C1 slot {v}"));
@@ -145,6 +149,15 @@ impl ClientRequestInterceptor for Client {
     }
 
     fn receive_reply(&self, info: &mut ClientRequestInfo) -> Result<(), Intercept> {
+        if self.name == "C1" {
+            if let Some(arguments) = info.arguments() {
+                self.probe.saw(format!(
+                    "C1 arguments {:?} result {:?}",
+                    longs(arguments),
+                    info.result().and_then(|r| r.get::<i32>())
+                ));
+            }
+        }
         if let Some(c) = info.get_reply_service_context(SERVER_CONTEXT) {
             self.probe.saw(format!(
                 "{} reply context {}",
@@ -215,6 +228,13 @@ impl ServerRequestInterceptor for Server {
     }
 
     fn send_reply(&self, info: &mut ServerRequestInfo) -> Result<(), Intercept> {
+        if let (Some(arguments), "S1") = (info.arguments(), self.name) {
+            self.probe.saw(format!(
+                "S1 arguments {:?} result {:?}",
+                longs(arguments),
+                info.result().and_then(|r| r.get::<i32>())
+            ));
+        }
         self.probe.at(self.name, "send_reply", info.operation())
     }
 
@@ -230,6 +250,14 @@ impl ServerRequestInterceptor for Server {
     fn send_other(&self, info: &mut ServerRequestInfo) -> Result<(), Intercept> {
         self.probe.at(self.name, "send_other", info.operation())
     }
+}
+
+/// The `long` values of a dynamic request's arguments.
+fn longs(arguments: &NvList) -> Vec<Option<i32>> {
+    arguments
+        .iter()
+        .map(|a| a.value().and_then(|v| v.get::<i32>()))
+        .collect()
 }
 
 struct Tagger;
@@ -893,9 +921,19 @@ fn a_dii_deferred_request_runs_send_poll() {
         .request("echo")
         .with_in(Any::from(6))
         .returns(TypeCode::long());
+    // The interceptors see a dynamic request's arguments and result.
     request.send_deferred().unwrap();
     request.get_response().unwrap();
     assert_eq!(request.return_value().and_then(|v| v.get::<i32>()), Some(6));
+    let seen = f.probe.seen.lock().clone();
+    assert!(
+        seen.contains(&"C1 sends arguments [Some(6)]".to_owned()),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&"C1 arguments [Some(6)] result Some(6)".to_owned()),
+        "{seen:?}"
+    );
     assert_eq!(
         f.probe.take("C", "echo"),
         vec![
@@ -1007,6 +1045,12 @@ fn a_dsi_servant_is_intercepted() {
         .unwrap();
     assert_eq!(sum, 5);
     assert_served(&f.probe, "add", "receive_reply", "send_reply");
+    // The server's interceptors see a DSI servant's arguments and result.
+    let seen = f.probe.seen.lock().clone();
+    assert!(
+        seen.contains(&"S1 arguments [Some(2), Some(3)] result Some(5)".to_owned()),
+        "{seen:?}"
+    );
 }
 
 #[test]

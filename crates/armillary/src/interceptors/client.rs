@@ -10,7 +10,9 @@ use armillary_giop::giop::{ServiceContext, SyncScope};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
 use super::{add_context, contained, slot, Intercept, Interceptors, PiError, ReplyStatus, SlotId};
-use crate::dii::Argument;
+use armillary_giop::typecode::TypeCode;
+
+use crate::dii::NvList;
 use crate::object::ObjectRef;
 
 /// A client request interceptor (`PortableInterceptor::ClientRequestInterceptor`).
@@ -90,7 +92,8 @@ pub struct ClientRequestInfo {
     received_exception_id: Option<String>,
     forward_reference: Option<ObjectRef>,
     slots: Vec<Option<Any>>,
-    arguments: Option<Vec<Argument>>,
+    arguments: Option<NvList>,
+    result_type: Option<TypeCode>,
     result: Option<Any>,
 }
 
@@ -195,14 +198,16 @@ impl ClientRequestInfo {
         slot(&self.slots, id)
     }
 
-    /// The arguments, where known as `any`s (DII requests); `None`
-    /// otherwise.
-    pub fn arguments(&self) -> Option<&[Argument]> {
-        self.arguments.as_deref()
+    /// The arguments with their modes, where known as `any`s (a DII
+    /// request's: the in and inout values from `send_request` on, the
+    /// inout and out values returned in `receive_reply`); `None` for a
+    /// stub's, whose arguments the ORB sees only encoded.
+    pub fn arguments(&self) -> Option<&NvList> {
+        self.arguments.as_ref()
     }
 
-    /// The result, where known as an `any` (after a normal reply to a
-    /// DII request); `None` otherwise.
+    /// The result, where known as an `any` (in `receive_reply` of a DII
+    /// request); `None` otherwise.
     pub fn result(&self) -> Option<&Any> {
         self.result.as_ref()
     }
@@ -279,8 +284,9 @@ pub(crate) struct ClientCall<'a> {
     pub(crate) effective_target: ObjectRef,
     /// The calling thread's slots ([`Interceptors::thread_slots`]).
     pub(crate) slots: Vec<Option<Any>>,
-    /// The arguments as `any`s, when known.
-    pub(crate) arguments: Option<Vec<Argument>>,
+    /// The arguments as `any`s, and the result's TypeCode, when known
+    /// (a DII request's).
+    pub(crate) arguments: Option<(NvList, TypeCode)>,
 }
 
 /// The interception of one attempt at a client request: its starting
@@ -329,7 +335,8 @@ impl ClientInterception {
                 received_exception_id: None,
                 forward_reference: None,
                 slots: call.slots,
-                arguments: call.arguments,
+                result_type: call.arguments.as_ref().map(|(_, t)| t.clone()),
+                arguments: call.arguments.map(|(a, _)| a),
                 result: None,
             },
         })
@@ -382,10 +389,20 @@ impl ClientInterception {
         self.info.request_id
     }
 
-    /// Records the result of a normal reply (a DII request's).
-    #[allow(dead_code)]
-    pub(crate) fn set_result(&mut self, result: Any) {
+    /// What a dynamic request's normal reply is read with: its arguments
+    /// and its result's TypeCode (`None` for a stub's request).
+    pub(crate) fn signature(&self) -> Option<(&NvList, &TypeCode)> {
+        self.info
+            .arguments
+            .as_ref()
+            .zip(self.info.result_type.as_ref())
+    }
+
+    /// Records a dynamic request's result and returned arguments, read
+    /// from its normal reply.
+    pub(crate) fn set_results(&mut self, result: Any, arguments: NvList) {
         self.info.result = Some(result);
+        self.info.arguments = Some(arguments);
     }
 
     /// Runs the ending points, in reverse order, on each interceptor whose

@@ -12,7 +12,7 @@ use armillary_giop::giop::{ServiceContext, SyncScope};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
 use super::{add_context, contained, slot, Intercept, Interceptors, PiError, ReplyStatus, SlotId};
-use crate::dii::Argument;
+use crate::dii::NvList;
 use crate::object::ObjectRef;
 use crate::object_id::ObjectId;
 
@@ -94,7 +94,7 @@ pub struct ServerRequestInfo {
     sending_exception_id: Option<String>,
     forward_reference: Option<ObjectRef>,
     slots: Vec<Option<Any>>,
-    arguments: Option<Vec<Argument>>,
+    arguments: Option<NvList>,
     result: Option<Any>,
 }
 
@@ -194,13 +194,15 @@ impl ServerRequestInfo {
         Ok(())
     }
 
-    /// The arguments, where known as `any`s (a collocated or dynamic
-    /// call's); `None` otherwise.
-    pub fn arguments(&self) -> Option<&[Argument]> {
-        self.arguments.as_deref()
+    /// The arguments with their modes, where known as `any`s (a DSI
+    /// servant's, in the ending points, once it has read them); `None`
+    /// for a skeleton's, whose arguments the ORB sees only encoded.
+    pub fn arguments(&self) -> Option<&NvList> {
+        self.arguments.as_ref()
     }
 
-    /// The result, where known as an `any`; `None` otherwise.
+    /// The result, where known as an `any` (a DSI servant's, in
+    /// `send_reply`); `None` otherwise.
     pub fn result(&self) -> Option<&Any> {
         self.result.as_ref()
     }
@@ -320,10 +322,11 @@ impl ServerInterception {
         self.info.object_id = Some(object_id.clone());
     }
 
-    /// The arguments as `any`s, where known.
-    #[allow(dead_code)]
-    pub(crate) fn set_arguments(&mut self, arguments: Vec<Argument>) {
-        self.info.arguments = Some(arguments);
+    /// The arguments and the result as `any`s, where known (a DSI
+    /// servant's).
+    pub(crate) fn set_results(&mut self, arguments: Option<NvList>, result: Option<Any>) {
+        self.info.arguments = arguments;
+        self.info.result = result;
     }
 
     /// Runs `receive_request` on each interceptor in order, just before

@@ -10,8 +10,9 @@ use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::SystemException;
 
 use super::Attempt;
+use crate::dii::Message;
 use crate::interceptors::{ClientCall, ClientInterception, ClientOutcome};
-use crate::object::{ObjectRef, OutgoingRequest, ReplyOutcome};
+use crate::object::{ObjectRef, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::orb::OrbCore;
 
 /// What an intercepted call keeps from its start for each of its
@@ -67,7 +68,9 @@ impl OrbCore {
             target: self.reference_to(&start.origin),
             effective_target: self.reference_to(target),
             slots: start.slots.clone(),
-            arguments: None,
+            arguments: request
+                .signature
+                .map(|(arguments, result)| (arguments.clone(), result.clone())),
         };
         let mut interception = ClientInterception::new(&self.interceptors, call);
         let sent = interception.send_request();
@@ -98,9 +101,13 @@ impl OrbCore {
         attempt: Result<Attempt, SystemException>,
         reply_contexts: Vec<ServiceContext>,
     ) -> Result<Attempt, SystemException> {
+        let mut interception = interception;
         let outcome = match &attempt {
             Ok(Attempt::Done(Some(reply))) => match reply.outcome {
-                ReplyOutcome::Normal => ClientOutcome::Reply,
+                ReplyOutcome::Normal => {
+                    read_results(&mut interception, reply);
+                    ClientOutcome::Reply
+                }
                 ReplyOutcome::UserException => {
                     ClientOutcome::UserException(reply.body().read_string().unwrap_or_default())
                 }
@@ -120,5 +127,23 @@ impl OrbCore {
             | ClientOutcome::Retry
             | ClientOutcome::NoReply => attempt,
         }
+    }
+}
+
+/// A dynamic request's result and returned arguments, read from its
+/// normal `reply` for its interceptors (left unknown if they do not read:
+/// the request itself reports that).
+fn read_results(interception: &mut ClientInterception, reply: &ReplyMessage) {
+    let Some((arguments, result_type)) = interception.signature() else {
+        return;
+    };
+    let read = reply.body().decode_whole(|body| {
+        let result = Any::decode_as(result_type, body)?;
+        let mut returned = arguments.clone();
+        returned.read_values(body, Message::Reply)?;
+        Ok((result, returned))
+    });
+    if let Ok((result, returned)) = read {
+        interception.set_results(result, returned);
     }
 }
