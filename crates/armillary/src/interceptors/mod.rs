@@ -38,7 +38,10 @@
 //! }
 //!
 //! let config = OrbConfig::default().orb_initializer(Arc::new(Setup));
-//! # let _ = config;
+//! let orb = armillary::Orb::with_config(config)?;
+//! // Every request this ORB sends now carries the context.
+//! # orb.shutdown(armillary::WaitForCompletion::Yes)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Interception points and their flow
