@@ -820,6 +820,30 @@ fn forward_request_from_receive_request_redirects_the_call() {
 }
 
 #[test]
+fn a_request_that_finds_no_server_is_seen_to_start_and_fail() {
+    let f = fixture();
+    let gone = Orb::with_config(OrbConfig::default()).unwrap();
+    let poa = gone.root_poa();
+    let id = poa
+        .activate_object(Probed {
+            probe: f.probe.clone(),
+            offset: 0,
+            orb: Mutex::new(None),
+            later: Mutex::new(None),
+        })
+        .unwrap();
+    let ior = gone.object_to_string(&poa.id_to_reference(&id).unwrap());
+    gone.shutdown(WaitForCompletion::Yes).unwrap();
+    let target = f.client.string_to_object(&ior).unwrap();
+    let e = echo(&target, 1).unwrap_err();
+    assert_eq!(e.kind(), SystemExceptionKind::Transient);
+    assert_eq!(
+        f.probe.take("C", "echo"),
+        client_attempt("receive_exception")
+    );
+}
+
+#[test]
 fn picurrent_slots_flow_into_the_request_and_into_the_servant() {
     let f = fixture();
     let slot = f.probe.slot();
@@ -946,6 +970,36 @@ fn a_dii_deferred_request_runs_send_poll() {
         ]
     );
     assert_eq!(f.probe.take("S", "echo"), server_upcall("send_reply"));
+}
+
+#[test]
+fn an_ami_poller_runs_send_poll() {
+    let f = fixture();
+    let mut poller = f.target.send_poller(
+        "echo",
+        |w: &mut CdrWriter| {
+            w.write_long(10);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => {
+                Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
+            }
+        },
+    );
+    assert_eq!(poller.take(), Ok(10));
+    assert_eq!(
+        f.probe.take("C", "echo"),
+        vec![
+            "C1.send_request",
+            "C2.send_request",
+            "C1.send_poll",
+            "C2.send_poll",
+            "C2.receive_reply",
+            "C1.receive_reply",
+        ]
+    );
 }
 
 #[test]

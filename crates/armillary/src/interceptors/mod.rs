@@ -253,8 +253,8 @@ pub(crate) struct Interceptors {
     pub(crate) slots: usize,
     /// Which ORB's slots a thread's PICurrent holds (process-unique).
     pub(crate) scope: u64,
-    /// The request ids of requests that have no GIOP id (collocated).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The request ids of requests that have no GIOP id (collocated, or
+    /// never sent).
     request_ids: AtomicU32,
 }
 
@@ -294,8 +294,7 @@ impl Interceptors {
     }
 
     /// A request id for a request that gets none from a connection (a
-    /// collocated call).
-    #[cfg_attr(not(test), allow(dead_code))] // The collocated path's.
+    /// collocated call, a request that found no connection).
     pub(crate) fn next_request_id(&self) -> u32 {
         self.request_ids.fetch_add(1, Ordering::Relaxed)
     }

@@ -181,7 +181,20 @@ impl OrbCore {
             &mut interception,
         );
         let Some(interception) = interception else {
-            return result;
+            return match (start, result) {
+                // No connection for it: its interceptors still see it
+                // start and fail (with an id of the ORB's own).
+                (Some(start), Err(e)) => {
+                    let id = self.interceptors.next_request_id();
+                    let (interception, sent) = self.intercept_send(start, target, request, id);
+                    let attempt = match sent {
+                        Ok(()) => Err(e),
+                        Err(outcome) => self.attempt_of(outcome),
+                    };
+                    self.end_attempt(interception, attempt, Vec::new()).map(Err)
+                }
+                (_, result) => result,
+            };
         };
         match result {
             Ok(Ok(mut sent)) => {
