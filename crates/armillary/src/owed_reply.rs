@@ -25,7 +25,9 @@
 //! [`ServerInterception`]: whichever way it is answered (and when it is
 //! not), the server interceptors' ending point runs first, sees the
 //! outcome, may change it (an exception, a forward), and adds the reply's
-//! service contexts. That is so for a oneway too, which writes nothing.
+//! service contexts. That is so for a oneway too, which writes nothing;
+//! not for a reply a panic unwinding through it answers (an interceptor
+//! panicking then would abort the process).
 
 use std::sync::Arc;
 
@@ -250,6 +252,9 @@ impl Drop for OwedReply {
             return;
         }
         let exception = if std::thread::panicking() {
+            // No interceptor runs while a panic unwinds: one that panicked
+            // too would abort the process.
+            self.interception = None;
             SystemException::unknown(minor::SERVANT_PANICKED, CompletionStatus::Maybe)
         } else {
             SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe)

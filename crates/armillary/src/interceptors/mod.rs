@@ -79,8 +79,17 @@
 //! callback). On the server, `receive_request_service_contexts` runs
 //! where the request is read and resolved to its POA (after a servant
 //! activator has run: Armillary resolves the object first), the others on
-//! the thread that runs the upcall; an asynchronous (AMH) servant's
-//! ending point runs where its `ResponseHandler` answers.
+//! the thread that runs the upcall (`receive_request` before a servant
+//! locator's `preinvoke`, which Armillary runs as part of the upcall); an
+//! asynchronous (AMH) servant's ending point runs where its
+//! `ResponseHandler` answers. A request that a POA manager discards or
+//! refuses while holding it, a LocateRequest, and a request whose target
+//! names no IIOP object key are not intercepted. A deferred request
+//! dropped before its reply is collected runs no ending point.
+//!
+//! The ORB holds its interceptors for as long as it lives: an interceptor
+//! that holds the [`Orb`](crate::Orb) itself keeps it from shutting down
+//! when the application drops its own handles (shut it down explicitly).
 //!
 //! # PICurrent
 //!
