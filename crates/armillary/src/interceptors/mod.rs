@@ -3,7 +3,7 @@
 //! the client and on the server, and when a POA makes a reference.
 //!
 //! An application registers them through an [`OrbInitializer`] given to
-//! the configuration ([`OrbConfig::orb_initializer`]); the ORB calls its
+//! the configuration ([`OrbConfig::orb_initializer`](crate::config::OrbConfig::orb_initializer)); the ORB calls its
 //! [`pre_init`](OrbInitializer::pre_init) and then its
 //! [`post_init`](OrbInitializer::post_init) while it starts, with an
 //! [`OrbInitInfo`] that adds interceptors and allocates [`PiCurrent`]
@@ -69,7 +69,7 @@
 //! LOCATION_FORWARD). The interceptors after it in that point are not
 //! called; the ending points that remain see the new outcome. One that
 //! panics is contained: the request ends in UNKNOWN
-//! ([`minor::INTERCEPTOR_PANICKED`](crate::minor::INTERCEPTOR_PANICKED))
+//! ([`minor::INTERCEPTOR_PANICKED`])
 //! and the ORB goes on.
 //!
 //! Where the points run: a synchronous call's on the calling thread; a
@@ -114,37 +114,46 @@
 //!
 //! # How collocation calls the interceptors
 //!
-//! A collocated call has no GIOP message; it drives the interception
-//! values directly, and hands the service contexts from one side to the
-//! other as vectors:
+//! (For the ORB's own code; these items are crate-internal.) A collocated
+//! call has no GIOP message: it drives the interception values itself
+//! and hands the service contexts from one side to the other as vectors.
+//! `interceptors: &Arc<Interceptors>` is the ORB's (`OrbCore::interceptors`).
 //!
-//! 1. client: [`ClientInterception::start`] (with a
-//!    [`ClientCall`]: the operation, whether a response is expected, the
-//!    sync scope, the target and effective target references, the request
-//!    id from [`Interceptors::next_request_id`], the calling thread's
-//!    slots from [`Interceptors::thread_slots`], and the arguments as
-//!    `any`s when known). `None` when no client interceptor is registered.
-//! 2. client: [`ClientInterception::send_request`]; an `Err(outcome)`
-//!    ends the call at once (go to 6 with that outcome: a system
-//!    exception, or a forward to send to instead).
-//! 3. server: [`ServerInterception::start`] with the client's
-//!    [`request_contexts`](ClientInterception::request_contexts) cloned,
-//!    then [`receive_request_service_contexts`](ServerInterception::receive_request_service_contexts);
-//!    an `Err(outcome)` skips the servant (go to 5 with it).
-//! 4. server: [`ServerInterception::receive_request`] (with
-//!    [`set_target`](ServerInterception::set_target) first), then run the
-//!    servant inside [`enter_request_scope`](ServerInterception::enter_request_scope)'s
-//!    guard.
-//! 5. server: [`ServerInterception::conclude`] with what the servant came to
-//!    ([`ServerOutcome`]); it returns the final outcome and the reply's
-//!    service contexts.
-//! 6. client: [`ClientInterception::conclude`] with that outcome (mapped to
-//!    a [`ClientOutcome`]) and the reply contexts; the final outcome is
-//!    the call's.
+//! 1. Client: `ClientInterception::start(interceptors, ClientCall { request_id:
+//!    interceptors.next_request_id(), operation, response_expected,
+//!    sync_scope, target, effective_target, slots:
+//!    interceptors.thread_slots(), arguments })` gives
+//!    `Option<Box<ClientInterception>>`: `None` when no client
+//!    interceptor is registered (then skip every client step).
+//!    `arguments` is `Some((NvList, result TypeCode))` where the call's
+//!    arguments are known as `any`s, else `None`.
+//! 2. Client: `send_request() -> Result<(), ClientOutcome>`. An
+//!    `Err(outcome)` ends the call there: go to step 6 with it (a system
+//!    exception, or a forward: send the call there instead).
+//! 3. Server: `ServerInterception::start(interceptors, request_id,
+//!    operation, response_expected, sync_scope,
+//!    client.request_contexts().to_vec())` (`None`: no server
+//!    interceptor), then `receive_request_service_contexts() ->
+//!    Result<(), ServerOutcome>`; an `Err(outcome)` skips the servant (go
+//!    to step 5 with it).
+//! 4. Server: `set_target(&object_id)`, `receive_request() -> Result<(),
+//!    ServerOutcome>` (an `Err` skips the servant, as in 3), then run the
+//!    servant while the guard of `enter_request_scope()` lives (the
+//!    request's PICurrent slots are then the thread's).
+//! 5. Server: `conclude(outcome: ServerOutcome) -> (ServerOutcome,
+//!    Vec<ServiceContext>)`, the outcome being what the servant came to
+//!    (`Reply`, `UserException(repository id)`, `System(e)`,
+//!    `Forward(reference)`); it returns the final outcome and the reply's
+//!    service contexts. For an AMH servant, attach the interception to
+//!    its `OwedReply` instead (`OwedReply::intercepted(Some(it))`): the
+//!    reply concludes it whenever the `ResponseHandler` answers.
+//! 6. Client: `conclude(outcome: ClientOutcome, reply_contexts) ->
+//!    ClientOutcome`, with the server's final outcome mapped one to one
+//!    (`NoReply` for a oneway that waits for nothing, `Retry` for a
+//!    re-send); the result is the call's outcome (a system exception or
+//!    a forward may have replaced it).
 //!
-//! An asynchronous (AMH) servant's reply concludes through the
-//! [`OwedReply`](crate::owed_reply::OwedReply) that carries the
-//! interception (`OwedReply::intercepted`), as a remote request's does.
+//! `interceptors/tests.rs` drives exactly this sequence.
 
 mod client;
 mod current;

@@ -5,6 +5,13 @@
 //! writing the replies whole under the connection's write lock; its idle
 //! and message timeouts, back-pressure and orderly close.
 //!
+//! With server request interceptors registered (`crate::interceptors`),
+//! a request resolved here starts its interception
+//! (`receive_request_service_contexts`), which its `OwedReply` carries to
+//! the upcall (`receive_request`, the request's PICurrent slots) and to
+//! its reply (the ending point); a request the POA answers at once is
+//! answered through it too.
+//!
 //! Replies to requests read together are written together when the model
 //! allows it ([`ServerConcurrency::coalesces_replies`]): the reading thread
 //! holds the replies it writes while it runs the requests of one read,
