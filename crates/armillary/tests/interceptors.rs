@@ -136,6 +136,12 @@ impl ClientRequestInterceptor for Client {
                 self.probe
                     .saw(format!("C1 sends arguments {:?}", longs(arguments)));
             }
+            if info.effective_target() != info.target() {
+                self.probe.saw(format!(
+                    "C1 forwarded from {} to another object",
+                    info.target().type_id()
+                ));
+            }
             let slot = info.get_slot(self.probe.slot())?;
             if let Some(v) = slot.and_then(|v| v.get::<i32>()) {
                 self.probe.saw(format!("C1 slot {v}"));
@@ -756,6 +762,35 @@ fn a_location_forward_ends_in_receive_and_send_other_then_is_followed() {
 }
 
 #[test]
+fn a_request_the_poa_refuses_ends_in_send_exception_without_receive_request() {
+    let f = fixture();
+    let poa = f.server.root_poa();
+    let id = poa
+        .reference_to_id(
+            &f.server
+                .string_to_object(&f.client.object_to_string(&f.other))
+                .unwrap(),
+        )
+        .unwrap();
+    poa.deactivate_object(&id).unwrap();
+    let e = echo(&f.other, 1).unwrap_err();
+    assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
+    assert_eq!(
+        f.probe.take("S", "echo"),
+        vec![
+            "S1.receive_request_service_contexts",
+            "S2.receive_request_service_contexts",
+            "S2.send_exception",
+            "S1.send_exception",
+        ]
+    );
+    assert_eq!(
+        f.probe.take("C", "echo"),
+        client_attempt("receive_exception")
+    );
+}
+
+#[test]
 fn forward_request_from_send_request_redirects_the_call() {
     let f = fixture();
     f.probe.rule(
@@ -765,6 +800,19 @@ fn forward_request_from_send_request_redirects_the_call() {
         Action::Forward(f.other.clone()),
     );
     assert_eq!(echo(&f.target, 2).unwrap(), 1002);
+    // The second attempt's effective target is where it was forwarded.
+    let forwarded: Vec<String> = f
+        .probe
+        .seen
+        .lock()
+        .iter()
+        .filter(|s| s.starts_with("C1 forwarded"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        forwarded,
+        vec!["C1 forwarded from IDL:Test/Probed:1.0 to another object"]
+    );
     let client = f.probe.take("C", "echo");
     assert_eq!(
         client,
