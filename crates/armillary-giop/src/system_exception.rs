@@ -135,6 +135,10 @@ pub mod minor {
     /// own; see `armillary_giop::cdr::fragments`). GIOP 1.2 has no such
     /// ambiguity.
     pub const FRAGMENT_AMBIGUOUS: u32 = armillary_minor(42);
+    /// UNKNOWN: a portable interceptor panicked at one of its interception
+    /// points; the ORB caught the panic, ended the request with this
+    /// exception and goes on (Armillary's own).
+    pub const INTERCEPTOR_PANICKED: u32 = armillary_minor(43);
 }
 
 /// Whether the operation ran before the exception was raised.

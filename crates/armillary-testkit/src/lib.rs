@@ -100,7 +100,7 @@ pub fn peers_dir() -> PathBuf {
 }
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
-/// `amh_client`, `bench_client`, `diff_peer`, the SSL peers, the AMI peers
+/// `amh_client`, `bench_client`, `diff_peer`, `pi_peer`, the SSL peers, the AMI peers
 /// `ami_bench_client` and `interop_ami_handler`) if needed and returns their directory. Runs `make` once
 /// per test process: the tests of one file run in parallel, and two
 /// `make`s writing the same programs would let a test start one that is
@@ -290,6 +290,14 @@ fn serve_with_ior_file(
     let ior = wait_for_file(&ior_file);
     let _ = std::fs::remove_file(&ior_file);
     (peer, ior)
+}
+
+/// Starts omniORB's `pi_peer` (built from `tests/interop/cpp/pi_peer.cc`:
+/// `Interop::Everything` with omniORB's own interceptors, which answer a
+/// request's service context with one of theirs) on a loopback port with
+/// `args`, and returns it with its IOR.
+pub fn start_pi_server(peers: &Path, tag: &str, args: &[&str]) -> (Peer, String) {
+    start_server(peers, "pi_peer", &["serve"], tag, args)
 }
 
 /// Starts omniORB's `diff_peer` (the differential tests' peer, built from

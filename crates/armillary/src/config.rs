@@ -55,6 +55,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use armillary_giop::cdr::codeset::{self, CodeSetComponent, CodeSetComponentInfo};
@@ -724,7 +725,31 @@ pub struct OrbConfig {
     pub(crate) request_filter: crate::request_filter::FilterSlot,
     /// The lanes a request filter may route requests to.
     pub(crate) lanes: Vec<crate::request_filter::LaneConfig>,
+    /// The ORB initializers that register portable interceptors (set with
+    /// `OrbConfig::orb_initializer`, in `crate::interceptors`).
+    pub(crate) orb_initializers: InitializerSlot,
 }
+
+/// The ORB initializers an [`OrbConfig`] holds, each an
+/// `Arc<dyn interceptors::OrbInitializer>` behind `Any`: the trait belongs
+/// to a layer above this one (it names references), which alone makes and
+/// reads these. Two lists are equal when they hold the same initializers.
+#[derive(Clone, Default)]
+pub(crate) struct InitializerSlot(pub(crate) Vec<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl std::fmt::Debug for InitializerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ORB initializer(s)", self.0.len())
+    }
+}
+
+impl PartialEq for InitializerSlot {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+impl Eq for InitializerSlot {}
 
 impl Default for OrbConfig {
     fn default() -> Self {
@@ -757,6 +782,7 @@ impl Default for OrbConfig {
             union_default_label: UnionDefaultLabel::Discriminator,
             request_filter: crate::request_filter::FilterSlot::default(),
             lanes: Vec::new(),
+            orb_initializers: InitializerSlot::default(),
         }
     }
 }

@@ -530,7 +530,12 @@ impl Request {
         let outcome = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args, self.target.call_timeout());
+            let request = two_way(
+                &self.operation,
+                &args,
+                self.target.call_timeout(),
+                Some((arguments, &self.result_type)),
+            );
             self.target.route_invoke(&request).and_then(|reply| {
                 reply.ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))
             })
@@ -550,6 +555,7 @@ impl Request {
             sync_scope: SyncScope::None,
             args: &args,
             call_timeout: self.target.call_timeout(),
+            signature: Some((arguments, &self.result_type)),
         };
         self.target.route_invoke(&request)?;
         self.state = State::Oneway;
@@ -573,7 +579,12 @@ impl Request {
         let pending = {
             let arguments = &self.arguments;
             let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-            let request = two_way(&self.operation, &args, self.target.call_timeout());
+            let request = two_way(
+                &self.operation,
+                &args,
+                self.target.call_timeout(),
+                Some((arguments, &self.result_type)),
+            );
             self.target.route_send(&request, asynchronous)?
         };
         self.state = State::Deferred(pending);
@@ -591,7 +602,12 @@ impl Request {
             State::Deferred(pending) => {
                 let arguments = &self.arguments;
                 let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-                let request = two_way(&self.operation, &args, self.target.call_timeout());
+                let request = two_way(
+                    &self.operation,
+                    &args,
+                    self.target.call_timeout(),
+                    Some((arguments, &self.result_type)),
+                );
                 match pending.poll(&request) {
                     Some(outcome) => {
                         let _ = self.complete(outcome);
@@ -618,7 +634,12 @@ impl Request {
                 let outcome = {
                     let arguments = &self.arguments;
                     let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-                    let request = two_way(&self.operation, &args, self.target.call_timeout());
+                    let request = two_way(
+                        &self.operation,
+                        &args,
+                        self.target.call_timeout(),
+                        Some((arguments, &self.result_type)),
+                    );
                     pending.wait(&request)
                 };
                 self.complete(outcome)
@@ -636,7 +657,12 @@ impl Request {
         };
         let arguments = &self.arguments;
         let args = |w: &mut CdrWriter| arguments.write_values(w, Message::Request);
-        let request = two_way(&self.operation, &args, self.target.call_timeout());
+        let request = two_way(
+            &self.operation,
+            &args,
+            self.target.call_timeout(),
+            Some((arguments, &self.result_type)),
+        );
         loop {
             if let Some(outcome) = pending.settle(&request) {
                 let _ = self.complete(outcome);
@@ -724,6 +750,7 @@ fn two_way<'a>(
     operation: &'a str,
     args: &'a dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
     call_timeout: Option<std::time::Duration>,
+    signature: Option<(&'a NvList, &'a TypeCode)>,
 ) -> OutgoingRequest<'a> {
     OutgoingRequest {
         operation,
@@ -731,6 +758,7 @@ fn two_way<'a>(
         sync_scope: SyncScope::WithTarget,
         args,
         call_timeout,
+        signature,
     }
 }
 

@@ -207,6 +207,14 @@ impl<'r, 'a> DynamicRequest<'r, 'a> {
     /// inout and out values in order. A returned parameter left without a
     /// value is BAD_PARAM (COMPLETED_YES).
     fn finish(self) -> Result<(), SystemException> {
+        // The ORB's server interceptors see them in their ending point.
+        if let Some(interception) = self.request.interception_mut() {
+            let result = match &self.reply {
+                Reply::Normal(result) => result.clone(),
+                Reply::User(_) => None,
+            };
+            interception.set_results(self.arguments.clone(), result);
+        }
         match self.reply {
             Reply::User(exception) => self.request.raise_any(&exception),
             Reply::Normal(result) => {

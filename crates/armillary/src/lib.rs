@@ -171,6 +171,7 @@ mod endpoint;
 mod error;
 mod exception;
 mod idl_type;
+pub mod interceptors;
 mod invocation;
 mod local_server;
 mod net;

@@ -41,6 +41,14 @@ pub struct OutgoingRequest<'a> {
     /// ([`ObjectRef::with_call_timeout`]), if any: it overrides the
     /// thread's and the ORB's (see [`CallTimeout`](crate::CallTimeout)).
     pub call_timeout: Option<Duration>,
+    /// A dynamic (DII) request's parameters and result TypeCode, which
+    /// the ORB's portable interceptors see as `any`s
+    /// ([`ClientRequestInfo::arguments`](crate::interceptors::ClientRequestInfo::arguments));
+    /// `None` for a stub's request.
+    pub signature: Option<(
+        &'a crate::dii::NvList,
+        &'a armillary_giop::typecode::TypeCode,
+    )>,
 }
 
 impl OutgoingRequest<'_> {
@@ -689,6 +697,7 @@ impl ObjectRef {
             sync_scope: SyncScope::WithTarget,
             args,
             call_timeout: self.call_timeout(),
+            signature: None,
         };
         let invoker = self.invoker()?;
         let reply = self
@@ -851,6 +860,7 @@ impl ObjectRef {
             sync_scope: SyncScope::WithTarget,
             args,
             call_timeout: self.call_timeout(),
+            signature: None,
         };
         let invoker = self.invoker()?;
         let mut call = Typed::<S, _, F, T, E>::new(local);
@@ -891,6 +901,7 @@ impl ObjectRef {
             sync_scope: SyncScope::None,
             args,
             call_timeout: self.call_timeout(),
+            signature: None,
         };
         let mut call = Typed::<S, _, _, (), SystemException>::new(|| {
             let call = local();
@@ -1049,6 +1060,7 @@ impl ObjectRef {
             sync_scope,
             args,
             call_timeout: self.call_timeout(),
+            signature: None,
         };
         self.route_invoke(&request).map(|_| ())
     }

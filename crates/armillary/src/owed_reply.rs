@@ -20,13 +20,24 @@
 //! reply that cannot be built (its header fields do not encode) becomes a
 //! MARSHAL exception (COMPLETED_YES), whose header always builds
 //! ([`MessageBuilder::reply`]).
+//!
+//! An intercepted request's owed reply also carries its
+//! [`ServerInterception`]: whichever way it is answered (and when it is
+//! not), the server interceptors' ending point runs first, sees the
+//! outcome, may change it (an exception, a forward), and adds the reply's
+//! service contexts. That is so for a oneway too, which writes nothing;
+//! not for a reply a panic unwinding through it answers (an interceptor
+//! panicking then would abort the process).
 
 use std::sync::Arc;
 
-use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus};
+use armillary_giop::cdr::{CdrEncode, CdrReader, CdrWriter};
+use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, ServiceContext};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, GiopVersion};
 
+use crate::interceptors::{ServerInterception, ServerOutcome};
+use crate::object::ObjectRef;
 use crate::servant::ReplyKind;
 
 /// Where a reply goes: the connection its request came on.
@@ -44,6 +55,8 @@ pub(crate) trait ReplySink: Send + Sync {
 #[must_use = "an owed reply answers UNKNOWN or INTERNAL when dropped unanswered"]
 pub(crate) struct OwedReply {
     owed: Option<Owed>,
+    /// The server interceptors' view of the request, when intercepted.
+    interception: Option<Box<ServerInterception>>,
 }
 
 struct Owed {
@@ -77,13 +90,47 @@ impl OwedReply {
                 order,
                 request_id,
             }),
+            interception: None,
         }
+    }
+
+    /// The same reply, its request intercepted by `interception` (whose
+    /// ending point runs when it is answered).
+    pub(crate) fn intercepted(mut self, interception: Option<Box<ServerInterception>>) -> Self {
+        self.interception = interception;
+        self
+    }
+
+    /// The request's interception, if it is intercepted.
+    pub(crate) fn interception_mut(&mut self) -> Option<&mut ServerInterception> {
+        self.interception.as_deref_mut()
+    }
+
+    /// Answers with `outcome`, which an interceptor's starting point
+    /// ended the request in (a system exception or a forward).
+    pub(crate) fn answer(self, outcome: ServerOutcome) {
+        match outcome {
+            ServerOutcome::Forward(to) => self.forward(&to),
+            ServerOutcome::System(e) => self.exception(&e),
+            // Not what a starting point raises.
+            ServerOutcome::Reply | ServerOutcome::UserException(_) => self.exception(
+                &SystemException::internal(minor::NO_REPLY, CompletionStatus::No),
+            ),
+        }
+    }
+
+    /// Answers with a LOCATION_FORWARD to `to`.
+    pub(crate) fn forward(mut self, to: &ObjectRef) {
+        self.conclude(ServerOutcome::Forward(to.clone()), None);
     }
 
     /// Nothing owed: a oneway request, or one already acknowledged
     /// (SYNC_WITH_SERVER).
     pub(crate) fn nothing() -> OwedReply {
-        OwedReply { owed: None }
+        OwedReply {
+            owed: None,
+            interception: None,
+        }
     }
 
     /// Whether a reply is owed (false for a oneway request, and once
@@ -104,6 +151,25 @@ impl OwedReply {
     /// the message's body offset); a reply whose header does not build is
     /// answered with MARSHAL instead.
     pub(crate) fn reply(mut self, kind: ReplyKind, body: &[u8]) {
+        if self.interception.is_some() {
+            let outcome = match kind {
+                ReplyKind::Normal => ServerOutcome::Reply,
+                ReplyKind::UserException => ServerOutcome::UserException(
+                    body_reader(&self, body).read_string().unwrap_or_default(),
+                ),
+                ReplyKind::SystemException => {
+                    match SystemException::decode_body(&mut body_reader(&self, body)) {
+                        Ok(e) => ServerOutcome::System(e),
+                        Err(_) => ServerOutcome::System(SystemException::unknown(
+                            0,
+                            CompletionStatus::Maybe,
+                        )),
+                    }
+                }
+            };
+            self.conclude(outcome, Some((kind, body)));
+            return;
+        }
         if let Some(owed) = self.owed.take() {
             let message = reply_message(&owed, kind, body, |fields| {
                 MessageBuilder::new(owed.version, owed.order, fields)
@@ -114,23 +180,173 @@ impl OwedReply {
 
     /// Answers with `exception`.
     pub(crate) fn exception(mut self, exception: &SystemException) {
+        if self.interception.is_some() {
+            self.conclude(ServerOutcome::System(exception.clone()), None);
+            return;
+        }
         if let Some(owed) = self.owed.take() {
             owed.sink.send_reply(&exception_message(&owed, exception));
         }
     }
 }
 
+impl OwedReply {
+    /// Runs the interceptors' ending point for `outcome` (`written`: the
+    /// reply the servant wrote, when that is the outcome) and writes what
+    /// it comes to, with the reply service contexts they added.
+    fn conclude(&mut self, outcome: ServerOutcome, written: Option<(ReplyKind, &[u8])>) {
+        let (outcome, contexts) = match self.interception.take() {
+            Some(interception) => interception.conclude(outcome),
+            None => (outcome, Vec::new()),
+        };
+        let Some(owed) = self.owed.take() else {
+            return;
+        };
+        let message = match (outcome, written) {
+            (ServerOutcome::Reply, Some((kind @ ReplyKind::Normal, body)))
+            | (ServerOutcome::UserException(_), Some((kind @ ReplyKind::UserException, body))) => {
+                reply_with_contexts(&owed, kind, body, contexts)
+            }
+            (ServerOutcome::Forward(to), _) => {
+                let mut body = CdrWriter::new(owed.order, owed.version);
+                match to.ior().encode(&mut body) {
+                    Ok(()) => forward_with_contexts(&owed, body.as_bytes(), contexts),
+                    Err(_) => exception_message(
+                        &owed,
+                        &SystemException::marshal(minor::MALFORMED, CompletionStatus::No),
+                    ),
+                }
+            }
+            (ServerOutcome::System(e), _) => {
+                let mut body = CdrWriter::new(owed.order, owed.version);
+                let _ = e.encode_body(&mut body);
+                reply_with_contexts(&owed, ReplyKind::SystemException, body.as_bytes(), contexts)
+            }
+            // Unreachable: interceptors change an outcome only into an
+            // exception or a forward, and a written reply comes with its
+            // own kind.
+            (ServerOutcome::Reply | ServerOutcome::UserException(_), _) => exception_message(
+                &owed,
+                &SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe),
+            ),
+        };
+        owed.sink.send_reply(&message);
+    }
+}
+
+/// A reader of a reply body written for `reply` (whose body starts
+/// 8-aligned: see `reply_with_contexts`).
+fn body_reader<'a>(reply: &OwedReply, body: &'a [u8]) -> CdrReader<'a> {
+    let (order, version) = reply
+        .owed
+        .as_ref()
+        .map_or((ByteOrder::NATIVE, GiopVersion::V1_2), |o| {
+            (o.order, o.version)
+        });
+    CdrReader::new(body, order, version)
+}
+
 impl Drop for OwedReply {
     fn drop(&mut self) {
-        if let Some(owed) = self.owed.take() {
-            let exception = if std::thread::panicking() {
-                SystemException::unknown(minor::SERVANT_PANICKED, CompletionStatus::Maybe)
-            } else {
-                SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe)
-            };
+        if self.owed.is_none() && self.interception.is_none() {
+            return;
+        }
+        let exception = if std::thread::panicking() {
+            // No interceptor runs while a panic unwinds: one that panicked
+            // too would abort the process.
+            self.interception = None;
+            SystemException::unknown(minor::SERVANT_PANICKED, CompletionStatus::Maybe)
+        } else {
+            SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe)
+        };
+        if self.interception.is_some() {
+            self.conclude(ServerOutcome::System(exception), None);
+        } else if let Some(owed) = self.owed.take() {
             owed.sink.send_reply(&exception_message(&owed, &exception));
         }
     }
+}
+
+/// The id of the service context that pads a GIOP 1.0 or 1.1 reply
+/// header carrying interceptors' contexts, so that the body (encoded for
+/// a body at an 8-aligned offset) stays aligned: Armillary's vendor
+/// service context id range, "AR" + 0xFF00.
+pub(crate) const PADDING_CONTEXT: u32 = 0x4152_FF00;
+
+/// A reply of `kind` with `body` (encoded for an 8-aligned body offset,
+/// which a reply without contexts always has) and `contexts` in its
+/// header. GIOP 1.2 aligns the body on 8 itself; an older reply whose
+/// contexts leave the body elsewhere gets a padding context
+/// ([`PADDING_CONTEXT`]).
+fn reply_with_contexts(
+    owed: &Owed,
+    kind: ReplyKind,
+    body: &[u8],
+    contexts: Vec<ServiceContext>,
+) -> Vec<u8> {
+    if contexts.is_empty() {
+        return reply_message(owed, kind, body, |fields| {
+            MessageBuilder::new(owed.version, owed.order, fields)
+        });
+    }
+    let status = match kind {
+        ReplyKind::Normal => ReplyStatus::NoException,
+        ReplyKind::UserException => ReplyStatus::UserException,
+        ReplyKind::SystemException => ReplyStatus::SystemException,
+    };
+    with_contexts(owed, status, body, contexts)
+}
+
+/// A LOCATION_FORWARD reply whose body is the encoded reference.
+fn forward_with_contexts(owed: &Owed, body: &[u8], contexts: Vec<ServiceContext>) -> Vec<u8> {
+    with_contexts(owed, ReplyStatus::LocationForward, body, contexts)
+}
+
+fn with_contexts(
+    owed: &Owed,
+    reply_status: ReplyStatus,
+    body: &[u8],
+    contexts: Vec<ServiceContext>,
+) -> Vec<u8> {
+    let build = |service_contexts: Vec<ServiceContext>| {
+        MessageBuilder::new(
+            owed.version,
+            owed.order,
+            &MessageBody::Reply(ReplyHeader {
+                request_id: owed.request_id,
+                reply_status,
+                service_contexts,
+            }),
+        )
+    };
+    let mut builder = match build(contexts.clone()) {
+        Ok(b) => b,
+        Err(_) => {
+            return exception_message(
+                owed,
+                &SystemException::marshal(minor::MALFORMED, CompletionStatus::Yes),
+            )
+        }
+    };
+    // A padding context of 0 to 7 octets brings an old reply's body to
+    // an 8-aligned offset.
+    let mut padding = 0;
+    while builder.body_offset() % 8 != 0 && padding < 8 {
+        let mut padded = contexts.clone();
+        padded.push(ServiceContext {
+            id: PADDING_CONTEXT,
+            data: vec![0; padding],
+        });
+        if let Ok(b) = build(padded) {
+            if b.body_offset() % 8 == 0 {
+                builder = b;
+                break;
+            }
+        }
+        padding += 1;
+    }
+    builder.body().write_octets(body);
+    builder.finish(false)
 }
 
 /// The reply message for `kind` and `body`, its header made by `header`

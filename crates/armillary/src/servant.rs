@@ -359,6 +359,13 @@ impl<'a> ServerRequest<'a> {
         ResponseHandler::new(owed, operation, writer, self.body_start, self.tasks.clone())
     }
 
+    /// The request's interception, when the ORB has server interceptors.
+    pub(crate) fn interception_mut(
+        &mut self,
+    ) -> Option<&mut crate::interceptors::ServerInterception> {
+        self.owed.as_mut().and_then(|owed| owed.interception_mut())
+    }
+
     /// The operation name (`get_quote`, `_get_name`, `_is_a`).
     pub fn operation(&self) -> &'a str {
         self.operation

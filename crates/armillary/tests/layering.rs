@@ -57,6 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "dii",
             "dsi",
             "idl_type",
+            "interceptors",
             "local_server",
             "object",
             "owed_reply",

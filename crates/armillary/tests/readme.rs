@@ -1,5 +1,6 @@
 //! The README's server-and-client example is the crate documentation's
-//! doctest, and its AMI example the `armillary::ami` module's, which run:
+//! doctest, its AMI example the `armillary::ami` module's, and its
+//! interceptor example the `armillary::interceptors` module's, which run:
 //! these tests keep the texts the same, so that the README shows code that
 //! compiles and works.
 
@@ -64,6 +65,19 @@ fn the_readme_ami_example_is_the_ami_module_doctest() {
     assert_eq!(
         in_readme, in_doc,
         "README.md and the `armillary::ami` docs show different examples"
+    );
+}
+
+#[test]
+fn the_readme_interceptor_example_is_the_interceptors_module_doctest() {
+    let (in_readme, in_doc) = readme_and_doctest("use std::sync::Arc;", "interceptors/mod.rs");
+    assert!(
+        in_readme.len() > 20,
+        "the README's interceptor example is shorter than expected"
+    );
+    assert_eq!(
+        in_readme, in_doc,
+        "README.md and the `armillary::interceptors` docs show different examples"
     );
 }
 

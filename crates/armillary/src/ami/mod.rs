@@ -171,6 +171,7 @@ impl OwnedRequest {
             sync_scope: SyncScope::WithTarget,
             args: &*self.args,
             call_timeout: self.call_timeout,
+            signature: None,
         }
     }
 }

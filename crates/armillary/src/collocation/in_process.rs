@@ -265,7 +265,7 @@ fn reply_of(core: &OrbCore, bytes: Vec<u8>) -> Result<Attempt, SystemException> 
         fragments: 1,
         fragment_starts: Vec::new(),
     };
-    core.reply(frame, CODESETS)
+    core.reply(frame, CODESETS, None)
 }
 
 /// The outcome of a marshalled collocated call that ended as `finished`,

@@ -26,6 +26,9 @@ pub(crate) struct Sent {
     pub(crate) id: u32,
     /// The connection's code sets, which the reply is read with.
     pub(crate) codesets: CodeSets,
+    /// The attempt's interception, when the call is intercepted: its
+    /// ending point runs when the attempt is concluded.
+    pub(crate) interception: Option<Box<crate::interceptors::ClientInterception>>,
 }
 
 /// Where a request goes next: its target (which forwards change), its

@@ -12,7 +12,7 @@ use std::time::Instant;
 use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 
-use super::{Attempt, Progress, Sent};
+use super::{Attempt, CallStart, Progress, Sent};
 use crate::object::{OutgoingRequest, ReplyMessage};
 use crate::orb::OrbCore;
 use crate::pending::{InFlight, PendingReply, WaitFor};
@@ -30,6 +30,8 @@ pub(crate) struct RemoteDeferred {
     asynchronous: bool,
     /// Whether it was ever sent whole.
     sent_once: bool,
+    /// What its interceptors keep from its start, when it is intercepted.
+    start: Option<CallStart>,
 }
 
 enum Flight {
@@ -62,8 +64,10 @@ impl RemoteDeferred {
         asynchronous: bool,
     ) -> PendingReply {
         let deadline = core.deadline_for(request);
+        let start = core.call_start(target);
         let mut remote = RemoteDeferred {
             core,
+            start,
             progress: Progress::new(target),
             deadline,
             flight: Flight::Taken,
@@ -97,6 +101,7 @@ impl RemoteDeferred {
                 self.progress.addressing,
                 self.deadline,
                 slot.dispatcher(),
+                self.start.as_ref(),
             ) {
                 Err(e) => break Flight::Done(Err(e)),
                 Ok(Ok(sent)) => {
@@ -130,11 +135,42 @@ impl RemoteDeferred {
     }
 }
 
+impl RemoteDeferred {
+    /// The application polls for the reply (a poller, a DII deferred
+    /// request): an intercepted request runs `send_poll`, and ends there
+    /// if an interceptor raises.
+    fn send_poll(&mut self, request: &OutgoingRequest<'_>) {
+        let Flight::Sent { sent, .. } = &mut self.flight else {
+            return;
+        };
+        let Some(interception) = sent.interception.as_mut() else {
+            return;
+        };
+        let Err(outcome) = interception.send_poll() else {
+            return;
+        };
+        // Its reply, should it come, is dropped.
+        sent.conn.unbind(sent.id);
+        let ended = sent.interception.take().map(|interception| {
+            let attempt = self.core.attempt_of(outcome);
+            self.core.end_attempt(interception, attempt, Vec::new())
+        });
+        let Some(attempt) = ended else {
+            return;
+        };
+        self.flight = Flight::Taken;
+        match self.conclude(attempt) {
+            Some(flight) => self.flight = flight,
+            None => self.launch(request),
+        }
+    }
+}
+
 impl InFlight for RemoteDeferred {
     /// Takes the outcome out of the slot, once dispatched, and moves on
     /// (sending again when the reply says so).
     fn advance(&mut self, request: &OutgoingRequest<'_>) {
-        let Flight::Sent { sent, slot } = &self.flight else {
+        let Flight::Sent { sent, slot } = &mut self.flight else {
             return;
         };
         let Some(awaited) = slot.take() else {
@@ -148,6 +184,7 @@ impl InFlight for RemoteDeferred {
     }
 
     fn poll(&mut self, request: &OutgoingRequest<'_>) {
+        self.send_poll(request);
         if let Flight::Sent { sent, .. } = &self.flight {
             sent.conn.poll();
         }
@@ -155,6 +192,7 @@ impl InFlight for RemoteDeferred {
     }
 
     fn wait(&mut self, request: &OutgoingRequest<'_>, wait_for: WaitFor) {
+        self.send_poll(request);
         let activity = matches!(wait_for, WaitFor::Activity(_));
         while let Flight::Sent { sent, slot } = &self.flight {
             let conn = sent.conn.clone();

@@ -12,17 +12,22 @@
 //! the connection on in an orderly way before answering, and fails with
 //! TIMEOUT when the call timeout runs out (`deadline_for`). Deferred and
 //! asynchronous requests are sent the same way and concluded when their
-//! reply is collected (`in_flight.rs`).
+//! reply is collected (`in_flight.rs`). The client's portable
+//! interceptors run here, once per attempt (`intercepted.rs`): the
+//! starting point as the request is written, the ending point where the
+//! attempt is concluded.
 //!
 //! Collocated calls (this ORB's own local objects) do not come here:
 //! `crate::collocation`.
 
 mod attempt;
 pub(crate) mod in_flight;
+mod intercepted;
 mod locate;
 
 pub(crate) use attempt::{Attempt, Progress, Sent};
 use in_flight::RemoteDeferred;
+pub(crate) use intercepted::CallStart;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -130,21 +135,33 @@ impl OrbCore {
         request: &OutgoingRequest<'_>,
         addressing: i16,
         deadline: Option<Instant>,
+        start: Option<&CallStart>,
     ) -> Result<Attempt, SystemException> {
         let slot = Arc::new(SyncSlot::default());
-        let sent = match self.send_once(target, request, addressing, deadline, slot.dispatcher())? {
+        let mut sent = match self.send_once(
+            target,
+            request,
+            addressing,
+            deadline,
+            slot.dispatcher(),
+            start,
+        )? {
             Ok(sent) => sent,
             Err(attempt) => return Ok(attempt),
         };
         let awaited = self.wait_reply(&sent.conn, sent.id, &slot, deadline);
-        self.finish(&sent, awaited, request.response_expected)
+        self.finish(&mut sent, awaited, request.response_expected)
     }
 
     /// Sends one attempt at `request` on `target` (see
     /// [`invoke_once`](Self::invoke_once)), its reply to go to
     /// `dispatcher`: the request as sent, or what the attempt already came
     /// to (a oneway is done once written; a request that could not be
-    /// written whole is retried).
+    /// written whole is retried). With `start` (the call is intercepted),
+    /// the attempt's `send_request` runs as it is written, and its ending
+    /// point when it comes to something here (an attempt sent whole and
+    /// awaiting its reply carries its interception to
+    /// [`finish`](Self::finish)).
     pub(crate) fn send_once(
         &self,
         target: &Ior,
@@ -152,6 +169,55 @@ impl OrbCore {
         addressing: i16,
         deadline: Option<Instant>,
         dispatcher: Box<dyn ReplyDispatcher>,
+        start: Option<&CallStart>,
+    ) -> Result<Result<Sent, Attempt>, SystemException> {
+        let mut interception = None;
+        let result = self.send_attempt(
+            target,
+            request,
+            (addressing, deadline),
+            dispatcher,
+            start,
+            &mut interception,
+        );
+        let Some(interception) = interception else {
+            return match (start, result) {
+                // No connection for it: its interceptors still see it
+                // start and fail (with an id of the ORB's own).
+                (Some(start), Err(e)) => {
+                    let id = self.interceptors.next_request_id();
+                    let (interception, sent) = self.intercept_send(start, target, request, id);
+                    let attempt = match sent {
+                        Ok(()) => Err(e),
+                        Err(outcome) => self.attempt_of(outcome),
+                    };
+                    self.end_attempt(interception, attempt, Vec::new()).map(Err)
+                }
+                (_, result) => result,
+            };
+        };
+        match result {
+            Ok(Ok(mut sent)) => {
+                sent.interception = Some(interception);
+                Ok(Ok(sent))
+            }
+            Ok(Err(attempt)) => self
+                .end_attempt(interception, Ok(attempt), Vec::new())
+                .map(Err),
+            Err(e) => self.end_attempt(interception, Err(e), Vec::new()).map(Err),
+        }
+    }
+
+    /// [`send_once`](Self::send_once), the interception it starts (if
+    /// any) left in `interception`.
+    fn send_attempt(
+        &self,
+        target: &Ior,
+        request: &OutgoingRequest<'_>,
+        (addressing, deadline): (i16, Option<Instant>),
+        dispatcher: Box<dyn ReplyDispatcher>,
+        start: Option<&CallStart>,
+        interception: &mut Option<Box<crate::interceptors::ClientInterception>>,
     ) -> Result<Result<Sent, Attempt>, SystemException> {
         let (index, usable) = self.profiles.first_iiop(&target.profiles).ok_or_else(|| {
             SystemException::inv_objref(minor::UNREGISTERED_OBJECT, CompletionStatus::No)
@@ -176,6 +242,15 @@ impl OrbCore {
                 }
             };
             let id = conn.next_request_id();
+            if let Some(start) = start {
+                // Before the connection's code sets are fixed: a request
+                // an interceptor stops never leaves.
+                let (started, sent) = self.intercept_send(start, target, request, id);
+                *interception = Some(started);
+                if let Err(outcome) = sent {
+                    return self.attempt_of(outcome).map(Err);
+                }
+            }
             let mut contexts = Vec::new();
             // Code sets belong to the connection: the first request fixes
             // them (from its reference's profile) and announces them.
@@ -196,6 +271,9 @@ impl OrbCore {
                 *conn.codesets.get().unwrap_or(&chosen)
             };
             let announces_codesets = !contexts.is_empty();
+            if let Some(interception) = interception {
+                contexts.extend(interception.request_contexts().iter().cloned());
+            }
             let header = MessageBody::Request(RequestHeader {
                 request_id: id,
                 response_flags: if request.response_expected {
@@ -278,6 +356,7 @@ impl OrbCore {
                 conn: Arc::clone(&conn),
                 id,
                 codesets,
+                interception: None,
             }));
         }
         Err(last_error.unwrap_or_else(|| {
@@ -287,12 +366,31 @@ impl OrbCore {
 
     /// What the outcome of a sent attempt means for the call: its reply,
     /// or why there is none (a request that a server closed the
-    /// connection on before answering is retried).
+    /// connection on before answering is retried). An intercepted
+    /// attempt's ending point runs here, and may change that.
     pub(crate) fn finish(
+        &self,
+        sent: &mut Sent,
+        awaited: Awaited,
+        response_expected: bool,
+    ) -> Result<Attempt, SystemException> {
+        let Some(interception) = sent.interception.take() else {
+            return self.conclude_awaited(sent, awaited, response_expected, None);
+        };
+        let mut reply_contexts = Vec::new();
+        let attempt =
+            self.conclude_awaited(sent, awaited, response_expected, Some(&mut reply_contexts));
+        self.end_attempt(interception, attempt, reply_contexts)
+    }
+
+    /// [`finish`](Self::finish) without interception; the reply's service
+    /// contexts go to `reply_contexts` when asked for.
+    fn conclude_awaited(
         &self,
         sent: &Sent,
         awaited: Awaited,
         response_expected: bool,
+        reply_contexts: Option<&mut Vec<ServiceContext>>,
     ) -> Result<Attempt, SystemException> {
         let conn = &sent.conn;
         match awaited {
@@ -320,7 +418,7 @@ impl OrbCore {
                 self.connections.evict(conn);
                 Err(crate::transport::tls::refused())
             }
-            Awaited::Reply(frame) => match self.reply(frame, sent.codesets)? {
+            Awaited::Reply(frame) => match self.reply(frame, sent.codesets, reply_contexts)? {
                 // A synchronised oneway only needed to know it arrived.
                 Attempt::Done(_) if !response_expected => Ok(Attempt::Done(None)),
                 other => Ok(other),
@@ -332,6 +430,7 @@ impl OrbCore {
         &self,
         frame: armillary_giop::giop::Frame,
         codesets: CodeSets,
+        reply_contexts: Option<&mut Vec<ServiceContext>>,
     ) -> Result<Attempt, SystemException> {
         let marshal = |e: &armillary_giop::cdr::CdrError| {
             SystemException::from_cdr_error(e, CompletionStatus::Maybe)
@@ -345,6 +444,9 @@ impl OrbCore {
                 CompletionStatus::Maybe,
             ));
         };
+        if let Some(contexts) = reply_contexts {
+            contexts.clone_from(&header.service_contexts);
+        }
         let mut body: CdrReader<'_> = frame.reader(&msg).with_codesets(codesets);
         let outcome = match header.reply_status {
             ReplyStatus::NoException => ReplyOutcome::Normal,
@@ -458,6 +560,7 @@ impl Invoker for OrbCore {
     ) -> Result<Option<ReplyMessage>, SystemException> {
         let deadline = self.deadline_for(request);
         let mut progress = Progress::new(target);
+        let start = self.call_start(target);
         loop {
             // A shutdown while an attempt was under way closed its
             // connection: no new one is opened for the retry.
@@ -472,8 +575,13 @@ impl Invoker for OrbCore {
                     CompletionStatus::No,
                 ));
             }
-            let attempt =
-                self.invoke_once(&progress.target, request, progress.addressing, deadline)?;
+            let attempt = self.invoke_once(
+                &progress.target,
+                request,
+                progress.addressing,
+                deadline,
+                start.as_ref(),
+            )?;
             if let Some(reply) = progress.after(attempt, self.config.max_forwards)? {
                 return Ok(reply);
             }

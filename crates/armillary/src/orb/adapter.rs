@@ -39,6 +39,10 @@ impl ObjectAdapter for OrbCore {
         Some(crate::object::DecodingScope::enter(me))
     }
 
+    fn server_interceptors(&self) -> Option<&Arc<crate::interceptors::Interceptors>> {
+        (!self.interceptors.server.is_empty()).then_some(&self.interceptors)
+    }
+
     fn server_failed(&self) {
         let _guard = self.shutdown_lock.lock();
         self.shutdown_signal.notify_all();

@@ -43,6 +43,9 @@ pub(crate) struct OrbCore {
     /// AMI callbacks waiting for an application thread
     /// ([`ConcurrencyModel::ApplicationThreads`]).
     pub(crate) callbacks: crate::ami::CallbackQueue,
+    /// The portable interceptors and PICurrent slots the configuration's
+    /// initializers registered (none: every hook is one branch).
+    pub(crate) interceptors: Arc<crate::interceptors::Interceptors>,
     pub(crate) shut_down: AtomicBool,
     pub(crate) shutdown_lock: Mutex<()>,
     pub(crate) shutdown_signal: Condvar,
@@ -239,6 +242,12 @@ impl OrbCore {
                     if let Ok(alt) = TaggedComponent::alternate_address(h, *p) {
                         body.components.push(alt);
                     }
+                }
+                if !self.interceptors.ior.is_empty() {
+                    body.components.extend(crate::interceptors::ior_components(
+                        &self.interceptors,
+                        type_id,
+                    ));
                 }
             }
             if let Ok(p) = body.to_profile() {

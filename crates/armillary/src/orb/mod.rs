@@ -212,6 +212,7 @@ impl Orb {
             crate::transport::mux::mux(&config),
             config.max_message_size,
         );
+        let interceptors = Arc::new(crate::interceptors::initialize(&config));
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
@@ -228,6 +229,7 @@ impl Orb {
                 deferred: crate::dii::DeferredRequests::default(),
                 readers: Mutex::new(Vec::new()),
                 callbacks: crate::ami::CallbackQueue::default(),
+                interceptors,
                 shut_down: AtomicBool::new(false),
                 shutdown_lock: Mutex::new(()),
                 shutdown_signal: Condvar::new(),
@@ -249,6 +251,13 @@ impl Orb {
 
     fn core(&self) -> &Arc<OrbCore> {
         &self.handle.core
+    }
+
+    /// `PICurrent`: the calling thread's portable-interceptor slots, which
+    /// the ORB's initializers allocated (see [`crate::interceptors`]).
+    #[doc(alias = "PICurrent")]
+    pub fn pi_current(&self) -> crate::interceptors::PiCurrent {
+        self.core().interceptors.pi_current()
     }
 
     /// The root POA.

@@ -35,6 +35,10 @@ pub(crate) trait ObjectAdapter: Send + Sync {
     /// (`None` when it is going away).
     fn decoding_scope(&self) -> Option<DecodingScope>;
 
+    /// The ORB's interceptors, when it has server request interceptors
+    /// (`None`: requests are not intercepted).
+    fn server_interceptors(&self) -> Option<&std::sync::Arc<crate::interceptors::Interceptors>>;
+
     /// The server's reactor failed: it serves nothing more (`Orb::run`,
     /// waiting for a shutdown, returns then).
     fn server_failed(&self);

@@ -5,6 +5,13 @@
 //! writing the replies whole under the connection's write lock; its idle
 //! and message timeouts, back-pressure and orderly close.
 //!
+//! With server request interceptors registered (`crate::interceptors`),
+//! a request resolved here starts its interception
+//! (`receive_request_service_contexts`), which its `OwedReply` carries to
+//! the upcall (`receive_request`, the request's PICurrent slots) and to
+//! its reply (the ending point); a request the POA answers at once is
+//! answered through it too.
+//!
 //! Replies to requests read together are written together when the model
 //! allows it ([`ServerConcurrency::coalesces_replies`]): the reading thread
 //! holds the replies it writes while it runs the requests of one read,
@@ -41,6 +48,7 @@ use parking_lot::Mutex;
 use super::adapter::{Located, ObjectAdapter};
 use super::concurrency::{ResolvedRequest, ServerConcurrency};
 use super::Shared;
+use crate::interceptors::{ServerInterception, ServerOutcome};
 use crate::owed_reply::{OwedReply, ReplySink};
 use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::{EventHandler, Reactor, Readiness};
@@ -1051,6 +1059,58 @@ impl ServerConnection {
             }
         };
         let resolution = adapter.resolve(&key, &h.operation);
+        // The server interceptors' starting point, once the request's
+        // fate is known (a request a holding POA manager parks comes
+        // back here when it runs). A request the POA answers at once is
+        // answered through them too.
+        let mut interception = None;
+        if let Some(interceptors) = adapter.server_interceptors() {
+            if !matches!(resolution, Resolution::Held(_)) {
+                let mut started = ServerInterception::start(
+                    interceptors,
+                    h.request_id,
+                    &h.operation,
+                    expected,
+                    h.sync_scope(),
+                    h.service_contexts.clone(),
+                );
+                let early = match started
+                    .as_mut()
+                    .map(|i| i.receive_request_service_contexts())
+                {
+                    Some(Err(outcome)) => Some(outcome),
+                    _ => match &resolution {
+                        Resolution::Forward(to) => Some(ServerOutcome::Forward(to.clone())),
+                        Resolution::Failed(ex) => Some(ServerOutcome::System(ex.clone())),
+                        Resolution::NotAPoaKey => {
+                            Some(ServerOutcome::System(SystemException::object_not_exist(
+                                minor::UNREGISTERED_OBJECT,
+                                CompletionStatus::No,
+                            )))
+                        }
+                        Resolution::Upcall(_) | Resolution::Held(_) => None,
+                    },
+                };
+                if let Some(outcome) = early {
+                    let reply = match (expected, self.me.upgrade()) {
+                        (true, Some(conn)) => OwedReply::new(
+                            Arc::new(ConnectionReplies {
+                                conn,
+                                reactor: reactor.clone(),
+                                in_progress: Mutex::new(None),
+                            }),
+                            version,
+                            order,
+                            h.request_id,
+                        ),
+                        _ => OwedReply::nothing(),
+                    };
+                    reply.intercepted(started).answer(outcome);
+                    return;
+                }
+                interception = started;
+            }
+        }
         let upcall = match resolution {
             Resolution::Upcall(u) => u,
             Resolution::Held(manager) => {
@@ -1142,6 +1202,7 @@ impl ServerConnection {
         } else {
             (OwedReply::nothing(), in_progress)
         };
+        let reply = reply.intercepted(interception);
         let operation: Arc<str> = Arc::from(h.operation.as_str());
         let adapter = adapter.clone();
         let shared_operation = operation.clone();
@@ -1207,13 +1268,27 @@ impl ServerConnection {
             .with_default_label(default_label);
         // The servant sees the object id within its POA, not the whole key.
         let object_id = upcall.object_id().clone();
-        let (reply, operation, tasks) = owed;
+        let (mut reply, operation, tasks) = owed;
+        // An intercepted request: `receive_request` on this thread, then
+        // the request's PICurrent slots are the servant's.
+        let mut request_scope = None;
+        if let Some(interception) = reply.interception_mut() {
+            interception.set_target(&object_id);
+            match interception.receive_request() {
+                Ok(()) => request_scope = Some(interception.enter_request_scope()),
+                Err(outcome) => {
+                    reply.answer(outcome);
+                    return;
+                }
+            }
+        }
         let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer)
             .owing(reply, operation, tasks);
         let outcome = {
             let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
         };
+        drop(request_scope);
         if let Some(form) = request.default_label_seen() {
             // The first form shown stays: a client's ORB does not change.
             let _ = self.default_label_seen.set(form);
