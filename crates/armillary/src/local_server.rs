@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
+use armillary_giop::giop::ServiceContext;
 use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::SystemException;
 use parking_lot::RwLock;
@@ -45,7 +46,13 @@ pub(crate) trait LocalServer: Send + Sync {
         deadline: Option<Instant>,
         strategy: Collocation,
         body: LocalBody<'_>,
+        contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt;
+
+    /// Whether this ORB has server request interceptors: its collocated
+    /// calls then carry encoded arguments, so that they see them as a
+    /// remote request's.
+    fn intercepts(&self) -> bool;
 
     /// Sends the two-way `request` in this process for a reply collected
     /// later (DII deferred, AMI pollers, futures and callbacks): the
@@ -77,6 +84,15 @@ pub(crate) enum LocalAttempt {
     Forward(ObjectRef),
     /// The call ended in a system exception.
     Failed(SystemException),
+}
+
+/// The service contexts of a collocated call whose client interceptors
+/// run: those its request carries (what `send_request` added), and
+/// those its reply brought back.
+#[derive(Debug, Default)]
+pub(crate) struct CallContexts {
+    pub(crate) request: Vec<ServiceContext>,
+    pub(crate) reply: Vec<ServiceContext>,
 }
 
 /// How a collocated call carries its arguments.

@@ -265,6 +265,14 @@ pub trait Invoker: Send + Sync + 'static {
     fn call_timeout(&self) -> Option<Duration> {
         None
     }
+
+    /// This invoker's ORB's client request interceptors, when it has any
+    /// (what a collocated call runs, as the invocation engine does for a
+    /// remote one). For the ORB's own invokers.
+    #[doc(hidden)]
+    fn client_interceptors(&self) -> Option<Arc<crate::interceptors::Interceptors>> {
+        None
+    }
 }
 
 /// The ORBs that unbound references may bind to, oldest first: each
@@ -494,6 +502,12 @@ impl Invoker for BindsOnFirstUse {
 
     fn call_timeout(&self) -> Option<Duration> {
         self.bound().ok().and_then(|invoker| invoker.call_timeout())
+    }
+
+    fn client_interceptors(&self) -> Option<Arc<crate::interceptors::Interceptors>> {
+        self.bound()
+            .ok()
+            .and_then(|invoker| invoker.client_interceptors())
     }
 }
 
@@ -732,7 +746,15 @@ impl ObjectRef {
         let (strategy, target) = self.local()?;
         let server = target.server()?;
         let deadline = self.deadline(request);
-        let mut outcome = server.call(target, request, deadline, strategy, body.reborrow());
+        let mut outcome = self.local_attempt(
+            self,
+            &server,
+            target,
+            strategy,
+            request,
+            deadline,
+            body.reborrow(),
+        );
         let mut forwards = 0;
         loop {
             let to = match outcome {
@@ -748,11 +770,12 @@ impl ObjectRef {
                     CompletionStatus::No,
                 )));
             }
-            // The forwarded reference, with this one's overrides.
+            // The forwarded reference, carried by this one's ORB and with
+            // its overrides.
             let to = ObjectRef {
                 inner: Arc::new(ObjectInner {
                     ior: to.inner.ior.clone(),
-                    invoker: to.inner.invoker.clone(),
+                    invoker: self.inner.invoker.clone(),
                     call_timeout: self.inner.call_timeout,
                     collocation: self.inner.collocation,
                     local: to.inner.local.clone(),
@@ -762,9 +785,15 @@ impl ObjectRef {
                 .local()
                 .and_then(|(strategy, target)| Some((strategy, target, target.server()?)));
             outcome = match here {
-                Some((strategy, target, server)) => {
-                    server.call(target, request, deadline, strategy, body.reborrow())
-                }
+                Some((strategy, target, server)) => to.local_attempt(
+                    self,
+                    &server,
+                    target,
+                    strategy,
+                    request,
+                    deadline,
+                    body.reborrow(),
+                ),
                 None => LocalAttempt::NotHere,
             };
             if let LocalAttempt::NotHere = outcome {
@@ -774,6 +803,98 @@ impl ObjectRef {
                         .and_then(|invoker| invoker.invoke(to.ior(), request)),
                 );
             }
+        }
+    }
+
+    /// One collocated attempt at `request` on `target` (this reference's
+    /// object), through the calling ORB's client interceptors and the
+    /// serving ORB's server interceptors when either has any (the
+    /// arguments are encoded then, so that they see a remote request's).
+    /// `original` is the reference the call was made on (this one, or
+    /// one that forwarded to this one).
+    #[allow(clippy::too_many_arguments)]
+    fn local_attempt(
+        &self,
+        original: &ObjectRef,
+        server: &Arc<dyn crate::local_server::LocalServer>,
+        target: &LocalTarget,
+        strategy: Collocation,
+        request: &OutgoingRequest<'_>,
+        deadline: Option<std::time::Instant>,
+        body: LocalBody<'_>,
+    ) -> LocalAttempt {
+        let client = self.inner.invoker.client_interceptors();
+        let body = match client.is_some() || server.intercepts() {
+            true => LocalBody::Marshalled,
+            false => body,
+        };
+        let Some(interceptors) = client else {
+            return server.call(target, request, deadline, strategy, body, None);
+        };
+        use crate::interceptors::{ClientCall, ClientInterception, ClientOutcome};
+        let mut interception = ClientInterception::new(
+            &interceptors,
+            ClientCall {
+                request_id: interceptors.next_request_id(),
+                operation: request.operation,
+                response_expected: request.response_expected,
+                sync_scope: request.sync_scope,
+                target: original.clone(),
+                effective_target: self.clone(),
+                slots: interceptors.thread_slots(),
+                arguments: request
+                    .signature
+                    .map(|(arguments, result)| (arguments.clone(), result.clone())),
+            },
+        );
+        let mut contexts = crate::local_server::CallContexts::default();
+        let (outcome, reply) = match interception.send_request() {
+            Err(outcome) => (outcome, None),
+            Ok(()) => {
+                contexts.request = interception.request_contexts().to_vec();
+                let attempt = server.call(
+                    target,
+                    request,
+                    deadline,
+                    strategy,
+                    body,
+                    Some(&mut contexts),
+                );
+                match attempt {
+                    LocalAttempt::Done(Some(reply)) => {
+                        let outcome = match reply.outcome {
+                            ReplyOutcome::Normal => ClientOutcome::Reply,
+                            ReplyOutcome::UserException => ClientOutcome::UserException(
+                                reply.body().read_string().unwrap_or_default(),
+                            ),
+                        };
+                        (outcome, Some(reply))
+                    }
+                    // A synchronised oneway was answered; another one
+                    // gets no reply.
+                    LocalAttempt::Done(None) if request.sync_scope == SyncScope::None => {
+                        (ClientOutcome::NoReply, None)
+                    }
+                    LocalAttempt::Done(None) => (ClientOutcome::Reply, None),
+                    LocalAttempt::Failed(e) => (ClientOutcome::System(e), None),
+                    LocalAttempt::Forward(to) => (ClientOutcome::Forward(to), None),
+                    LocalAttempt::NotHere => (ClientOutcome::Retry, None),
+                }
+            }
+        };
+        match interception.conclude(outcome, std::mem::take(&mut contexts.reply)) {
+            ClientOutcome::Reply | ClientOutcome::UserException(_) => match reply {
+                Some(reply) => LocalAttempt::Done(Some(reply)),
+                None if !request.response_expected => LocalAttempt::Done(None),
+                None => LocalAttempt::Failed(SystemException::internal(
+                    armillary_giop::system_exception::minor::NO_REPLY,
+                    CompletionStatus::Maybe,
+                )),
+            },
+            ClientOutcome::NoReply => LocalAttempt::Done(None),
+            ClientOutcome::System(e) => LocalAttempt::Failed(e),
+            ClientOutcome::Forward(to) => LocalAttempt::Forward(to),
+            ClientOutcome::Retry => LocalAttempt::NotHere,
         }
     }
 
@@ -807,7 +928,16 @@ impl ObjectRef {
         asynchronous: bool,
     ) -> Result<PendingReply, SystemException> {
         let invoker = self.invoker()?;
-        if let Some((strategy, target)) = self.local() {
+        // With interceptors at work, a deferred or asynchronous request
+        // goes over IIOP, where every point (`send_poll` included) runs.
+        let intercepted = || {
+            invoker.client_interceptors().is_some()
+                || self
+                    .local()
+                    .and_then(|(_, t)| t.server())
+                    .is_some_and(|s| s.intercepts())
+        };
+        if let Some((strategy, target)) = self.local().filter(|_| !intercepted()) {
             if let Some(pending) = target.server().and_then(|server| {
                 server.send(target, request, self.deadline(request), strategy, invoker)
             }) {

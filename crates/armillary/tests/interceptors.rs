@@ -1,4 +1,5 @@
-//! Portable interceptors (`armillary::interceptors`) over IIOP: every
+//! Portable interceptors (`armillary::interceptors`), collocated and over
+//! IIOP: every
 //! interception point, in its order, for each way a request can end
 //! (a reply, a user or system exception, a LOCATION_FORWARD, a oneway),
 //! for each form of call (synchronous, DII deferred, AMI future and
@@ -6,6 +7,11 @@
 //! sides; service contexts both ways; PICurrent slots into the request
 //! and into the servant's thread; a panicking or raising interceptor
 //! contained; and an IOR interceptor's component in the references.
+//!
+//! Every test runs with its client and server ORBs in one process, so
+//! that the calls are collocated (the default, `thru-poa`); the tests
+//! that matter over the wire run again with the client's references
+//! over loopback IIOP (`everything_again_over_iiop`).
 //!
 //! Every test has its own client and server ORB, each with two
 //! interceptors (`C1`, `C2`; `S1`, `S2`), which write what they see into
@@ -19,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use armillary::amh::ResponseHandler;
-use armillary::config::{MaxGiopVersion, OrbConfig};
+use armillary::config::{Collocation, MaxGiopVersion, OrbConfig};
 use armillary::dii::{ArgMode, NvList};
 use armillary::dsi::{DynamicRequest, DynamicServant};
 use armillary::giop::giop::{ServiceContext, SyncScope};
@@ -437,6 +443,12 @@ struct Fixture {
     later: mpsc::Receiver<(ResponseHandler, i32)>,
 }
 
+thread_local! {
+    /// How this test's client reaches the server's objects.
+    static COLLOCATION: std::cell::Cell<Collocation> =
+        const { std::cell::Cell::new(Collocation::ThruPoa) };
+}
+
 fn fixture() -> Fixture {
     fixture_with(MaxGiopVersion::V1_2)
 }
@@ -451,6 +463,7 @@ fn fixture_with(version: MaxGiopVersion) -> Fixture {
     .unwrap();
     let client = Orb::with_config(
         OrbConfig::default()
+            .collocation(COLLOCATION.with(std::cell::Cell::get))
             .max_giop_version(version)
             .orb_initializer(Arc::new(Setup {
                 probe: probe.clone(),
@@ -1235,4 +1248,27 @@ fn service_contexts_cross_omniorb_s_interceptors_both_ways() {
         .lock()
         .iter()
         .any(|e| e == "S1.send_reply(echo_long)"));
+}
+
+/// The tests above again, the client's calls over loopback IIOP.
+#[test]
+fn everything_again_over_iiop() {
+    COLLOCATION.with(|c| c.set(Collocation::None));
+    a_normal_reply_runs_every_point_in_order_and_contexts_go_both_ways();
+    reply_contexts_keep_old_giop_bodies_aligned();
+    a_user_exception_ends_in_receive_and_send_exception();
+    a_system_exception_ends_in_receive_and_send_exception();
+    a_oneway_ends_in_receive_other_and_send_reply();
+    a_location_forward_ends_in_receive_and_send_other_then_is_followed();
+    a_request_the_poa_refuses_ends_in_send_exception_without_receive_request();
+    forward_request_from_send_request_redirects_the_call();
+    forward_request_from_receive_request_redirects_the_call();
+    picurrent_slots_flow_into_the_request_and_into_the_servant();
+    a_panicking_interceptor_gives_unknown_and_the_next_request_works();
+    a_raising_interceptor_gives_its_exception_and_the_next_request_works();
+    a_dii_deferred_request_runs_send_poll();
+    an_ami_poller_runs_send_poll();
+    ami_futures_and_callbacks_run_the_points();
+    an_amh_servant_s_reply_runs_the_server_s_ending_point_when_it_answers();
+    a_dsi_servant_is_intercepted();
 }

@@ -33,7 +33,7 @@ use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
 use super::in_process::{self, LocalReply};
 use super::{thru_poa, CollocationStrategy};
-use crate::local_server::{LocalAttempt, LocalBody, LocalTarget};
+use crate::local_server::{CallContexts, LocalAttempt, LocalBody, LocalTarget};
 use crate::object::OutgoingRequest;
 use crate::orb::OrbCore;
 use crate::poa::ObjectId;
@@ -50,15 +50,24 @@ impl CollocationStrategy for Direct {
         request: &OutgoingRequest<'_>,
         deadline: Option<Instant>,
         body: LocalBody<'_>,
+        contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt {
         if let Some((servant, object_id)) = target.direct() {
             return call_servant(core, servant, object_id, request, deadline, body);
         }
-        thru_poa::call(core, target.key(), request, deadline, body, |upcall| {
-            if upcall.found_in_active_object_map() {
-                target.set_direct(upcall.servant().clone(), upcall.object_id().clone());
-            }
-        })
+        thru_poa::call(
+            core,
+            target.key(),
+            request,
+            deadline,
+            body,
+            contexts,
+            |upcall| {
+                if upcall.found_in_active_object_map() {
+                    target.set_direct(upcall.servant().clone(), upcall.object_id().clone());
+                }
+            },
+        )
     }
 }
 
@@ -94,10 +103,10 @@ fn call_servant(
         core,
         object_id,
         &operation,
-        &args,
-        request.response_expected,
+        (&args, request.response_expected),
         &reply,
+        None,
         |request| dispatch_contained(&**servant, request),
     );
-    in_process::conclude(core, reply.wait(deadline))
+    in_process::conclude(core, reply.wait(deadline), None)
 }

@@ -18,8 +18,9 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 use armillary_giop::{ByteOrder, GiopVersion};
 use parking_lot::{Condvar, Mutex};
 
+use crate::interceptors::{ServerInterception, ServerOutcome};
 use crate::invocation::Attempt;
-use crate::local_server::LocalAttempt;
+use crate::local_server::{CallContexts, LocalAttempt};
 use crate::object::{Invoker, ObjectRef, OutgoingRequest, ReplyMessage};
 use crate::orb::OrbCore;
 use crate::owed_reply::{OwedReply, ReplySink};
@@ -58,29 +59,31 @@ pub(crate) fn run_marshalled(
     args: &[u8],
     response_expected: bool,
     reply: &Arc<LocalReply>,
+    interception: Option<Box<ServerInterception>>,
 ) {
     let object_id = upcall.object_id().clone();
     run_request(
         core,
         &object_id,
         operation,
-        args,
-        response_expected,
+        (args, response_expected),
         reply,
+        interception,
         |request| upcall.run(request),
     );
 }
 
 /// Runs `dispatch` on a server request for `operation` on `object_id`
-/// whose arguments are `args`, concluding it into `reply` (see
-/// [`run_marshalled`]).
+/// whose arguments are `args` (and whether it expects a reply),
+/// concluding it into `reply` (see [`run_marshalled`]), through the
+/// server interceptors' `interception` if there is one.
 pub(crate) fn run_request(
     core: &Arc<OrbCore>,
     object_id: &ObjectId,
     operation: &Arc<str>,
-    args: &[u8],
-    response_expected: bool,
+    (args, response_expected): (&[u8], bool),
     reply: &Arc<LocalReply>,
+    interception: Option<Box<ServerInterception>>,
     dispatch: impl FnOnce(&mut ServerRequest<'_>) -> Result<(), SystemException>,
 ) {
     let body_offset =
@@ -89,10 +92,27 @@ pub(crate) fn run_request(
     let writer = CdrWriter::new(ORDER, VERSION)
         .with_codesets(CODESETS)
         .with_align_base(body_offset);
-    let owed = match response_expected {
+    let mut owed = match response_expected {
         true => OwedReply::new(reply.clone(), VERSION, ORDER, 0),
         false => OwedReply::nothing(),
-    };
+    }
+    .intercepted(interception);
+    // An intercepted request: `receive_request`, then the request's
+    // PICurrent slots are the servant's.
+    let mut request_scope = None;
+    if let Some(interception) = owed.interception_mut() {
+        interception.set_target(object_id);
+        match interception.receive_request() {
+            Ok(()) => request_scope = Some(interception.enter_request_scope()),
+            Err(outcome) => {
+                owed.answer(outcome);
+                if !response_expected {
+                    reply.finish(Finished::Ran);
+                }
+                return;
+            }
+        }
+    }
     let tasks: Arc<dyn TaskQueue> = match core.running_server() {
         Some(server) => server.reactor().clone(),
         None => Arc::new(NoTasks),
@@ -103,6 +123,7 @@ pub(crate) fn run_request(
         let _scope = core.decoding_scope();
         dispatch(&mut request)
     };
+    drop(request_scope);
     request.conclude(outcome);
     if !response_expected {
         reply.finish(Finished::Ran);
@@ -237,9 +258,42 @@ impl ReplySink for LocalReply {
     }
 }
 
+/// Answers a request that ends before its servant (the POA or a server
+/// interceptor's starting point ended it in `outcome`) through its
+/// `interception`; what the call comes to.
+pub(crate) fn answer_early(
+    core: &Arc<OrbCore>,
+    interception: Option<Box<ServerInterception>>,
+    outcome: ServerOutcome,
+    response_expected: bool,
+    contexts: Option<&mut CallContexts>,
+) -> LocalAttempt {
+    let reply = Arc::new(LocalReply::default());
+    let owed = match response_expected {
+        true => OwedReply::new(reply.clone(), VERSION, ORDER, 0),
+        false => OwedReply::nothing(),
+    };
+    let failed = match &outcome {
+        ServerOutcome::System(e) => Some(LocalAttempt::Failed(e.clone())),
+        ServerOutcome::Forward(to) => Some(LocalAttempt::Forward(to.clone())),
+        _ => None,
+    };
+    owed.intercepted(interception).answer(outcome);
+    match (response_expected, failed) {
+        (true, _) => conclude(core, reply.wait_until(None, true), contexts),
+        (false, Some(attempt)) => attempt,
+        (false, None) => LocalAttempt::Done(None),
+    }
+}
+
 /// What a collocated call that ended as `finished` (`None`: its deadline
-/// passed) comes to, for a caller of `core`.
-pub(crate) fn conclude(core: &Arc<OrbCore>, finished: Option<Finished>) -> LocalAttempt {
+/// passed) comes to, for a caller of `core`; the reply's service
+/// contexts go to `contexts`.
+pub(crate) fn conclude(
+    core: &Arc<OrbCore>,
+    finished: Option<Finished>,
+    contexts: Option<&mut CallContexts>,
+) -> LocalAttempt {
     match finished {
         None => LocalAttempt::Failed(SystemException::timeout(
             minor::CALL_TIMEOUT,
@@ -247,7 +301,7 @@ pub(crate) fn conclude(core: &Arc<OrbCore>, finished: Option<Finished>) -> Local
         )),
         Some(Finished::Ran) => LocalAttempt::Done(None),
         Some(Finished::Failed(e)) => LocalAttempt::Failed(e),
-        Some(Finished::Message(bytes)) => match reply_of(core, bytes) {
+        Some(Finished::Message(bytes)) => match reply_of(core, bytes, contexts) {
             Ok(Attempt::Done(reply)) => LocalAttempt::Done(reply),
             Ok(Attempt::Forward(ior)) => LocalAttempt::Forward(ObjectRef::new(ior, core.clone())),
             Ok(Attempt::Readdress(_) | Attempt::Retry) => LocalAttempt::Failed(
@@ -258,20 +312,25 @@ pub(crate) fn conclude(core: &Arc<OrbCore>, finished: Option<Finished>) -> Local
     }
 }
 
-/// A reply message written in this process, read as a client reads one.
-fn reply_of(core: &OrbCore, bytes: Vec<u8>) -> Result<Attempt, SystemException> {
+/// A reply message written in this process, read as a client reads one
+/// (its service contexts to `contexts`).
+fn reply_of(
+    core: &OrbCore,
+    bytes: Vec<u8>,
+    contexts: Option<&mut CallContexts>,
+) -> Result<Attempt, SystemException> {
     let frame = Frame {
         bytes,
         fragments: 1,
         fragment_starts: Vec::new(),
     };
-    core.reply(frame, CODESETS, None)
+    core.reply(frame, CODESETS, contexts.map(|c| &mut c.reply))
 }
 
 /// The outcome of a marshalled collocated call that ended as `finished`,
 /// as a pending reply's (a typed call never comes here).
 fn outcome_of(core: &Arc<OrbCore>, finished: Finished) -> Result<ReplyMessage, SystemException> {
-    match conclude(core, Some(finished)) {
+    match conclude(core, Some(finished), None) {
         LocalAttempt::Done(Some(reply)) => Ok(reply),
         LocalAttempt::Failed(e) => Err(e),
         // A forward from a reply never comes (the POA forwards before the

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::Collocation;
-use crate::local_server::{LocalAttempt, LocalBody, LocalTarget};
+use crate::local_server::{CallContexts, LocalAttempt, LocalBody, LocalTarget};
 use crate::object::OutgoingRequest;
 use crate::orb::OrbCore;
 
@@ -56,6 +56,7 @@ pub(crate) trait CollocationStrategy: Sync {
         request: &OutgoingRequest<'_>,
         deadline: Option<Instant>,
         body: LocalBody<'_>,
+        contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt;
 }
 

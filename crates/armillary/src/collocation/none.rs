@@ -20,6 +20,7 @@ impl CollocationStrategy for Loopback {
         _request: &OutgoingRequest<'_>,
         _deadline: Option<std::time::Instant>,
         _body: LocalBody<'_>,
+        _contexts: Option<&mut crate::local_server::CallContexts>,
     ) -> LocalAttempt {
         LocalAttempt::NotHere
     }

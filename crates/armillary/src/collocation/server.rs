@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::{for_strategy, thru_poa};
 use crate::config::Collocation;
-use crate::local_server::{self, LocalAttempt, LocalBody, LocalServer, LocalTarget};
+use crate::local_server::{self, CallContexts, LocalAttempt, LocalBody, LocalServer, LocalTarget};
 use crate::object::{Invoker, OutgoingRequest};
 use crate::orb::OrbCore;
 use crate::pending::PendingReply;
@@ -22,11 +22,16 @@ impl LocalServer for OrbCore {
         deadline: Option<Instant>,
         strategy: Collocation,
         body: LocalBody<'_>,
+        contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt {
         match self.serving() {
-            Some(me) => for_strategy(strategy).call(&me, target, request, deadline, body),
+            Some(me) => for_strategy(strategy).call(&me, target, request, deadline, body, contexts),
             None => LocalAttempt::NotHere,
         }
+    }
+
+    fn intercepts(&self) -> bool {
+        !self.interceptors.server.is_empty()
     }
 
     fn send(

@@ -37,7 +37,8 @@ use parking_lot::{Condvar, Mutex};
 use super::in_process::{self, Finished, LocalInFlight, LocalReply};
 use super::{handoff, oneway, CollocationStrategy};
 use crate::config::ConcurrencyModel;
-use crate::local_server::{DetachedCall, LocalAttempt, LocalBody, LocalTarget};
+use crate::interceptors::{ServerInterception, ServerOutcome};
+use crate::local_server::{CallContexts, DetachedCall, LocalAttempt, LocalBody, LocalTarget};
 use crate::object::{Invoker, OutgoingRequest};
 use crate::orb::OrbCore;
 use crate::owed_reply::OwedReply;
@@ -58,8 +59,17 @@ impl CollocationStrategy for ThruPoa {
         request: &OutgoingRequest<'_>,
         deadline: Option<Instant>,
         body: LocalBody<'_>,
+        contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt {
-        call(core, target.key(), request, deadline, body, |_| {})
+        call(
+            core,
+            target.key(),
+            request,
+            deadline,
+            body,
+            contexts,
+            |_| {},
+        )
     }
 }
 
@@ -75,15 +85,42 @@ pub(crate) fn call(
     request: &OutgoingRequest<'_>,
     deadline: Option<Instant>,
     body: LocalBody<'_>,
+    contexts: Option<&mut CallContexts>,
     found: impl FnOnce(&Upcall),
 ) -> LocalAttempt {
     if !request.response_expected && request.sync_scope == SyncScope::None && oneway::may_post(core)
     {
-        return post_oneway(core, key, request, body);
+        let interception = intercept(core, request, contexts.as_deref()).and_then(|mut started| {
+            started.receive_request_service_contexts().ok()?;
+            Some(started)
+        });
+        return post_oneway(core, key, request, body, interception);
     }
     // After the oneways this thread posted, as on a connection.
     oneway::flush();
-    let upcall = match resolve(core, key, request.operation, deadline) {
+    let resolved = resolve(core, key, request.operation, deadline);
+    // The server interceptors' starting point, once the request's fate
+    // is known; a request the POA answers at once is answered through
+    // them too.
+    let mut interception = intercept(core, request, contexts.as_deref());
+    if let Some(started) = interception.as_mut() {
+        let early = match (started.receive_request_service_contexts(), &resolved) {
+            (Err(outcome), _) => Some(outcome),
+            (Ok(()), Err(LocalAttempt::Forward(to))) => Some(ServerOutcome::Forward(to.clone())),
+            (Ok(()), Err(LocalAttempt::Failed(e))) => Some(ServerOutcome::System(e.clone())),
+            _ => None,
+        };
+        if let Some(outcome) = early {
+            return in_process::answer_early(
+                core,
+                interception,
+                outcome,
+                request.response_expected,
+                contexts,
+            );
+        }
+    }
+    let upcall = match resolved {
         Ok(upcall) => upcall,
         Err(attempt) => return attempt,
     };
@@ -92,21 +129,59 @@ pub(crate) fn call(
         // The POA has it: acknowledged; the upcall runs later, on the
         // ORB's reactor (or now, by a thread that serves).
         if !oneway::may_post(core) {
-            let _ = run_here(core, upcall, request, deadline, body);
+            let _ = run_here(core, upcall, request, deadline, body, (interception, None));
             return LocalAttempt::Done(None);
         }
-        match Work::prepare(&upcall, request, body) {
+        match Work::prepare(&upcall, request, body, interception) {
             Ok(work) => post(core, upcall, request.operation, work),
             Err(e) => return LocalAttempt::Failed(e),
         }
         return LocalAttempt::Done(None);
     }
     if runs_here(&upcall, deadline) {
-        run_here(core, upcall, request, deadline, body)
+        run_here(
+            core,
+            upcall,
+            request,
+            deadline,
+            body,
+            (interception, contexts),
+        )
     } else {
-        run_elsewhere(core, upcall, request, body, deadline)
+        run_elsewhere(
+            core,
+            upcall,
+            request,
+            body,
+            deadline,
+            (interception, contexts),
+        )
     }
 }
+
+/// The server interceptors' interception of `request` on `core`, if it
+/// has any, with the request's service contexts.
+fn intercept(
+    core: &Arc<OrbCore>,
+    request: &OutgoingRequest<'_>,
+    contexts: Option<&CallContexts>,
+) -> Option<Box<ServerInterception>> {
+    ServerInterception::start(
+        &core.interceptors,
+        core.interceptors.next_request_id(),
+        request.operation,
+        request.response_expected,
+        request.sync_scope,
+        contexts.map(|c| c.request.clone()).unwrap_or_default(),
+    )
+}
+
+/// A request's server interception and where its reply's service
+/// contexts go.
+type Intercepted<'a> = (
+    Option<Box<ServerInterception>>,
+    Option<&'a mut CallContexts>,
+);
 
 /// Sends the two-way `request` to be collected later (DII deferred,
 /// AMI): resolved now, its upcall run on a collocation thread, its reply
@@ -135,7 +210,7 @@ pub(crate) fn send(
     let job = {
         let (core, reply) = (core.clone(), reply.clone());
         let operation: Arc<str> = Arc::from(request.operation);
-        move || in_process::run_marshalled(&core, upcall, &operation, &args, true, &reply)
+        move || in_process::run_marshalled(&core, upcall, &operation, &args, true, &reply, None)
     };
     handoff::run(Box::new(job));
     Some(LocalInFlight::pending(
@@ -255,6 +330,7 @@ fn run_here(
     request: &OutgoingRequest<'_>,
     deadline: Option<Instant>,
     body: LocalBody<'_>,
+    (interception, contexts): Intercepted<'_>,
 ) -> LocalAttempt {
     if let LocalBody::Typed(call) = body {
         let interface = call.interface();
@@ -286,16 +362,18 @@ fn run_here(
         &args,
         request.response_expected,
         &reply,
+        interception,
     );
     // An asynchronous servant may answer later, from another thread.
-    in_process::conclude(core, reply.wait(deadline))
+    in_process::conclude(core, reply.wait(deadline), contexts)
 }
 
 /// What a collocated upcall run on another thread carries: the typed
 /// call, or the encoded arguments.
 enum Work {
     Typed(TypeId, DetachedCall),
-    Marshalled(Vec<u8>),
+    /// The encoded arguments, and the server interceptors' interception.
+    Marshalled(Vec<u8>, Option<Box<ServerInterception>>),
 }
 
 impl Work {
@@ -305,6 +383,7 @@ impl Work {
         upcall: &Upcall,
         request: &OutgoingRequest<'_>,
         body: LocalBody<'_>,
+        interception: Option<Box<ServerInterception>>,
     ) -> Result<Work, SystemException> {
         if let LocalBody::Typed(call) = body {
             let interface = call.interface();
@@ -314,7 +393,7 @@ impl Work {
                 }
             }
         }
-        in_process::encode_args(request).map(Work::Marshalled)
+        in_process::encode_args(request).map(|args| Work::Marshalled(args, interception))
     }
 
     /// Runs `upcall` with this work, on the calling thread; its outcome
@@ -345,9 +424,15 @@ impl Work {
                     Err(e) => Finished::Failed(e),
                 });
             }
-            Work::Marshalled(args) => {
-                in_process::run_marshalled(core, upcall, operation, &args, response_expected, reply)
-            }
+            Work::Marshalled(args, interception) => in_process::run_marshalled(
+                core,
+                upcall,
+                operation,
+                &args,
+                response_expected,
+                reply,
+                interception,
+            ),
         }
     }
 }
@@ -360,8 +445,9 @@ fn run_elsewhere(
     request: &OutgoingRequest<'_>,
     body: LocalBody<'_>,
     deadline: Option<Instant>,
+    (interception, contexts): Intercepted<'_>,
 ) -> LocalAttempt {
-    let work = match Work::prepare(&upcall, request, body) {
+    let work = match Work::prepare(&upcall, request, body, interception) {
         Ok(work) => work,
         Err(e) => return LocalAttempt::Failed(e),
     };
@@ -400,7 +486,7 @@ fn run_elsewhere(
             }));
         }
     }
-    in_process::conclude(core, reply.wait(deadline))
+    in_process::conclude(core, reply.wait(deadline), contexts)
 }
 
 /// Posts a oneway that returns at once (`SyncScope::None`) to the ORB's
@@ -412,6 +498,7 @@ fn post_oneway(
     key: &[u8],
     request: &OutgoingRequest<'_>,
     body: LocalBody<'_>,
+    interception: Option<Box<ServerInterception>>,
 ) -> LocalAttempt {
     let Some(server) = core.running_server() else {
         return LocalAttempt::NotHere;
@@ -435,7 +522,7 @@ fn post_oneway(
         let run = {
             let (core, operation) = (core.clone(), operation.clone());
             move |upcall: Upcall| {
-                let work = oneway_work(&upcall, typed, args);
+                let work = oneway_work(&upcall, typed, args, interception);
                 schedule(&core, upcall, &operation, work, posted);
             }
         };
@@ -458,12 +545,17 @@ fn post_oneway(
 }
 
 /// The work of a posted oneway, once its servant is known.
-fn oneway_work(upcall: &Upcall, typed: Option<(TypeId, DetachedCall)>, args: Vec<u8>) -> Work {
+fn oneway_work(
+    upcall: &Upcall,
+    typed: Option<(TypeId, DetachedCall)>,
+    args: Vec<u8>,
+    interception: Option<Box<ServerInterception>>,
+) -> Work {
     match typed {
         Some((interface, job)) if upcall.servant().local_interface(interface).is_some() => {
             Work::Typed(interface, job)
         }
-        _ => Work::Marshalled(args),
+        _ => Work::Marshalled(args, interception),
     }
 }
 

@@ -263,7 +263,10 @@ pub enum ReplyStatus {
 }
 
 /// One ORB's interceptors and PICurrent slots, fixed when it starts.
-pub(crate) struct Interceptors {
+/// Public only as what [`Invoker::client_interceptors`](crate::runtime::Invoker::client_interceptors)
+/// returns: nothing of it is usable outside the crate.
+#[doc(hidden)]
+pub struct Interceptors {
     pub(crate) client: Vec<Arc<dyn ClientRequestInterceptor>>,
     pub(crate) server: Vec<Arc<dyn ServerRequestInterceptor>>,
     pub(crate) ior: Vec<Arc<dyn IorInterceptor>>,

@@ -553,6 +553,10 @@ impl Invoker for OrbCore {
         self.config.call_timeout
     }
 
+    fn client_interceptors(&self) -> Option<Arc<crate::interceptors::Interceptors>> {
+        (!self.interceptors.client.is_empty()).then(|| self.interceptors.clone())
+    }
+
     fn invoke(
         &self,
         target: &Ior,
