@@ -40,7 +40,7 @@ pub(crate) trait LocalServer: Send + Sync {
     /// this process, as `strategy` says (never `Collocation::None`), to
     /// end by `deadline` (the calling ORB's reckoning of its timeout).
     fn call(
-        &self,
+        self: Arc<Self>,
         target: &LocalTarget,
         request: &OutgoingRequest<'_>,
         deadline: Option<Instant>,
@@ -206,6 +206,7 @@ fn lookup(ior: &Ior) -> Option<LocalTarget> {
                 serving: registered.serving.clone(),
                 key: profile.object_key.clone(),
                 direct: OnceLock::new(),
+                direct_view: OnceLock::new(),
             })
         })
     })
@@ -220,6 +221,9 @@ pub(crate) struct LocalTarget {
     /// The servant the `direct` strategy calls, and its object id, once
     /// found in the active object map (see `collocation::direct`).
     direct: OnceLock<(Arc<dyn Servant>, ObjectId)>,
+    /// That servant as the Rust interface a typed stub calls: the
+    /// `TypeId` of `Arc<dyn XServant>` and that `Arc`, once asked for.
+    direct_view: OnceLock<(TypeId, Box<dyn Any + Send + Sync>)>,
 }
 
 impl std::fmt::Debug for LocalTarget {
@@ -250,6 +254,28 @@ impl LocalTarget {
             return None;
         }
         self.direct.get()
+    }
+
+    /// The servant the `direct` strategy keeps, as the interface trait
+    /// `S` (`dyn XServant`), while its ORB serves: kept the first time it
+    /// is asked for, so that a plain call costs no more lookups.
+    pub(crate) fn direct_view<S: ?Sized + Send + Sync + 'static>(&self) -> Option<&Arc<S>> {
+        let wanted = TypeId::of::<Arc<S>>();
+        if let Some((kept, view)) = self.direct_view.get() {
+            if *kept == wanted && self.serving.load(Ordering::Acquire) {
+                return view.downcast_ref::<Arc<S>>();
+            }
+        }
+        let (servant, _) = self.direct()?;
+        let view = servant.local_interface(wanted)?.downcast_ref::<Arc<S>>()?;
+        let (kept, kept_view) = self
+            .direct_view
+            .get_or_init(|| (wanted, Box::new(view.clone())));
+        match *kept == wanted {
+            true => kept_view.downcast_ref::<Arc<S>>(),
+            // Asked for as another interface first: no shortcut for this one.
+            false => Some(view),
+        }
     }
 
     /// Keeps `servant` (the object `object_id`) for the `direct` strategy

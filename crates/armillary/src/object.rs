@@ -8,7 +8,6 @@
 //! [`ObjectRef::invoke`] with two closures — one writes the arguments, one
 //! reads the reply — and never see the transport.
 
-use std::any::TypeId;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -745,10 +744,11 @@ impl ObjectRef {
     ) -> Option<Result<Option<ReplyMessage>, SystemException>> {
         let (strategy, target) = self.local()?;
         let server = target.server()?;
+        let max_forwards = server.max_forwards();
         let deadline = self.deadline(request);
         let mut outcome = self.local_attempt(
             self,
-            &server,
+            server,
             target,
             strategy,
             request,
@@ -764,7 +764,7 @@ impl ObjectRef {
                 LocalAttempt::Forward(to) => to,
             };
             forwards += 1;
-            if forwards > server.max_forwards() {
+            if forwards > max_forwards {
                 return Some(Err(SystemException::transient(
                     armillary_giop::system_exception::minor::FORWARD_LIMIT,
                     CompletionStatus::No,
@@ -787,7 +787,7 @@ impl ObjectRef {
             outcome = match here {
                 Some((strategy, target, server)) => to.local_attempt(
                     self,
-                    &server,
+                    server,
                     target,
                     strategy,
                     request,
@@ -816,7 +816,7 @@ impl ObjectRef {
     fn local_attempt(
         &self,
         original: &ObjectRef,
-        server: &Arc<dyn crate::local_server::LocalServer>,
+        server: Arc<dyn crate::local_server::LocalServer>,
         target: &LocalTarget,
         strategy: Collocation,
         request: &OutgoingRequest<'_>,
@@ -958,6 +958,7 @@ impl ObjectRef {
     /// offer `S` ([`Servant::local_interface`](crate::Servant::local_interface):
     /// a DSI or an asynchronous servant), the call goes as
     /// [`invoke`](Self::invoke) with `args` and `result`.
+    #[inline]
     pub fn invoke_typed<S, T, E, F>(
         &self,
         operation: &'static str,
@@ -971,18 +972,45 @@ impl ObjectRef {
         T: Send + 'static,
         E: From<SystemException> + Send + 'static,
     {
-        let Some((strategy, target)) = self.local() else {
-            return self.invoke(operation, args, result);
+        // The `direct` strategy's servant, once kept: a plain call.
+        if let Some(servant) = self.direct_view::<S>() {
+            return crate::servant::contain(CompletionStatus::Maybe, || local()(&**servant));
+        }
+        self.invoke_typed_through(operation, local, args, result)
+    }
+
+    /// The servant as `S`, when this reference's calls go `direct` and it
+    /// has been found.
+    #[inline]
+    fn direct_view<S: ?Sized + Send + Sync + 'static>(&self) -> Option<&Arc<S>> {
+        let strategy = match self.inner.collocation {
+            Some(strategy) => strategy,
+            None => self.inner.invoker.collocation(),
         };
-        if strategy == Collocation::Direct {
-            // The `direct` strategy's servant, once kept: a plain call.
-            let servant = target
-                .direct()
-                .and_then(|(servant, _)| servant.local_interface(TypeId::of::<Arc<S>>()))
-                .and_then(|view| view.downcast_ref::<Arc<S>>());
-            if let Some(servant) = servant {
-                return crate::servant::contain(CompletionStatus::Maybe, || local()(&**servant));
-            }
+        if strategy != Collocation::Direct {
+            return None;
+        }
+        self.inner.local.target(&self.inner.ior)?.direct_view::<S>()
+    }
+
+    /// [`invoke_typed`](Self::invoke_typed) but for a `direct` call to a
+    /// servant already found.
+    #[inline(never)]
+    fn invoke_typed_through<S, T, E, F>(
+        &self,
+        operation: &'static str,
+        local: impl FnOnce() -> F,
+        args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
+        result: impl FnMut(ReplyBody<'_, '_>) -> Result<Result<T, E>, CdrError>,
+    ) -> Result<T, E>
+    where
+        S: ?Sized + Send + Sync + 'static,
+        F: FnOnce(&S) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<SystemException> + Send + 'static,
+    {
+        if self.local().is_none() {
+            return self.invoke(operation, args, result);
         }
         let request = OutgoingRequest {
             operation,

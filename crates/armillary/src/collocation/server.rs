@@ -16,7 +16,7 @@ use crate::pending::PendingReply;
 
 impl LocalServer for OrbCore {
     fn call(
-        &self,
+        self: Arc<Self>,
         target: &LocalTarget,
         request: &OutgoingRequest<'_>,
         deadline: Option<Instant>,
@@ -24,10 +24,10 @@ impl LocalServer for OrbCore {
         body: LocalBody<'_>,
         contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt {
-        match self.serving() {
-            Some(me) => for_strategy(strategy).call(&me, target, request, deadline, body, contexts),
-            None => LocalAttempt::NotHere,
+        if self.shut_down.load(Ordering::SeqCst) {
+            return LocalAttempt::NotHere;
         }
+        for_strategy(strategy).call(&self, target, request, deadline, body, contexts)
     }
 
     fn intercepts(&self) -> bool {

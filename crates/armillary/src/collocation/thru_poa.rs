@@ -166,6 +166,9 @@ fn intercept(
     request: &OutgoingRequest<'_>,
     contexts: Option<&CallContexts>,
 ) -> Option<Box<ServerInterception>> {
+    if core.interceptors.server.is_empty() {
+        return None;
+    }
     ServerInterception::start(
         &core.interceptors,
         core.interceptors.next_request_id(),

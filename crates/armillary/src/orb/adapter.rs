@@ -13,6 +13,11 @@ use super::OrbCore;
 
 impl ObjectAdapter for OrbCore {
     fn resolve(&self, key: &[u8], operation: &str) -> Resolution {
+        // A POA's key goes to the POAs at once; any other may be a plain
+        // key bound to one.
+        if crate::poa::is_poa_key(key) {
+            return self.registry.resolve(key, operation);
+        }
         let mapped = self.mapped_key(key);
         self.registry
             .resolve(mapped.as_deref().unwrap_or(key), operation)

@@ -41,6 +41,15 @@ impl Drop for UpcallFrame {
     }
 }
 
+impl UpcallFrame {
+    /// Pops the frame and gives back what [`enter`] put in it.
+    pub(crate) fn leave(self) -> Option<(Poa, ObjectId, Arc<dyn Servant>)> {
+        let frame = STACK.with(|s| s.borrow_mut().pop());
+        std::mem::forget(self);
+        frame.map(|f| (f.poa, f.object_id, f.servant))
+    }
+}
+
 /// Records that this thread now serves a request (nested upcalls stack).
 pub(crate) fn enter(poa: Poa, object_id: ObjectId, servant: Arc<dyn Servant>) -> UpcallFrame {
     STACK.with(|s| {

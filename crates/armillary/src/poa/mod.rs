@@ -13,6 +13,12 @@
 mod aom;
 pub mod current;
 mod key;
+
+/// Whether `key` is shaped as an Armillary POA's object key (it may still
+/// name no object).
+pub(crate) fn is_poa_key(key: &[u8]) -> bool {
+    key.starts_with(&key::MAGIC)
+}
 mod manager;
 mod object_activity;
 mod policy;
@@ -495,31 +501,40 @@ impl Upcall {
         operation: &str,
         call: impl FnOnce(&dyn Servant) -> Result<T, SystemException>,
     ) -> Result<T, SystemException> {
-        let _serial = self.poa.inner.single_thread.as_ref().map(|s| s.enter());
-        let frame = current::enter(
-            self.poa.clone(),
-            self.object_id.clone(),
-            self.servant.clone(),
-        );
-        let outcome = call(&*self.servant);
-        drop(frame);
-        match self.cookie {
-            Some((locator, cookie)) => {
+        let Upcall {
+            poa,
+            object_id,
+            servant,
+            cookie,
+            _in_object,
+            _in_flight,
+            _in_poa,
+        } = self;
+        let serial = poa.inner.single_thread.as_ref().map(|s| s.enter());
+        // The frame owns the upcall's POA, id and servant while it runs
+        // (POA Current answers from it), and gives them back after.
+        let running = servant.clone();
+        let frame = current::enter(poa, object_id, servant);
+        let outcome = call(&*running);
+        let left = frame.leave();
+        let outcome = match (cookie, left) {
+            (Some((locator, cookie)), Some((poa, object_id, _))) => {
                 // The operation ran: a panic here is COMPLETED_YES.
                 let postinvoke = contain(CompletionStatus::Yes, || {
-                    locator.postinvoke(
-                        &self.object_id,
-                        &self.poa,
-                        operation,
-                        cookie,
-                        self.servant.clone(),
-                    );
+                    locator.postinvoke(&object_id, &poa, operation, cookie, running);
                     Ok::<(), SystemException>(())
                 });
                 postinvoke.and(outcome)
             }
-            None => outcome,
-        }
+            _ => outcome,
+        };
+        // As the upcall's fields would: the POA left, then the object's
+        // count, the manager's and the POA's (see `Upcall`).
+        drop(serial);
+        drop(_in_object);
+        drop(_in_flight);
+        drop(_in_poa);
+        outcome
     }
 }
 
