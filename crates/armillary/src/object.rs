@@ -972,9 +972,10 @@ impl ObjectRef {
         T: Send + 'static,
         E: From<SystemException> + Send + 'static,
     {
-        // The `direct` strategy's servant, once kept: a plain call.
+        // The `direct` strategy's servant, once kept: a plain call (a
+        // panic in it reaches this caller, as a plain call's would).
         if let Some(servant) = self.direct_view::<S>() {
-            return crate::servant::contain(CompletionStatus::Maybe, || local()(&**servant));
+            return local()(&**servant);
         }
         self.invoke_typed_through(operation, local, args, result)
     }

@@ -632,17 +632,31 @@ fn the_call_timeout_bounds_a_collocated_call() {
 
 #[test]
 fn a_panicking_servant_gives_unknown_and_the_orb_goes_on() {
-    for strategy in [Collocation::ThruPoa, Collocation::Direct] {
-        for mode in MODES {
-            let s = setup();
-            let obj = s.obj.with_collocation(strategy);
-            let e = unit_op(&obj, mode, "boom").unwrap_err();
-            assert_eq!(e.kind(), SystemExceptionKind::Unknown, "{e:?}");
-            assert_eq!(e.minor(), minor::SERVANT_PANICKED);
-            assert_eq!(echo(&obj, mode, 1).unwrap(), 1);
-            s.orb.shutdown(WaitForCompletion::Yes).unwrap();
-        }
+    for mode in MODES {
+        let s = setup();
+        let e = unit_op(&s.obj, mode, "boom").unwrap_err();
+        assert_eq!(e.kind(), SystemExceptionKind::Unknown, "{e:?}");
+        assert_eq!(e.minor(), minor::SERVANT_PANICKED);
+        assert_eq!(echo(&s.obj, mode, 1).unwrap(), 1);
+        s.orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
+}
+
+/// `direct` gives a typed call no panic guard: a plain call's panic
+/// reaches its caller; an untyped call still gets UNKNOWN.
+#[test]
+fn a_direct_call_s_panic_reaches_its_caller() {
+    let s = setup();
+    let obj = s.obj.with_collocation(Collocation::Direct);
+    assert_eq!(echo(&obj, Mode::Typed, 1).unwrap(), 1);
+    let typed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        unit_op(&obj, Mode::Typed, "boom")
+    }));
+    assert!(typed.is_err(), "the panic went through");
+    let e = unit_op(&obj, Mode::Marshalled, "boom").unwrap_err();
+    assert_eq!(e.kind(), SystemExceptionKind::Unknown, "{e:?}");
+    assert_eq!(echo(&obj, Mode::Typed, 2).unwrap(), 2);
+    s.orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

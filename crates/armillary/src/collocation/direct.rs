@@ -19,10 +19,13 @@
 //! - POA Current (not set in the servant);
 //! - interceptors;
 //! - oneway sync scopes: every oneway runs to its end before returning;
-//! - the call timeout: the call runs on the calling thread until it ends.
+//! - the call timeout: the call runs on the calling thread until it ends;
+//! - a panicking servant as UNKNOWN: a generated stub's call is a plain
+//!   Rust call, and a panic in the servant unwinds into the caller (an
+//!   untyped call, through CDR, still gets UNKNOWN).
 //!
 //! It keeps: the ORB not shut down (a shut-down ORB's objects are not
-//! found collocated), and a servant's panic as UNKNOWN. Objects served
+//! found collocated). Objects served
 //! by a servant locator or a default servant are never kept: their calls
 //! go through the POA every time.
 
