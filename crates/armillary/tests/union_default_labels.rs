@@ -86,7 +86,12 @@ fn wide_union() -> Any {
 }
 
 fn server(label: UnionDefaultLabel) -> (Orb, Ior) {
-    let orb = Orb::with_config(OrbConfig::new().union_default_label(label)).unwrap();
+    let orb = Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .union_default_label(label),
+    )
+    .unwrap();
     let poa = orb.root_poa();
     poa.manager().activate().unwrap();
     let servant: Arc<dyn Servant> = Arc::new(Keeper {
@@ -97,7 +102,12 @@ fn server(label: UnionDefaultLabel) -> (Orb, Ior) {
 }
 
 fn client(label: UnionDefaultLabel) -> Orb {
-    Orb::with_config(OrbConfig::new().union_default_label(label)).unwrap()
+    Orb::with_config(
+        OrbConfig::new()
+            .collocation(armillary::config::Collocation::None)
+            .union_default_label(label),
+    )
+    .unwrap()
 }
 
 /// `ior` claiming to be made by the ORB of `orb_type` (or by none).
