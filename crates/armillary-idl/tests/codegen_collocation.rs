@@ -25,6 +25,12 @@ module Colloc {
         oneway void note(in string text);
     };
     interface Unrelated { void nothing(); };
+    typedef sequence<long, 4> Few;
+    interface Checked {
+        any echo_any(in any value);
+        void take_few(in Few values);
+        oneway void tell(in string<8> short_text);
+    };
 };
 ";
 
@@ -115,13 +121,27 @@ fn stub_methods_call_invoke_typed_on_the_declaring_servant_trait() {
     ] {
         assert!(
             between(code, method, "&|").contains(call),
+            "{method} does not call {call}: {}",
+            between(code, method, "&|")
+        );
+    }
+    // Operations whose types hold an `any` or a bounded string or
+    // sequence go encoded (the bound is checked, references in the `any`
+    // belong to the receiving ORB); nothing calls `invoke_plain` any more.
+    for (method, call) in [
+        ("pubfnecho_any(", ".invoke(\"echo_any\""),
+        ("pubfntake_few(", ".invoke(\"take_few\""),
+        ("pubfntell(", ".invoke_oneway(\"tell\""),
+    ] {
+        assert!(
+            between(code, method, "&|").contains(call),
             "{method} does not call {call}"
         );
     }
-    // Nothing calls the untyped forms any more.
-    for untyped in [".invoke(", ".invoke_plain(", ".invoke_oneway("] {
-        assert!(!code.contains(untyped), "{untyped} is still called");
-    }
+    // (And the reply handler's `echo_any`, whose reply value is an `any`.)
+    assert_eq!(code.matches(".invoke(").count(), 3);
+    assert_eq!(code.matches(".invoke_oneway(").count(), 1);
+    assert!(!code.contains(".invoke_plain("));
     // The derived stub delegates an inherited method to the base's stub.
     let diamond = between(code, "implDiamond{", "pubfnmix(");
     assert!(diamond.contains("Base::from_object(self.object.clone()).twice(n)"));
@@ -212,7 +232,7 @@ fn skeletons_answer_local_interface_for_each_ancestor() {
         assert!(handler.contains(&servant(name)), "{name} in {handler}");
     }
     // An AMH skeleton keeps the default (`None`): only the synchronous
-    // skeletons of the five interfaces and of their five reply handlers
+    // skeletons of the six interfaces and of their six reply handlers
     // answer.
     let amh = between(
         code,
@@ -220,5 +240,5 @@ fn skeletons_answer_local_interface_for_each_ancestor() {
         "fndispatch(",
     );
     assert!(!amh.contains("local_interface"), "{amh}");
-    assert_eq!(code.matches("fnlocal_interface(").count(), 10);
+    assert_eq!(code.matches("fnlocal_interface(").count(), 12);
 }

@@ -27,13 +27,15 @@
 //! comparisons and no allocation. AMH skeletons answer `None`: a
 //! collocated call reaches them through `dispatch` and their responders.
 
+use std::collections::HashSet;
+
 use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::interface::Call;
 use super::names::{ident, snake, Namer};
 use super::Generator;
-use crate::ir::Direction;
+use crate::ir::{DefId, DefKind, Direction, Type};
 
 /// The servant-trait views a skeleton keeps for `local_interface`.
 pub(super) struct SkeletonViews {
@@ -46,6 +48,55 @@ pub(super) struct SkeletonViews {
 }
 
 impl Generator<'_> {
+    /// Whether a call's values may go to a collocated servant as Rust
+    /// values: none of its types holds an `any` (whose references belong
+    /// to the ORB that decodes it) or a bounded string or sequence (whose
+    /// bound only encoding checks: BAD_PARAM before the call leaves). A
+    /// call that does goes encoded, collocated too.
+    pub(super) fn typed_collocation(&self, call: &Call) -> bool {
+        let mut seen = HashSet::new();
+        !call
+            .params
+            .iter()
+            .any(|p| p.holder.is_none() && self.checked_by_cdr(&p.ty, &mut seen))
+            && !call.ret.iter().any(|t| self.checked_by_cdr(t, &mut seen))
+            && !call
+                .raises
+                .iter()
+                .any(|id| self.def_checked_by_cdr(*id, &mut seen))
+    }
+
+    /// Whether `ty` holds an `any` or a bounded string or sequence.
+    fn checked_by_cdr(&self, ty: &Type, seen: &mut HashSet<DefId>) -> bool {
+        match ty {
+            Type::Any => true,
+            Type::String { bound } | Type::WString { bound } => bound.is_some(),
+            Type::Sequence { element, bound } => {
+                bound.is_some() || self.checked_by_cdr(element, seen)
+            }
+            Type::Array { element, .. } => self.checked_by_cdr(element, seen),
+            Type::Named(id) => self.def_checked_by_cdr(*id, seen),
+            _ => false,
+        }
+    }
+
+    /// [`Self::checked_by_cdr`] for a named type (each looked at once).
+    fn def_checked_by_cdr(&self, id: DefId, seen: &mut HashSet<DefId>) -> bool {
+        if !seen.insert(id) {
+            return false;
+        }
+        match &self.spec[id].kind {
+            DefKind::Typedef(t) => self.checked_by_cdr(&t.ty, seen),
+            DefKind::Struct(s) => s.members.iter().any(|m| self.checked_by_cdr(&m.ty, seen)),
+            DefKind::Exception(e) => e.members.iter().any(|m| self.checked_by_cdr(&m.ty, seen)),
+            DefKind::Union(u) => u
+                .cases
+                .iter()
+                .any(|c| self.checked_by_cdr(&c.member.ty, seen)),
+            _ => false,
+        }
+    }
+
     /// The `local` argument of the `invoke_typed` (or, for a oneway,
     /// `invoke_oneway_typed`) call of `call`'s stub method, on the servant
     /// trait `servant_trait` (see the module docs).

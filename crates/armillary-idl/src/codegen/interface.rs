@@ -476,21 +476,31 @@ impl Generator<'_> {
         };
         let error = self.error_type(from, call);
         let servant_trait = self.owner_path(from, call, "Servant");
+        let typed = self.typed_collocation(call);
         let local = self.local_call(call, &servant_trait);
         if call.oneway {
+            let invoke = match typed {
+                true => quote! {
+                    self.object.invoke_oneway_typed::<dyn #servant_trait, _>(#wire, #local, #args)
+                },
+                false => quote!(self.object.invoke_oneway(#wire, #args)),
+            };
             return quote! {
                 #doc
                 #lints
                 pub fn #method(&self, #(#params),*) -> ::core::result::Result<(), ::armillary::SystemException> {
-                    self.object.invoke_oneway_typed::<dyn #servant_trait, _>(#wire, #local, #args)
+                    #invoke
                 }
             };
         }
         let result_type = self.result_type(from, call);
         let values = Self::reply_values(call);
         let (tuple, _, decoder) = self.reply_readers(from, call, &values);
-        let invoke = quote! {
-            self.object.invoke_typed::<dyn #servant_trait, _, _, _>(#wire, #local, #args, #decoder)
+        let invoke = match typed {
+            true => quote! {
+                self.object.invoke_typed::<dyn #servant_trait, _, _, _>(#wire, #local, #args, #decoder)
+            },
+            false => quote!(self.object.invoke(#wire, #args, #decoder)),
         };
         let inouts: Vec<(TokenStream, TokenStream)> = values
             .iter()
