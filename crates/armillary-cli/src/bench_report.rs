@@ -446,7 +446,11 @@ pub(crate) struct Bars {
 /// Draws `charts` side by side, as bar charts, into the SVG file `path`.
 pub(crate) fn plot_bars_svg(path: &Path, charts: &[Bars]) -> Result<(), String> {
     let cols = charts.len().max(1);
-    let size = (560 * cols as u32, 400);
+    // Room for each bar's name under it (the longest forms' names are a
+    // dozen characters).
+    let most_bars = charts.iter().map(|c| c.bars.len()).max().unwrap_or(1);
+    let column = (110 * most_bars as u32).max(560);
+    let size = (column * cols as u32, 400);
     let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
     let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
@@ -478,6 +482,7 @@ pub(crate) fn plot_bars_svg(path: &Path, charts: &[Bars]) -> Result<(), String> 
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&label)
+            .y_label_formatter(&|y| compact(*y))
             .y_desc(chart.y_label.as_str())
             .draw()
             .map_err(|e| fail(&e))?;
