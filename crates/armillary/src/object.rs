@@ -246,9 +246,11 @@ pub trait Invoker: Send + Sync + 'static {
     /// How the references this invoker carries reach objects served in
     /// this process, unless a reference says otherwise
     /// ([`ObjectRef::with_collocation`]): the ORB's `-ORBCollocation`.
-    /// An invoker that is no ORB never looks (`Collocation::None`).
-    fn collocation(&self) -> Collocation {
-        Collocation::None
+    /// `None` when this invoker carries no collocated calls at all,
+    /// whatever a reference says: it is no ORB, or an ORB shut down (a
+    /// call through it fails as a remote one does).
+    fn collocation(&self) -> Option<Collocation> {
+        None
     }
 
     /// Runs an AMI callback's delivery (`work` calls the application)
@@ -487,9 +489,8 @@ impl Invoker for BindsOnFirstUse {
         self.bound()?.locate(target)
     }
 
-    fn collocation(&self) -> Collocation {
-        self.bound()
-            .map_or(Collocation::None, |invoker| invoker.collocation())
+    fn collocation(&self) -> Option<Collocation> {
+        self.bound().ok().and_then(|invoker| invoker.collocation())
     }
 
     fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
@@ -723,14 +724,20 @@ impl ObjectRef {
     /// its ORB's) and the object of this process it names, when its calls
     /// go in-process.
     fn local(&self) -> Option<(Collocation, &LocalTarget)> {
-        let strategy = match self.inner.collocation {
-            Some(strategy) => strategy,
-            None => self.inner.invoker.collocation(),
-        };
+        let strategy = self.strategy()?;
         if strategy == Collocation::None {
             return None;
         }
         Some((strategy, self.inner.local.target(&self.inner.ior)?))
+    }
+
+    /// The collocation strategy of this reference's calls: its own, else
+    /// its ORB's; `None` when its ORB carries no collocated calls (it is
+    /// shut down, or no ORB).
+    #[inline]
+    fn strategy(&self) -> Option<Collocation> {
+        let orb = self.inner.invoker.collocation()?;
+        Some(self.inner.collocation.unwrap_or(orb))
     }
 
     /// Carries `request` in this process when the object is served here,
@@ -984,11 +991,7 @@ impl ObjectRef {
     /// has been found.
     #[inline]
     fn direct_view<S: ?Sized + Send + Sync + 'static>(&self) -> Option<&Arc<S>> {
-        let strategy = match self.inner.collocation {
-            Some(strategy) => strategy,
-            None => self.inner.invoker.collocation(),
-        };
-        if strategy != Collocation::Direct {
+        if self.strategy()? != Collocation::Direct {
             return None;
         }
         self.inner.local.target(&self.inner.ior)?.direct_view::<S>()

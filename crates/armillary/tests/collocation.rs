@@ -370,7 +370,7 @@ fn a_reference_from_every_source_is_collocated_without_iiop() {
 }
 
 #[test]
-fn a_shut_down_orb_is_not_called_collocated() {
+fn a_shut_down_orb_calls_and_is_called_as_a_remote_one() {
     for mode in MODES {
         let s = setup();
         let client = Orb::with_config(OrbConfig::new()).unwrap();
@@ -383,6 +383,25 @@ fn a_shut_down_orb_is_not_called_collocated() {
         assert_kind(echo(&obj, mode, 2), SystemExceptionKind::Transient);
         assert_eq!(s.probe.calls.load(Ordering::SeqCst), 1);
         client.shutdown(WaitForCompletion::Yes).unwrap();
+    }
+    // The calling ORB shut down: its references fail as remote ones do,
+    // whatever strategy they name, though the serving ORB still runs.
+    for mode in MODES {
+        let s = setup();
+        let client = Orb::with_config(OrbConfig::new()).unwrap();
+        let obj = client
+            .string_to_object(&s.orb.object_to_string(&s.obj))
+            .unwrap();
+        let direct = obj.with_collocation(Collocation::Direct);
+        assert_eq!(echo(&obj, mode, 1).unwrap(), 1);
+        assert_eq!(echo(&direct, mode, 1).unwrap(), 1);
+        client.shutdown(WaitForCompletion::Yes).unwrap();
+        for obj in [&obj, &direct] {
+            let e = echo(obj, mode, 2).unwrap_err();
+            assert_eq!(e.kind(), SystemExceptionKind::BadInvOrder, "{e:?}");
+            assert_eq!(e.minor(), minor::ORB_SHUT_DOWN);
+        }
+        s.orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
 }
 

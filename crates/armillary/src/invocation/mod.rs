@@ -541,8 +541,8 @@ impl Invoker for OrbCore {
         ))
     }
 
-    fn collocation(&self) -> crate::config::Collocation {
-        self.config.collocation
+    fn collocation(&self) -> Option<crate::config::Collocation> {
+        (!self.shut_down.load(Ordering::SeqCst)).then_some(self.config.collocation)
     }
 
     fn deliver(&self, work: Box<dyn FnOnce() + Send>) {
