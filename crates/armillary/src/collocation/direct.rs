@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
-use super::in_process::{self, LocalReply};
+use super::in_process;
 use super::{thru_poa, CollocationStrategy};
 use crate::local_server::{CallContexts, LocalAttempt, LocalBody, LocalTarget};
 use crate::object::OutgoingRequest;
@@ -86,30 +86,21 @@ fn call_servant(
 ) -> LocalAttempt {
     if let LocalBody::Typed(call) = body {
         if let Some(view) = servant.local_interface(call.interface()) {
-            let ran = contain(CompletionStatus::Maybe, || {
+            return in_process::typed_ran(contain(CompletionStatus::Maybe, || {
                 call.run(view);
                 Ok::<(), SystemException>(())
-            });
-            return match ran {
-                Ok(()) => LocalAttempt::Done(None),
-                Err(e) => LocalAttempt::Failed(e),
-            };
+            }));
         }
     }
-    let args = match in_process::encode_args(request) {
-        Ok(args) => args,
-        Err(e) => return LocalAttempt::Failed(e),
-    };
-    let reply = Arc::new(LocalReply::default());
-    let operation: Arc<str> = Arc::from(request.operation);
-    in_process::run_request(
-        core,
-        object_id,
-        &operation,
-        (&args, request.response_expected),
-        &reply,
-        None,
-        |request| dispatch_contained(&**servant, request),
-    );
-    in_process::conclude(core, reply.wait(deadline), None)
+    in_process::call_here(core, request, deadline, None, |operation, args, reply| {
+        in_process::run_request(
+            core,
+            object_id,
+            operation,
+            (args, request.response_expected),
+            reply,
+            None,
+            |request| dispatch_contained(&**servant, request),
+        )
+    })
 }

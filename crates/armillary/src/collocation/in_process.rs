@@ -49,6 +49,36 @@ pub(crate) fn encode_args(request: &OutgoingRequest<'_>) -> Result<Vec<u8>, Syst
     Ok(w.into_bytes())
 }
 
+/// A collocated call with encoded arguments, on the calling thread:
+/// encodes `request`'s arguments, has `run` carry out the request with
+/// them (the operation, the arguments, where the reply goes), and waits
+/// for the reply (an asynchronous servant's may come later, from another
+/// thread), no longer than `deadline`.
+pub(crate) fn call_here(
+    core: &Arc<OrbCore>,
+    request: &OutgoingRequest<'_>,
+    deadline: Option<Instant>,
+    contexts: Option<&mut CallContexts>,
+    run: impl FnOnce(&Arc<str>, &[u8], &Arc<LocalReply>),
+) -> LocalAttempt {
+    let args = match encode_args(request) {
+        Ok(args) => args,
+        Err(e) => return LocalAttempt::Failed(e),
+    };
+    let reply = Arc::new(LocalReply::default());
+    let operation: Arc<str> = Arc::from(request.operation);
+    run(&operation, &args, &reply);
+    conclude(core, reply.wait(deadline), contexts)
+}
+
+/// What a typed call that ran (or ended in `Err`) comes to.
+pub(crate) fn typed_ran(ran: Result<(), SystemException>) -> LocalAttempt {
+    match ran {
+        Ok(()) => LocalAttempt::Done(None),
+        Err(e) => LocalAttempt::Failed(e),
+    }
+}
+
 /// Runs `upcall` with the encoded `args` through the servant's skeleton,
 /// its reply (if one is expected) going to `reply`, now or, from an
 /// asynchronous servant, later.

@@ -338,37 +338,33 @@ fn run_here(
     if let LocalBody::Typed(call) = body {
         let interface = call.interface();
         if upcall.servant().local_interface(interface).is_some() {
-            let ran = upcall.run_with(request.operation, |servant| {
+            return in_process::typed_ran(upcall.run_with(request.operation, |servant| {
                 contain(CompletionStatus::Maybe, || {
                     if let Some(view) = servant.local_interface(interface) {
                         call.run(view);
                     }
                     Ok::<(), SystemException>(())
                 })
-            });
-            return match ran {
-                Ok(()) => LocalAttempt::Done(None),
-                Err(e) => LocalAttempt::Failed(e),
-            };
+            }));
         }
     }
-    let args = match in_process::encode_args(request) {
-        Ok(args) => args,
-        Err(e) => return LocalAttempt::Failed(e),
-    };
-    let reply = Arc::new(LocalReply::default());
-    let operation: Arc<str> = Arc::from(request.operation);
-    in_process::run_marshalled(
+    in_process::call_here(
         core,
-        upcall,
-        &operation,
-        &args,
-        request.response_expected,
-        &reply,
-        interception,
-    );
-    // An asynchronous servant may answer later, from another thread.
-    in_process::conclude(core, reply.wait(deadline), contexts)
+        request,
+        deadline,
+        contexts,
+        |operation, args, reply| {
+            in_process::run_marshalled(
+                core,
+                upcall,
+                operation,
+                args,
+                request.response_expected,
+                reply,
+                interception,
+            )
+        },
+    )
 }
 
 /// What a collocated upcall run on another thread carries: the typed
