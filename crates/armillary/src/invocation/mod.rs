@@ -258,6 +258,12 @@ impl OrbCore {
             // whose code sets are fixed it uses them too: the server reads
             // the connection's text that way, whatever the version.)
             let codesets = if let Some(fixed) = conn.codesets.get() {
+                // Fixed, but perhaps not yet written by the request that
+                // fixed them: announced again, in case this one leaves
+                // first.
+                if version >= GiopVersion::V1_1 && !conn.codesets_announced.load(Ordering::SeqCst) {
+                    contexts.push(ServiceContext::code_sets(fixed.to_context(), version));
+                }
                 *fixed
             } else if version < GiopVersion::V1_1 {
                 CodeSets::DEFAULT
@@ -348,6 +354,10 @@ impl OrbCore {
                         CompletionStatus::No,
                     )),
                 };
+            }
+            if announces_codesets {
+                // Queued or written: every later request leaves after it.
+                conn.codesets_announced.store(true, Ordering::SeqCst);
             }
             if !wait {
                 return Ok(Err(Attempt::Done(None)));

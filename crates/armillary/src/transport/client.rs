@@ -179,6 +179,11 @@ pub(crate) struct ClientConnection {
     /// negotiates code sets per connection, so every later request on it
     /// uses these, whatever reference it was made through.
     pub(crate) codesets: std::sync::OnceLock<armillary_giop::cdr::codeset::CodeSets>,
+    /// Set once a request announcing `codesets` has been written: until
+    /// then every request carries the announcement too, so that a request
+    /// written before the first announcing one (its thread was slower)
+    /// is not read with the default code sets.
+    pub(crate) codesets_announced: std::sync::atomic::AtomicBool,
     /// The reactors that watch the socket for replies (see
     /// [`watch_with`](Self::watch_with)), with the connection's token in
     /// each.
@@ -306,6 +311,7 @@ impl ClientConnection {
             wake: Condvar::new(),
             next_id: AtomicU32::new(1),
             codesets: std::sync::OnceLock::new(),
+            codesets_announced: std::sync::atomic::AtomicBool::new(false),
             watched_by: Mutex::new(Vec::new()),
         }))
     }
