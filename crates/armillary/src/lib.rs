@@ -182,6 +182,7 @@ mod owed_reply;
 mod pending;
 pub mod poa;
 mod reactor;
+mod request_count;
 mod request_filter;
 pub mod runtime;
 mod servant;

@@ -19,20 +19,21 @@
 
 use std::any::{Any, TypeId};
 
-use crate::object_id::ObjectId;
-use crate::servant::Servant;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use armillary_giop::giop::ServiceContext;
 use armillary_giop::ior::Ior;
-use armillary_giop::system_exception::SystemException;
+use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use parking_lot::RwLock;
 
 use crate::config::Collocation;
 use crate::object::{Invoker, ObjectRef, OutgoingRequest, ReplyMessage};
+use crate::object_id::ObjectId;
 use crate::pending::PendingReply;
+use crate::poa::KeptSlot;
+use crate::servant::{contain, Servant};
 
 /// An ORB of this process that serves, as collocated calls see it.
 pub(crate) trait LocalServer: Send + Sync {
@@ -205,6 +206,7 @@ fn lookup(ior: &Ior) -> Option<LocalTarget> {
                 server: registered.server.clone(),
                 serving: registered.serving.clone(),
                 key: profile.object_key.clone(),
+                kept: KeptSlot::default(),
                 direct: OnceLock::new(),
                 direct_view: OnceLock::new(),
             })
@@ -218,6 +220,9 @@ pub(crate) struct LocalTarget {
     /// Its ORB's registration, true while it serves.
     serving: Arc<AtomicBool>,
     key: Vec<u8>,
+    /// The object the `thru-poa` strategy found in its POA's active object
+    /// map, for later calls to skip the lookup (`poa::KeptTarget`).
+    kept: KeptSlot,
     /// The servant the `direct` strategy calls, and its object id, once
     /// found in the active object map (see `collocation::direct`).
     direct: OnceLock<(Arc<dyn Servant>, ObjectId)>,
@@ -245,6 +250,50 @@ impl LocalTarget {
     /// The serving ORB, while it is there.
     pub(crate) fn server(&self) -> Option<Arc<dyn LocalServer>> {
         self.server.upgrade()
+    }
+
+    /// Where the `thru-poa` strategy keeps the object it found.
+    pub(crate) fn kept(&self) -> &KeptSlot {
+        &self.kept
+    }
+
+    /// A typed two-way call of the `thru-poa` strategy to the object kept
+    /// (`poa::KeptTarget`: found in its POA's active object map by an
+    /// earlier call, in a POA that runs requests on the thread that reads
+    /// them, of an ORB with no server interceptors), on the calling
+    /// thread, as `collocation::thru_poa` would make it, without a lookup
+    /// or a lock. The caller has checked that the call has no timeout and
+    /// its ORB no client interceptors. `None`, with nothing done, when the
+    /// call must go the whole way (nothing kept, or the object, its POA or
+    /// its manager not taking requests now: that way answers it).
+    pub(crate) fn call_kept(
+        &self,
+        call: &mut dyn TypedCall,
+    ) -> Option<Result<(), SystemException>> {
+        if !self.serving.load(Ordering::Acquire) {
+            return None;
+        }
+        // After the oneways this thread posted, as on a connection.
+        crate::thread_role::wait_for_posted_oneways();
+        let interface = call.interface();
+        let ran = self.kept.run(|servant| {
+            contain(CompletionStatus::Maybe, || {
+                Ok::<bool, SystemException>(match servant.local_interface(interface) {
+                    Some(view) => {
+                        call.run(view);
+                        true
+                    }
+                    None => false,
+                })
+            })
+        })?;
+        match ran {
+            Ok(true) => Some(Ok(())),
+            Err(e) => Some(Err(e)),
+            // Not a servant of the interface this stub calls (it did not
+            // run): the whole way, encoded.
+            Ok(false) => None,
+        }
     }
 
     /// The servant the `direct` strategy keeps, and its object id, while

@@ -723,6 +723,7 @@ impl ObjectRef {
     /// The collocation strategy of this reference's calls (its own, else
     /// its ORB's) and the object of this process it names, when its calls
     /// go in-process.
+    #[inline]
     fn local(&self) -> Option<(Collocation, &LocalTarget)> {
         let strategy = self.strategy()?;
         if strategy == Collocation::None {
@@ -740,19 +741,30 @@ impl ObjectRef {
         Some(self.inner.collocation.unwrap_or(orb))
     }
 
-    /// Carries `request` in this process when the object is served here,
-    /// following forwards (in-process or not) to the end: `None` when the
-    /// object is not served here (nothing was done). For a typed body,
-    /// `Done(None)` means the typed call ran and holds its outcome.
+    /// Carries `request` in this process to `target` (what
+    /// [`local`](Self::local) found), following forwards (in-process or
+    /// not) to the end: `None` when the object is not served here after
+    /// all (nothing was done). For a typed body, `Done(None)` means the
+    /// typed call ran and holds its outcome.
     fn call_local(
         &self,
+        (strategy, target): (Collocation, &LocalTarget),
         request: &OutgoingRequest<'_>,
         mut body: LocalBody<'_>,
     ) -> Option<Result<Option<ReplyMessage>, SystemException>> {
-        let (strategy, target) = self.local()?;
+        let deadline = self.deadline(request);
+        // `thru-poa`'s shortcut to the object kept from an earlier call.
+        if let LocalBody::Typed(call) = &mut body {
+            let kept = strategy == Collocation::ThruPoa
+                && request.response_expected
+                && deadline.is_none()
+                && self.inner.invoker.client_interceptors().is_none();
+            if let Some(ran) = kept.then(|| target.call_kept(&mut **call)).flatten() {
+                return Some(ran.map(|()| None));
+            }
+        }
         let server = target.server()?;
         let max_forwards = server.max_forwards();
-        let deadline = self.deadline(request);
         let mut outcome = self.local_attempt(
             self,
             server,
@@ -919,7 +931,10 @@ impl ObjectRef {
         request: &OutgoingRequest<'_>,
     ) -> Result<Option<ReplyMessage>, SystemException> {
         let invoker = self.invoker()?;
-        match self.call_local(request, LocalBody::Marshalled) {
+        let local = self
+            .local()
+            .and_then(|local| self.call_local(local, request, LocalBody::Marshalled));
+        match local {
             Some(outcome) => outcome,
             None => invoker.invoke(self.ior(), request),
         }
@@ -937,17 +952,14 @@ impl ObjectRef {
         let invoker = self.invoker()?;
         // With interceptors at work, a deferred or asynchronous request
         // goes over IIOP, where every point (`send_poll` included) runs.
-        let intercepted = || {
-            invoker.client_interceptors().is_some()
-                || self
-                    .local()
-                    .and_then(|(_, t)| t.server())
-                    .is_some_and(|s| s.intercepts())
-        };
-        if let Some((strategy, target)) = self.local().filter(|_| !intercepted()) {
-            if let Some(pending) = target.server().and_then(|server| {
-                server.send(target, request, self.deadline(request), strategy, invoker)
-            }) {
+        let local = self
+            .local()
+            .filter(|_| invoker.client_interceptors().is_none())
+            .and_then(|(strategy, target)| Some((strategy, target, target.server()?)))
+            .filter(|(_, _, server)| !server.intercepts());
+        if let Some((strategy, target, server)) = local {
+            let deadline = self.deadline(request);
+            if let Some(pending) = server.send(target, request, deadline, strategy, invoker) {
                 return Ok(pending);
             }
         }
@@ -979,29 +991,23 @@ impl ObjectRef {
         T: Send + 'static,
         E: From<SystemException> + Send + 'static,
     {
+        let here = self.local();
         // The `direct` strategy's servant, once kept: a plain call (a
         // panic in it reaches this caller, as a plain call's would).
-        if let Some(servant) = self.direct_view::<S>() {
-            return local()(&**servant);
+        if let Some((Collocation::Direct, target)) = here {
+            if let Some(servant) = target.direct_view::<S>() {
+                return local()(&**servant);
+            }
         }
-        self.invoke_typed_through(operation, local, args, result)
-    }
-
-    /// The servant as `S`, when this reference's calls go `direct` and it
-    /// has been found.
-    #[inline]
-    fn direct_view<S: ?Sized + Send + Sync + 'static>(&self) -> Option<&Arc<S>> {
-        if self.strategy()? != Collocation::Direct {
-            return None;
-        }
-        self.inner.local.target(&self.inner.ior)?.direct_view::<S>()
+        self.invoke_typed_through(here, operation, local, args, result)
     }
 
     /// [`invoke_typed`](Self::invoke_typed) but for a `direct` call to a
-    /// servant already found.
+    /// servant already found; `here` is what [`local`](Self::local) found.
     #[inline(never)]
     fn invoke_typed_through<S, T, E, F>(
         &self,
+        here: Option<(Collocation, &LocalTarget)>,
         operation: &'static str,
         local: impl FnOnce() -> F,
         args: &dyn Fn(&mut CdrWriter) -> Result<(), CdrError>,
@@ -1013,9 +1019,9 @@ impl ObjectRef {
         T: Send + 'static,
         E: From<SystemException> + Send + 'static,
     {
-        if self.local().is_none() {
+        let Some(here) = here else {
             return self.invoke(operation, args, result);
-        }
+        };
         let request = OutgoingRequest {
             operation,
             response_expected: true,
@@ -1026,7 +1032,7 @@ impl ObjectRef {
         };
         let invoker = self.invoker()?;
         let mut call = Typed::<S, _, F, T, E>::new(local);
-        let reply = match self.call_local(&request, LocalBody::Typed(&mut call)) {
+        let reply = match self.call_local(here, &request, LocalBody::Typed(&mut call)) {
             Some(Ok(None)) => {
                 return call.outcome().unwrap_or_else(|| {
                     Err(SystemException::internal(0, CompletionStatus::Maybe).into())
@@ -1054,9 +1060,9 @@ impl ObjectRef {
         S: ?Sized + Send + Sync + 'static,
         F: FnOnce(&S) + Send + 'static,
     {
-        if self.local().is_none() {
+        let Some(here) = self.local() else {
             return self.invoke_oneway(operation, args);
-        }
+        };
         let request = OutgoingRequest {
             operation,
             response_expected: false,
@@ -1072,7 +1078,7 @@ impl ObjectRef {
                 Ok(())
             }
         });
-        match self.call_local(&request, LocalBody::Typed(&mut call)) {
+        match self.call_local(here, &request, LocalBody::Typed(&mut call)) {
             Some(outcome) => outcome.map(|_| ()),
             None => self.invoker()?.invoke(self.ior(), &request).map(|_| ()),
         }

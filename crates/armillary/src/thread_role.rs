@@ -32,12 +32,20 @@
 //!   waits for a reply, requests for that POA that other threads take are
 //!   handed over to it, and its wait runs them (`poa::single_thread`).
 //!
+//! - **Oneways posted** ([`posting_oneway`], [`wait_for_posted_oneways`]):
+//!   the collocated oneways that return at once, which this thread posted
+//!   to a serving ORB and which have not run yet; its next collocated
+//!   call that waits for anything waits for them first, so that its
+//!   requests keep their order as on a connection (`collocation::oneway`).
+//!
 //! Which reactor's events a thread handles is the reactor's own business
 //! (`reactor::handling`).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
+
+use crate::request_count::RequestCount;
 
 /// The most waits a thread nests that each serve requests (and so may
 /// nest a wait again): 32 upcalls and waits stay far within the 2 MiB
@@ -106,6 +114,8 @@ pub(crate) trait HandOver: Send + Sync {
 }
 
 thread_local! {
+    /// The collocated oneways this thread posted that have not run yet.
+    static POSTED: Arc<RequestCount> = Arc::default();
     /// What this thread owns that takes hand-overs, innermost last.
     static OWNED: RefCell<Vec<Arc<dyn HandOver>>> = const { RefCell::new(Vec::new()) };
     /// How many waits for a reply this thread is in (nested).
@@ -265,6 +275,30 @@ impl Drop for HandOvers {
             owner.stop_waiting();
         }
     }
+}
+
+/// One of this thread's collocated oneways, posted and not run yet:
+/// counted until dropped (run, or dropped unrun by a reactor that
+/// stopped).
+pub(crate) struct PostedOneway(Arc<RequestCount>);
+
+impl Drop for PostedOneway {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+/// Counts a collocated oneway this thread posts.
+pub(crate) fn posting_oneway() -> PostedOneway {
+    POSTED.with(|posted| {
+        posted.enter();
+        PostedOneway(posted.clone())
+    })
+}
+
+/// Waits until every collocated oneway this thread posted has run.
+pub(crate) fn wait_for_posted_oneways() {
+    POSTED.with(|posted| posted.wait_idle());
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use std::time::Duration;
 use armillary::config::{Collocation, ConcurrencyModel, OrbConfig};
 use armillary::giop::giop::SyncScope;
 use armillary::poa::{
-    Cookie, ObjectId, Poa, PoaCurrent, Policy, RequestProcessingPolicy, ServantLocator,
-    ServantManager, ServantManagerError, ServantRetentionPolicy, ThreadPolicy,
+    Cookie, IdAssignmentPolicy, ObjectId, Poa, PoaCurrent, Policy, RequestProcessingPolicy,
+    ServantLocator, ServantManager, ServantManagerError, ServantRetentionPolicy, ThreadPolicy,
 };
 use armillary::runtime::{CdrReader, ReplyBody};
 use armillary::{
@@ -470,6 +470,121 @@ fn a_deactivated_object_or_destroyed_poa_does_not_exist() {
         );
         s.orb.shutdown(WaitForCompletion::Yes).unwrap();
     }
+}
+
+/// After its first typed call, a `thru-poa` reference keeps the object
+/// it found (its later calls skip the lookup and take no lock): every
+/// later call still sees every change. POA Current is set; a wait for
+/// completion waits for a kept call; holding, discarding, deactivation
+/// (which a running call delays), a new activation under the same id and
+/// the POA's destruction all decide; and the reference does not keep a
+/// deactivated servant alive.
+#[test]
+fn a_reference_that_keeps_its_object_still_sees_every_change() {
+    let s = setup();
+    let poa = s.orb.root_poa();
+    let manager = poa.manager();
+    let child = poa
+        .create_poa(
+            "kept",
+            Some(manager.clone()),
+            &[Policy::IdAssignment(IdAssignmentPolicy::UserId)],
+        )
+        .unwrap();
+    let current = *s.probe.current.lock().unwrap();
+    let serving = |probe: &Arc<Probe>| {
+        *probe.current.lock().unwrap() = current;
+        child
+            .activate_object_with_id("k", ProbeSkeleton::serving(probe))
+            .unwrap();
+    };
+    let probe = Arc::new(Probe::default());
+    serving(&probe);
+    let obj = child.id_to_reference("k").unwrap();
+    for v in 0..3 {
+        assert_eq!(echo(&obj, Mode::Typed, v).unwrap(), v);
+    }
+    assert_eq!(current_id(&obj, Mode::Typed).unwrap(), b"k");
+    assert_eq!(current_id(&obj, Mode::Typed).unwrap(), b"k");
+    assert!(current.unwrap().object_id().is_err(), "restored after");
+
+    // Waiting for completion waits for a kept call that runs.
+    let gate = Gate::shut();
+    *probe.gate.lock().unwrap() = Some(gate.clone());
+    let hanging = {
+        let obj = obj.clone();
+        std::thread::spawn(move || unit_op(&obj, Mode::Typed, "hang"))
+    };
+    wait_until("the call runs", || {
+        probe.running.load(Ordering::SeqCst) == 1
+    });
+    let holding = {
+        let manager = manager.clone();
+        std::thread::spawn(move || manager.hold_requests(WaitForCompletion::Yes))
+    };
+    wait_until("the manager holds", || {
+        manager.state() == armillary::poa::PoaManagerState::Holding
+    });
+    assert!(!holding.is_finished(), "the wait ended before the call");
+    gate.open();
+    hanging.join().unwrap().unwrap();
+    holding.join().unwrap().unwrap();
+    // Held, then let through; discarded.
+    let held = {
+        let obj = obj.clone();
+        std::thread::spawn(move || echo(&obj, Mode::Typed, 7))
+    };
+    wait_until("the call is held", || manager.held_count() == 1);
+    manager.activate().unwrap();
+    assert_eq!(held.join().unwrap().unwrap(), 7);
+    manager.discard_requests(WaitForCompletion::No).unwrap();
+    assert_kind(echo(&obj, Mode::Typed, 1), SystemExceptionKind::Transient);
+    manager.activate().unwrap();
+
+    // Deactivated while a call runs: refused from then on, the servant
+    // released when the call ends.
+    let gate = Gate::shut();
+    *probe.gate.lock().unwrap() = Some(gate.clone());
+    let hanging = {
+        let obj = obj.clone();
+        std::thread::spawn(move || unit_op(&obj, Mode::Typed, "hang"))
+    };
+    wait_until("the call runs", || {
+        probe.running.load(Ordering::SeqCst) == 1
+    });
+    child.deactivate_object("k").unwrap();
+    assert_kind(
+        echo(&obj, Mode::Typed, 1),
+        SystemExceptionKind::ObjectNotExist,
+    );
+    assert!(Arc::strong_count(&probe) > 1, "the running call has it");
+    gate.open();
+    hanging.join().unwrap().unwrap();
+    assert_eq!(Arc::strong_count(&probe), 1, "released, though kept");
+
+    // Activated again under the same id, twice: the new servant answers.
+    for _ in 0..2 {
+        let again = Arc::new(Probe::default());
+        serving(&again);
+        for v in 0..3 {
+            assert_eq!(echo(&obj, Mode::Typed, v).unwrap(), v);
+        }
+        assert_eq!(again.calls.load(Ordering::SeqCst), 3);
+        child.deactivate_object("k").unwrap();
+        assert_eq!(Arc::strong_count(&again), 1);
+    }
+    serving(&Arc::new(Probe::default()));
+    assert_eq!(echo(&obj, Mode::Typed, 4).unwrap(), 4);
+    child
+        .destroy(armillary::poa::Etherealize::No, WaitForCompletion::Yes)
+        .unwrap();
+    assert_kind(
+        echo(&obj, Mode::Typed, 1),
+        SystemExceptionKind::ObjectNotExist,
+    );
+    assert_eq!(probe.calls.load(Ordering::SeqCst), 8);
+    assert_eq!(accepted(&s.orb), 0);
+    s.orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// A servant locator that serves every id with the probe, counting its

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "exception",
             "net",
             "object_id",
+            "request_count",
             "request_filter",
             "slots",
             "task_queue",

@@ -25,6 +25,12 @@
 //! - a servant that offers no typed interface (DSI, asynchronous) is
 //!   called with encoded arguments (`in_process`), an asynchronous one
 //!   answering through its response handler.
+//!
+//! A typed two-way call that finds its servant in the active object map
+//! leaves the object with the reference (`poa::KeptTarget`), whose later
+//! calls of that shape `LocalTarget::call_kept` makes without the lookup,
+//! checking on each what could have changed; those it cannot make come
+//! here.
 
 use std::any::TypeId;
 use std::sync::Arc;
@@ -43,8 +49,9 @@ use crate::object::{Invoker, OutgoingRequest};
 use crate::orb::OrbCore;
 use crate::owed_reply::OwedReply;
 use crate::pending::PendingReply;
-use crate::poa::{Admission, Resolution, Upcall};
+use crate::poa::{Admission, KeptTarget, Resolution, Upcall};
 use crate::servant::contain;
+use crate::thread_role::{self, PostedOneway};
 use crate::transport::server::concurrency::ResolvedRequest;
 use crate::transport::server::ObjectAdapter;
 
@@ -61,6 +68,10 @@ impl CollocationStrategy for ThruPoa {
         body: LocalBody<'_>,
         contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt {
+        // Calls that `LocalTarget::call_kept` could make come here the
+        // first time, or when it could not: the object found in the
+        // active object map is kept for the next.
+        let keeps = keeps(core, request, deadline, &body) && target.kept().is_vacant();
         call(
             core,
             target.key(),
@@ -68,9 +79,31 @@ impl CollocationStrategy for ThruPoa {
             deadline,
             body,
             contexts,
-            |_| {},
+            |upcall| {
+                if keeps && !hands_off(upcall.poa().policies().concurrency) {
+                    if let Some(kept) = KeptTarget::of(upcall) {
+                        target.kept().keep(kept);
+                    }
+                }
+            },
         )
     }
+}
+
+/// Whether a call of this shape may go to the object its reference
+/// keeps (`LocalTarget::call_kept`): a typed two-way call, with no call
+/// timeout, to an ORB with no server interceptors (those go through the
+/// POA every time).
+fn keeps(
+    core: &OrbCore,
+    request: &OutgoingRequest<'_>,
+    deadline: Option<Instant>,
+    body: &LocalBody<'_>,
+) -> bool {
+    matches!(body, LocalBody::Typed(_))
+        && request.response_expected
+        && deadline.is_none()
+        && core.interceptors.server.is_empty()
 }
 
 /// The number collocated requests carry as their connection (the
@@ -97,7 +130,7 @@ pub(crate) fn call(
         return post_oneway(core, key, request, body, interception);
     }
     // After the oneways this thread posted, as on a connection.
-    oneway::flush();
+    thread_role::wait_for_posted_oneways();
     let resolved = resolve(core, key, request.operation, deadline);
     // The server interceptors' starting point, once the request's fate
     // is known; a request the POA answers at once is answered through
@@ -198,7 +231,7 @@ pub(crate) fn send(
     deadline: Option<Instant>,
     caller: &Arc<dyn Invoker>,
 ) -> Option<PendingReply> {
-    oneway::flush();
+    thread_role::wait_for_posted_oneways();
     let upcall = match core.resolve(key, request.operation) {
         Resolution::Upcall(upcall) => upcall,
         Resolution::Held(_) | Resolution::Forward(_) => return None,
@@ -516,7 +549,7 @@ fn post_oneway(
     let core = core.clone();
     let key = key.to_vec();
     let operation: Arc<str> = Arc::from(request.operation);
-    let posted = oneway::posting();
+    let posted = thread_role::posting_oneway();
     server.reactor().post(Box::new(move || {
         let run = {
             let (core, operation) = (core.clone(), operation.clone());
@@ -566,7 +599,7 @@ fn post(core: &Arc<OrbCore>, upcall: Upcall, operation: &str, work: Work) {
     };
     let core = core.clone();
     let operation: Arc<str> = Arc::from(operation);
-    let posted = oneway::posting();
+    let posted = thread_role::posting_oneway();
     server.reactor().post(Box::new(move || {
         schedule(&core, upcall, &operation, work, posted)
     }));
@@ -580,7 +613,7 @@ fn schedule(
     upcall: Upcall,
     operation: &Arc<str>,
     work: Work,
-    posted: oneway::PostedOneway,
+    posted: PostedOneway,
 ) {
     let Some(server) = core.running_server() else {
         return;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 
-use super::{ObjectId, Poa, PoaError};
+use super::{KeptTarget, ObjectId, Poa, PoaError};
 use crate::exception::UserException;
 use crate::object::{Interface, ObjectRef};
 use crate::servant::{Servant, ServerRequest};
@@ -22,14 +22,74 @@ use crate::servant::{Servant, ServerRequest};
 /// The repository id of `PortableServer::Current`.
 pub const REPOSITORY_ID: &str = "IDL:omg.org/PortableServer/Current:2.3";
 
-struct Frame {
-    poa: Poa,
-    object_id: ObjectId,
-    servant: Arc<dyn Servant>,
+/// What the thread serves in one upcall.
+enum Frame {
+    /// A request located for this upcall alone: the frame owns its POA,
+    /// object id and servant while it runs (see [`UpcallFrame::leave`]).
+    Located {
+        poa: Poa,
+        object_id: ObjectId,
+        servant: Arc<dyn Servant>,
+    },
+    /// A collocated call to the object a reference keeps (its servant is
+    /// held by the caller while the upcall runs).
+    Kept(Arc<KeptTarget>),
+}
+
+impl Frame {
+    fn poa(&self) -> &Poa {
+        match self {
+            Frame::Located { poa, .. } => poa,
+            Frame::Kept(target) => target.poa(),
+        }
+    }
+
+    fn object_id(&self) -> &ObjectId {
+        match self {
+            Frame::Located { object_id, .. } => object_id,
+            Frame::Kept(target) => target.object_id(),
+        }
+    }
+
+    fn servant(&self) -> Option<Arc<dyn Servant>> {
+        match self {
+            Frame::Located { servant, .. } => Some(servant.clone()),
+            Frame::Kept(target) => target.servant(),
+        }
+    }
+}
+
+/// The upcalls a thread serves, innermost last.
+struct Stack {
+    frames: Vec<Frame>,
+    /// The kept target of the last collocated call this thread made,
+    /// kept after it so that the next call to the same object, the
+    /// common case, pushes its frame without touching a reference count.
+    last_kept: Option<Arc<KeptTarget>>,
+}
+
+/// Pops this thread's innermost frame: the frame, or for a kept
+/// target's (which stays as `last_kept`) the one it displaced. Dropped
+/// by the caller, once the stack is no longer borrowed: what it holds
+/// may be the last reference to a POA and its servants, whose `Drop`
+/// may ask for POA Current.
+fn pop() -> Option<Frame> {
+    STACK.with(|s| {
+        let mut stack = s.borrow_mut();
+        match stack.frames.pop()? {
+            Frame::Kept(target) => stack.last_kept.replace(target).map(Frame::Kept),
+            located => Some(located),
+        }
+    })
 }
 
 thread_local! {
-    static STACK: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    static STACK: RefCell<Stack> = const {
+        RefCell::new(Stack {
+            frames: Vec::new(),
+            last_kept: None,
+        })
+    };
 }
 
 /// Pops the frame pushed by [`enter`] when the upcall ends.
@@ -37,28 +97,53 @@ pub(crate) struct UpcallFrame(());
 
 impl Drop for UpcallFrame {
     fn drop(&mut self) {
-        STACK.with(|s| s.borrow_mut().pop());
+        pop();
     }
 }
 
 impl UpcallFrame {
     /// Pops the frame and gives back what [`enter`] put in it.
     pub(crate) fn leave(self) -> Option<(Poa, ObjectId, Arc<dyn Servant>)> {
-        let frame = STACK.with(|s| s.borrow_mut().pop());
+        let frame = pop();
         std::mem::forget(self);
-        frame.map(|f| (f.poa, f.object_id, f.servant))
+        match frame? {
+            Frame::Located {
+                poa,
+                object_id,
+                servant,
+            } => Some((poa, object_id, servant)),
+            Frame::Kept(_) => None,
+        }
     }
 }
 
 /// Records that this thread now serves a request (nested upcalls stack).
 pub(crate) fn enter(poa: Poa, object_id: ObjectId, servant: Arc<dyn Servant>) -> UpcallFrame {
-    STACK.with(|s| {
-        s.borrow_mut().push(Frame {
-            poa,
-            object_id,
-            servant,
-        })
+    push(Frame::Located {
+        poa,
+        object_id,
+        servant,
+    })
+}
+
+/// Records that this thread now serves a collocated call to `target`.
+pub(crate) fn enter_kept(target: &Arc<KeptTarget>) -> UpcallFrame {
+    // Another object's, dropped once the stack is no longer borrowed (see
+    // `pop`).
+    let _displaced = STACK.with(|s| {
+        let mut stack = s.borrow_mut();
+        let (kept, displaced) = match stack.last_kept.take() {
+            Some(last) if Arc::ptr_eq(&last, target) => (last, None),
+            other => (target.clone(), other),
+        };
+        stack.frames.push(Frame::Kept(kept));
+        displaced
     });
+    UpcallFrame(())
+}
+
+fn push(frame: Frame) -> UpcallFrame {
+    STACK.with(|s| s.borrow_mut().frames.push(frame));
     UpcallFrame(())
 }
 
@@ -68,14 +153,15 @@ pub(crate) fn enter(poa: Poa, object_id: ObjectId, servant: Arc<dyn Servant>) ->
 pub(crate) fn in_upcall_of(registry: &Arc<super::PoaRegistry>) -> bool {
     STACK.with(|s| {
         s.borrow()
+            .frames
             .iter()
-            .any(|frame| Arc::ptr_eq(&frame.poa.inner.registry, registry))
+            .any(|frame| Arc::ptr_eq(&frame.poa().inner.registry, registry))
     })
 }
 
 /// True while this thread runs any upcall (of any ORB).
 pub(crate) fn in_any_upcall() -> bool {
-    STACK.with(|s| !s.borrow().is_empty())
+    STACK.with(|s| !s.borrow().frames.is_empty())
 }
 
 /// `PortableServer::Current`: answers only inside an upcall; elsewhere every
@@ -84,34 +170,40 @@ pub(crate) fn in_any_upcall() -> bool {
 pub struct PoaCurrent;
 
 impl PoaCurrent {
-    fn with<T>(f: impl FnOnce(&Frame) -> T) -> Result<T, PoaError> {
-        STACK.with(|s| s.borrow().last().map(f).ok_or(PoaError::NoContext))
+    fn with<T>(f: impl FnOnce(&Frame) -> Option<T>) -> Result<T, PoaError> {
+        STACK.with(|s| {
+            s.borrow()
+                .frames
+                .last()
+                .and_then(f)
+                .ok_or(PoaError::NoContext)
+        })
     }
 
     /// The POA of the request being served.
     #[doc(alias = "get_POA")]
     #[doc(alias = "get_poa")]
     pub fn poa(&self) -> Result<Poa, PoaError> {
-        Self::with(|f| f.poa.clone())
+        Self::with(|f| Some(f.poa().clone()))
     }
 
     /// The object id of the request being served.
     #[doc(alias = "get_object_id")]
     pub fn object_id(&self) -> Result<ObjectId, PoaError> {
-        Self::with(|f| f.object_id.clone())
+        Self::with(|f| Some(f.object_id().clone()))
     }
 
     /// The servant serving the request.
     #[doc(alias = "get_servant")]
     pub fn servant(&self) -> Result<Arc<dyn Servant>, PoaError> {
-        Self::with(|f| f.servant.clone())
+        Self::with(Frame::servant)
     }
 
     /// A reference to the object being served.
     #[doc(alias = "get_reference")]
     pub fn reference(&self) -> Result<ObjectRef, PoaError> {
         let (poa, oid, servant) =
-            Self::with(|f| (f.poa.clone(), f.object_id.clone(), f.servant.clone()))?;
+            Self::with(|f| Some((f.poa().clone(), f.object_id().clone(), f.servant()?)))?;
         Ok(poa.make_reference(&oid, servant.repository_id()))
     }
 
@@ -124,7 +216,7 @@ impl PoaCurrent {
     #[doc(alias = "_this")]
     pub fn this<I: Interface>(&self) -> Result<I, PoaError> {
         let (poa, oid, servant) =
-            Self::with(|f| (f.poa.clone(), f.object_id.clone(), f.servant.clone()))?;
+            Self::with(|f| Some((f.poa().clone(), f.object_id().clone(), f.servant()?)))?;
         if !servant.is_a(I::REPOSITORY_ID)
             && I::REPOSITORY_ID != crate::servant::OBJECT_REPOSITORY_ID
         {

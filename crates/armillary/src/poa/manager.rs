@@ -2,9 +2,10 @@
 //! whether their requests run, wait, are discarded or are refused.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use super::{current, Etherealize, Poa, PoaError, PoaInner, PoaRegistry};
 use crate::completion::WaitForCompletion;
@@ -89,15 +90,38 @@ struct ManagerInner {
     registry: Weak<PoaRegistry>,
     hold_limit: usize,
     state: Mutex<ManagerShared>,
-    idle: Condvar,
-    /// The POAs this manager gates, for `deactivate` with etherealization.
+    /// `state.state`, for a request's admission without the lock (written
+    /// under it).
+    admitting: AtomicU8,
+    /// The POAs this manager gates: their requests in progress are the
+    /// manager's (waits for completion), and `deactivate` with
+    /// etherealization etherealizes their objects.
     poas: Mutex<Vec<Weak<PoaInner>>>,
 }
 
 struct ManagerShared {
     state: PoaManagerState,
     held: VecDeque<HeldRequest>,
-    in_flight: usize,
+}
+
+impl PoaManagerState {
+    fn to_u8(self) -> u8 {
+        match self {
+            PoaManagerState::Holding => 0,
+            PoaManagerState::Active => 1,
+            PoaManagerState::Discarding => 2,
+            PoaManagerState::Inactive => 3,
+        }
+    }
+
+    fn from_u8(state: u8) -> PoaManagerState {
+        match state {
+            0 => PoaManagerState::Holding,
+            1 => PoaManagerState::Active,
+            2 => PoaManagerState::Discarding,
+            _ => PoaManagerState::Inactive,
+        }
+    }
 }
 
 impl std::fmt::Debug for PoaManager {
@@ -112,22 +136,6 @@ impl std::fmt::Debug for PoaManager {
 impl PartialEq for PoaManager {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
-    }
-}
-
-/// Counts a request as in flight until dropped, so that
-/// `wait_for_completion` can wait for it.
-pub(crate) struct InFlight {
-    manager: PoaManager,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let mut shared = self.manager.inner.state.lock();
-        shared.in_flight -= 1;
-        if shared.in_flight == 0 {
-            self.manager.inner.idle.notify_all();
-        }
     }
 }
 
@@ -147,9 +155,8 @@ impl PoaManager {
                 state: Mutex::new(ManagerShared {
                     state: PoaManagerState::Holding,
                     held: VecDeque::new(),
-                    in_flight: 0,
                 }),
-                idle: Condvar::new(),
+                admitting: AtomicU8::new(PoaManagerState::Holding.to_u8()),
                 poas: Mutex::new(Vec::new()),
             }),
         }
@@ -177,7 +184,7 @@ impl PoaManager {
     /// The current state.
     #[doc(alias = "get_state")]
     pub fn state(&self) -> PoaManagerState {
-        self.inner.state.lock().state
+        PoaManagerState::from_u8(self.inner.admitting.load(Ordering::SeqCst))
     }
 
     fn transition(&self, to: PoaManagerState, wait: WaitForCompletion) -> Result<(), PoaError> {
@@ -191,6 +198,9 @@ impl PoaManager {
                 return Err(PoaError::AdapterInactive);
             }
             shared.state = to;
+            // Before the wait below: a request counted in after this sees
+            // the new state (see `RequestCount`).
+            self.inner.admitting.store(to.to_u8(), Ordering::SeqCst);
             if to == PoaManagerState::Holding {
                 VecDeque::new()
             } else {
@@ -244,15 +254,7 @@ impl PoaManager {
     ) -> Result<(), PoaError> {
         self.transition(PoaManagerState::Inactive, wait)?;
         if etherealize == Etherealize::Yes {
-            let poas: Vec<Poa> = self
-                .inner
-                .poas
-                .lock()
-                .iter()
-                .filter_map(Weak::upgrade)
-                .map(|inner| Poa { inner })
-                .collect();
-            for poa in poas {
+            for poa in self.poas() {
                 poa.etherealize_all();
             }
         }
@@ -270,25 +272,32 @@ impl PoaManager {
         }
     }
 
+    /// Waits until no request of this manager's POAs is in progress.
     fn wait_idle(&self) {
-        let mut shared = self.inner.state.lock();
-        while shared.in_flight > 0 {
-            self.inner.idle.wait(&mut shared);
+        for poa in self.poas() {
+            poa.wait_idle();
         }
     }
 
-    /// Decides what happens to a request now: `Ok` with a guard that counts
-    /// it as in flight, or the reason it cannot run now — `Err(Run)` means
-    /// "the manager holds: park it with `hold`".
-    pub(crate) fn admit(&self) -> Result<InFlight, Admission> {
-        let mut shared = self.inner.state.lock();
-        match shared.state {
-            PoaManagerState::Active => {
-                shared.in_flight += 1;
-                Ok(InFlight {
-                    manager: self.clone(),
-                })
-            }
+    /// The POAs this manager gates that are still there.
+    fn poas(&self) -> Vec<Poa> {
+        self.inner
+            .poas
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|inner| Poa { inner })
+            .collect()
+    }
+
+    /// Decides what happens to a request now, without a lock: `Ok` to run
+    /// it, or the reason it cannot run now — `Err(Run)` means "the
+    /// manager holds: park it with `hold`". The request must be counted in
+    /// its POA already (see `RequestCount`), so that a state change that
+    /// waits for completion waits for it when this lets it through.
+    pub(crate) fn admit(&self) -> Result<(), Admission> {
+        match self.state() {
+            PoaManagerState::Active => Ok(()),
             PoaManagerState::Holding => Err(Admission::Run),
             PoaManagerState::Discarding => Err(Admission::Discard),
             PoaManagerState::Inactive => Err(Admission::Reject),
@@ -348,8 +357,7 @@ mod tests {
         assert_eq!(discarded.load(Ordering::SeqCst), 1);
         manager.activate().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);
-        let guard = manager.admit().unwrap();
-        drop(guard);
+        manager.admit().unwrap();
         manager.discard_requests(WaitForCompletion::Yes).unwrap();
         assert!(matches!(manager.admit(), Err(Admission::Discard)));
         manager

@@ -19,6 +19,7 @@ mod key;
 pub(crate) fn is_poa_key(key: &[u8]) -> bool {
     key.starts_with(&key::MAGIC)
 }
+mod kept;
 mod manager;
 mod object_activity;
 mod policy;
@@ -26,7 +27,7 @@ mod servant_manager;
 pub(crate) mod single_thread;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
@@ -34,6 +35,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::completion::WaitForCompletion;
 use crate::object::{Interface, ObjectRef};
+use crate::request_count::RequestCount;
 use crate::servant::{contain, IntoServant, Servant, ServerRequest};
 use crate::slots::{SlotRef, SlotTable};
 use aom::{ActiveObjectMap, Entry};
@@ -42,6 +44,7 @@ use object_activity::{ObjectActivity, ObjectRequest};
 
 pub use crate::object_id::ObjectId;
 pub use current::PoaCurrent;
+pub(crate) use kept::{KeptSlot, KeptTarget};
 pub(crate) use manager::Admission;
 pub use manager::{PoaManager, PoaManagerState};
 pub use policy::{
@@ -307,11 +310,13 @@ struct PoaInner {
     incarnating: Mutex<HashSet<ObjectId>>,
     incarnated: Condvar,
     next_id: AtomicU64,
-    /// Requests of this POA in progress (located, not yet finished), for
-    /// `destroy` with [`WaitForCompletion::Yes`].
-    in_flight: AtomicUsize,
-    in_flight_lock: Mutex<()>,
-    idle: Condvar,
+    /// Requests of this POA in progress (admitted, not yet finished), for
+    /// `destroy` and its manager's state changes with
+    /// [`WaitForCompletion::Yes`].
+    requests: RequestCount,
+    /// `state.destroyed`, read without the lock (written under it) by the
+    /// calls a reference keeps its target for (`KeptTarget`).
+    destroyed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -377,10 +382,9 @@ pub(crate) struct Upcall {
     cookie: Option<(Arc<dyn ServantLocator>, Cookie)>,
     // The counts drop in this order (declaration order): the object's
     // first, so that a deactivation it completes (and the etherealization)
-    // happens while the request still counts for its POA manager and its
-    // POA, whose waits for completion therefore include it.
+    // happens while the request still counts for its POA, whose waits for
+    // completion (and its manager's) therefore include it.
     _in_object: Option<ObjectRequest>,
-    _in_flight: manager::InFlight,
     _in_poa: PoaActivity,
 }
 
@@ -388,25 +392,17 @@ pub(crate) struct Upcall {
 struct PoaActivity(Poa);
 
 impl PoaActivity {
-    /// Counts a request in; call while holding the POA's state lock, after
-    /// checking that the POA is not destroyed, so that `destroy` (which
-    /// takes that lock to mark it destroyed) sees every request it must
-    /// wait for.
+    /// Counts a request in, before checking that the POA is not destroyed
+    /// and that its manager lets requests through (see `RequestCount`).
     fn enter(poa: &Poa) -> PoaActivity {
-        poa.inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        poa.inner.requests.enter();
         PoaActivity(poa.clone())
     }
 }
 
 impl Drop for PoaActivity {
     fn drop(&mut self) {
-        let inner = &self.0.inner;
-        if inner.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            // Under the lock, so a waiter between its check and its wait
-            // cannot miss the wake-up.
-            let _guard = inner.in_flight_lock.lock();
-            inner.idle.notify_all();
-        }
+        self.0.inner.requests.leave();
     }
 }
 
@@ -507,7 +503,6 @@ impl Upcall {
             servant,
             cookie,
             _in_object,
-            _in_flight,
             _in_poa,
         } = self;
         let serial = poa.inner.single_thread.as_ref().map(|s| s.enter());
@@ -529,10 +524,9 @@ impl Upcall {
             _ => outcome,
         };
         // As the upcall's fields would: the POA left, then the object's
-        // count, the manager's and the POA's (see `Upcall`).
+        // count and the POA's (see `Upcall`).
         drop(serial);
         drop(_in_object);
-        drop(_in_flight);
         drop(_in_poa);
         outcome
     }
@@ -588,9 +582,8 @@ impl PoaRegistry {
                 incarnating: Mutex::new(HashSet::new()),
                 incarnated: Condvar::new(),
                 next_id: AtomicU64::new(1),
-                in_flight: AtomicUsize::new(0),
-                in_flight_lock: Mutex::new(()),
-                idle: Condvar::new(),
+                requests: RequestCount::default(),
+                destroyed: AtomicBool::new(false),
             }),
         };
         poa.inner.manager.attach(&poa);
@@ -677,15 +670,17 @@ impl PoaRegistry {
         let Some(poa) = self.find_poa_for(&key) else {
             return Resolution::Failed(not_exist());
         };
-        let in_flight = match poa.inner.manager.admit() {
-            Ok(guard) => guard,
+        // Counted in before the manager's decision (see `RequestCount`).
+        let in_poa = PoaActivity::enter(&poa);
+        match poa.inner.manager.admit() {
+            Ok(()) => {}
             Err(Admission::Run) => return Resolution::Held(poa.inner.manager.clone()),
             Err(Admission::Discard) => {
                 return Resolution::Failed(SystemException::transient(1, CompletionStatus::No))
             }
             Err(Admission::Reject) => return Resolution::Failed(obj_adapter()),
-        };
-        match poa.locate(&key, operation) {
+        }
+        match poa.locate(&key, operation, in_poa) {
             Ok(Located {
                 servant,
                 cookie,
@@ -697,7 +692,6 @@ impl PoaRegistry {
                 servant,
                 cookie,
                 _in_object: in_object,
-                _in_flight: in_flight,
                 _in_poa: in_poa,
             }),
             Err(ServantManagerError::Forward(to)) => Resolution::Forward(to),
@@ -995,14 +989,14 @@ impl Poa {
     /// `deactivate_object`, once no request runs on the object. Does
     /// nothing when the object has left the map already (its deactivation
     /// was completed, or the POA destroyed or its manager deactivated).
-    fn complete_deactivation(&self, activity: &Arc<ObjectActivity>) {
+    fn complete_deactivation(&self, activity: &ObjectActivity) {
         let object_id = activity.object_id().as_bytes();
         let (entry, manager, remaining) = {
             let mut state = self.inner.state.write();
             let same = state
                 .aom
                 .get(object_id)
-                .is_some_and(|(_, entry)| Arc::ptr_eq(&entry.activity, activity));
+                .is_some_and(|(_, entry)| std::ptr::eq(Arc::as_ptr(&entry.activity), activity));
             let Some(entry) = same.then(|| state.aom.remove(object_id)).flatten() else {
                 return;
             };
@@ -1274,6 +1268,8 @@ impl Poa {
                 return Ok(());
             }
             state.destroyed = true;
+            // Before the wait below (see `RequestCount`).
+            self.inner.destroyed.store(true, Ordering::SeqCst);
             let children: Vec<Poa> = state.children.drain().map(|(_, c)| c).collect();
             children
         };
@@ -1328,11 +1324,7 @@ impl Poa {
 
     /// Waits until no request of this POA is in progress.
     fn wait_idle(&self) {
-        let inner = &self.inner;
-        let mut guard = inner.in_flight_lock.lock();
-        while inner.in_flight.load(Ordering::SeqCst) > 0 {
-            inner.idle.wait(&mut guard);
-        }
+        self.inner.requests.wait_idle();
     }
 
     /// How many objects are active.
@@ -1340,7 +1332,14 @@ impl Poa {
         self.inner.state.read().aom.len()
     }
 
-    fn locate(&self, key: &ObjectKey, operation: &str) -> Result<Located, ServantManagerError> {
+    /// The servant for a request counted in (`in_poa`) and admitted by the
+    /// POA manager.
+    fn locate(
+        &self,
+        key: &ObjectKey,
+        operation: &str,
+        in_poa: PoaActivity,
+    ) -> Result<Located, ServantManagerError> {
         let p = self.inner.policies;
         let oid = &key.object_id;
         let (default, manager, in_poa) = {
@@ -1348,7 +1347,6 @@ impl Poa {
             if state.destroyed {
                 return Err(not_exist().into());
             }
-            let in_poa = PoaActivity::enter(self);
             if p.retains() {
                 let found = state
                     .aom

@@ -57,6 +57,29 @@ impl ObjectActivity {
         }
     }
 
+    /// Counts a request in without the POA's lock: true when the object
+    /// is not deactivating (the request must [`leave`](Self::leave)
+    /// after its upcall), false (counted out again) when it is. As with
+    /// [`deactivate`](Self::deactivate), of the two at least one sees
+    /// the other: a request let in here is waited for.
+    pub(crate) fn try_enter(&self, poa: &Poa) -> bool {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        if self.is_deactivating() {
+            self.leave(poa);
+            return false;
+        }
+        true
+    }
+
+    /// Counts a request out; the last to leave an object being
+    /// deactivated completes the deactivation, on this thread.
+    pub(crate) fn leave(&self, poa: &Poa) {
+        let last = self.running.fetch_sub(1, Ordering::SeqCst) == 1;
+        if last && self.is_deactivating() {
+            poa.complete_deactivation(self);
+        }
+    }
+
     /// Marks the object deactivating; call while holding the POA's state
     /// lock for writing. True when no request is running on it: the
     /// caller completes the deactivation now; otherwise the last request
@@ -81,11 +104,15 @@ pub(crate) struct ObjectRequest {
     activity: Arc<ObjectActivity>,
 }
 
+impl ObjectRequest {
+    /// The object's activity.
+    pub(crate) fn activity(&self) -> &Arc<ObjectActivity> {
+        &self.activity
+    }
+}
+
 impl Drop for ObjectRequest {
     fn drop(&mut self) {
-        let last = self.activity.running.fetch_sub(1, Ordering::SeqCst) == 1;
-        if last && self.activity.is_deactivating() {
-            self.poa.complete_deactivation(&self.activity);
-        }
+        self.activity.leave(&self.poa);
     }
 }
