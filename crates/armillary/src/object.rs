@@ -753,16 +753,6 @@ impl ObjectRef {
         mut body: LocalBody<'_>,
     ) -> Option<Result<Option<ReplyMessage>, SystemException>> {
         let deadline = self.deadline(request);
-        // `thru-poa`'s shortcut to the object kept from an earlier call.
-        if let LocalBody::Typed(call) = &mut body {
-            let kept = strategy == Collocation::ThruPoa
-                && request.response_expected
-                && deadline.is_none()
-                && self.inner.invoker.client_interceptors().is_none();
-            if let Some(ran) = kept.then(|| target.call_kept(&mut **call)).flatten() {
-                return Some(ran.map(|()| None));
-            }
-        }
         let server = target.server()?;
         let max_forwards = server.max_forwards();
         let mut outcome = self.local_attempt(
@@ -1032,19 +1022,45 @@ impl ObjectRef {
         };
         let invoker = self.invoker()?;
         let mut call = Typed::<S, _, F, T, E>::new(local);
-        let reply = match self.call_local(here, &request, LocalBody::Typed(&mut call)) {
-            Some(Ok(None)) => {
+        // `thru-poa`'s shortcut to the object kept from an earlier call.
+        let ran = match self.call_kept(here, &request, &mut call) {
+            Some(Ok(())) => Ok(None),
+            Some(Err(e)) => Err(e),
+            None => match self.call_local(here, &request, LocalBody::Typed(&mut call)) {
+                Some(outcome) => outcome,
+                None => invoker.invoke(self.ior(), &request),
+            },
+        };
+        let reply = match ran {
+            Ok(None) => {
                 return call.outcome().unwrap_or_else(|| {
                     Err(SystemException::internal(0, CompletionStatus::Maybe).into())
                 })
             }
-            Some(Ok(Some(reply))) => reply,
-            Some(Err(e)) => return Err(e.into()),
-            None => invoker
-                .invoke(self.ior(), &request)?
-                .ok_or_else(|| SystemException::internal(0, CompletionStatus::Maybe))?,
+            Ok(Some(reply)) => reply,
+            Err(e) => return Err(e.into()),
         };
         decode_reply(invoker, &reply, result)
+    }
+
+    /// A typed two-way call of the `thru-poa` strategy to the object
+    /// `target` keeps from an earlier call (`LocalTarget::call_kept`),
+    /// when the call has no timeout and this reference's ORB no client
+    /// interceptors: `None`, with nothing done, when it must go the whole
+    /// way instead.
+    fn call_kept(
+        &self,
+        (strategy, target): (Collocation, &LocalTarget),
+        request: &OutgoingRequest<'_>,
+        call: &mut dyn crate::local_server::TypedCall,
+    ) -> Option<Result<(), SystemException>> {
+        if strategy != Collocation::ThruPoa
+            || self.deadline(request).is_some()
+            || self.inner.invoker.client_interceptors().is_some()
+        {
+            return None;
+        }
+        target.call_kept(call)
     }
 
     /// Makes a oneway call as a generated stub does: typed in this
