@@ -55,10 +55,10 @@ impl KeptTarget {
             return None;
         }
         Some(Arc::new(KeptTarget {
-            poa: upcall.poa.clone(),
-            object_id: upcall.object_id.clone(),
-            servant: Arc::downgrade(&upcall.servant),
-            activity: upcall._in_object.as_ref()?.activity().clone(),
+            poa: upcall.poa().clone(),
+            object_id: upcall.object_id().clone(),
+            servant: Arc::downgrade(upcall.servant()),
+            activity: upcall.activity()?.clone(),
         }))
     }
 
