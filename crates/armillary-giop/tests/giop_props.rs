@@ -405,3 +405,18 @@ fn the_infallible_reply_builder_writes_what_new_writes() {
         }
     }
 }
+
+#[test]
+fn a_reply_s_body_offset_is_known_without_building_one() {
+    use armillary_giop::giop::{MessageBuilder, ReplyStatus};
+    for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            let built = MessageBuilder::reply(version, order, 7, ReplyStatus::NoException);
+            assert_eq!(
+                MessageBuilder::reply_body_offset(version),
+                built.body_offset(),
+                "{version:?}"
+            );
+        }
+    }
+}

@@ -701,7 +701,7 @@ impl Request {
     fn read_reply(&mut self, reply: &ReplyMessage) -> Result<(), RequestError> {
         // References in the reply belong to the ORB that received it.
         let _scope = match self.target.invoker() {
-            Ok(invoker) => Some(DecodingScope::enter(invoker.clone())),
+            Ok(invoker) => Some(DecodingScope::enter(invoker)),
             Err(_) => None,
         };
         let marshal = |e: CdrError| SystemException::from_cdr_error(&e, CompletionStatus::Yes);

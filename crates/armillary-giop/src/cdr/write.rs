@@ -46,6 +46,13 @@ impl CdrWriter {
         }
     }
 
+    /// An empty writer with room for `capacity` bytes before it allocates
+    /// again (a message's writer, so that its header and small body take
+    /// one allocation, not one for each time the buffer doubles).
+    pub fn with_capacity(order: ByteOrder, version: GiopVersion, capacity: usize) -> Self {
+        Self::from_vec(Vec::with_capacity(capacity), order, version)
+    }
+
     /// A writer that appends to `buf`, whose first byte is at stream offset
     /// 0 (so a message header already in `buf` counts for alignment).
     pub fn from_vec(buf: Vec<u8>, order: ByteOrder, version: GiopVersion) -> Self {

@@ -35,24 +35,7 @@ impl TargetAddress {
     }
 
     fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        match self {
-            TargetAddress::Key(key) => {
-                w.write_short(0);
-                w.write_octet_seq(key)
-            }
-            TargetAddress::Profile(p) => {
-                w.write_short(1);
-                p.encode(w)
-            }
-            TargetAddress::Reference {
-                selected_profile_index,
-                ior,
-            } => {
-                w.write_short(2);
-                w.write_ulong(*selected_profile_index);
-                ior.encode(w)
-            }
-        }
+        self.as_target_ref().encode(w)
     }
 
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
@@ -94,6 +77,100 @@ impl SyncScope {
             SyncScope::None => 0,
             SyncScope::WithServer => 1,
             SyncScope::WithTarget => 3,
+        }
+    }
+}
+
+/// A request's target as a sender writes it: borrowed from the reference
+/// it is sent on, so that building a request copies none of it.
+#[derive(Debug, Clone, Copy)]
+pub enum TargetRef<'a> {
+    /// `KeyAddr`: the object key.
+    Key(&'a [u8]),
+    /// `ProfileAddr`: the profile the client used.
+    Profile(&'a TaggedProfile),
+    /// `ReferenceAddr`: the whole IOR and which profile was used.
+    Reference {
+        /// Index of the profile used.
+        selected_profile_index: u32,
+        /// The IOR.
+        ior: &'a Ior,
+    },
+}
+
+impl TargetRef<'_> {
+    fn encode(self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        match self {
+            TargetRef::Key(key) => {
+                w.write_short(0);
+                w.write_octet_seq(key)
+            }
+            TargetRef::Profile(p) => {
+                w.write_short(1);
+                p.encode(w)
+            }
+            TargetRef::Reference {
+                selected_profile_index,
+                ior,
+            } => {
+                w.write_short(2);
+                w.write_ulong(selected_profile_index);
+                ior.encode(w)
+            }
+        }
+    }
+}
+
+impl TargetAddress {
+    /// The address, borrowed (what [`RequestFields`] carries).
+    pub fn as_target_ref(&self) -> TargetRef<'_> {
+        match self {
+            TargetAddress::Key(key) => TargetRef::Key(key),
+            TargetAddress::Profile(p) => TargetRef::Profile(p),
+            TargetAddress::Reference {
+                selected_profile_index,
+                ior,
+            } => TargetRef::Reference {
+                selected_profile_index: *selected_profile_index,
+                ior,
+            },
+        }
+    }
+}
+
+/// A Request header's fields as a sender writes them
+/// ([`MessageBuilder::request`]): borrowed, so that a request is built
+/// without copying its operation name, target or contexts.
+/// [`RequestHeader`] owns the same fields, as a receiver decodes them.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFields<'a> {
+    /// Matches the reply to the request.
+    pub request_id: u32,
+    /// GIOP 1.2 response flags (see [`RequestHeader::response_flags`]).
+    pub response_flags: u8,
+    /// The three octets after the response flag.
+    pub reserved: [u8; 3],
+    /// The target (a key in 1.0/1.1).
+    pub target: TargetRef<'a>,
+    /// The operation name.
+    pub operation: &'a str,
+    /// Service contexts, in order.
+    pub service_contexts: &'a [ServiceContext],
+    /// The requesting principal (1.0/1.1; usually empty).
+    pub requesting_principal: &'a [u8],
+}
+
+impl RequestHeader {
+    /// The header's fields, borrowed.
+    pub fn fields(&self) -> RequestFields<'_> {
+        RequestFields {
+            request_id: self.request_id,
+            response_flags: self.response_flags,
+            reserved: self.reserved,
+            target: self.target.as_target_ref(),
+            operation: &self.operation,
+            service_contexts: &self.service_contexts,
+            requesting_principal: &self.requesting_principal,
         }
     }
 }
@@ -585,6 +662,37 @@ fn stale_padding(header: &MessageHeader, body: &MessageBody, original: &[u8]) ->
         .collect()
 }
 
+/// Writes a Request's header fields (after the 12-byte header).
+fn write_request(w: &mut CdrWriter, h: &RequestFields<'_>) -> Result<(), CdrError> {
+    if w.version() >= GiopVersion::V1_2 {
+        w.write_ulong(h.request_id);
+        w.write_octet(h.response_flags);
+        w.write_octets(&h.reserved);
+        h.target.encode(w)?;
+        w.write_string(h.operation)?;
+        h.service_contexts.encode(w)?;
+    } else {
+        h.service_contexts.encode(w)?;
+        w.write_ulong(h.request_id);
+        w.write_bool(h.response_flags & 1 != 0);
+        w.write_octets(&h.reserved);
+        let TargetRef::Key(key) = h.target else {
+            return Err(CdrError::Invalid {
+                offset: w.position(),
+                what: "GIOP 1.0/1.1 requests can only address an object key",
+            });
+        };
+        w.write_octet_seq(key)?;
+        w.write_string(h.operation)?;
+        w.write_octet_seq(h.requesting_principal)?;
+    }
+    Ok(())
+}
+
+/// The room a message's buffer starts with: a request's or reply's header
+/// and a small body fit, so that building one allocates once.
+const MESSAGE_CAPACITY: usize = 256;
+
 /// Writes one GIOP message: the header, the header fields, then whatever
 /// body the caller writes with [`body`](Self::body).
 #[derive(Debug)]
@@ -605,75 +713,74 @@ impl MessageBuilder {
         order: ByteOrder,
         fields: &MessageBody,
     ) -> Result<Self, CdrError> {
-        let mut w = CdrWriter::new(order, version);
+        Self::start(version, order, fields.message_type(), |w| {
+            let v = version;
+            match fields {
+                MessageBody::Request(h) => write_request(w, &h.fields())?,
+                MessageBody::Reply(h) => {
+                    if v >= GiopVersion::V1_2 {
+                        w.write_ulong(h.request_id);
+                        w.write_ulong(h.reply_status.to_u32());
+                        h.service_contexts.encode(w)?;
+                    } else {
+                        h.service_contexts.encode(w)?;
+                        w.write_ulong(h.request_id);
+                        w.write_ulong(h.reply_status.to_u32());
+                    }
+                }
+                MessageBody::CancelRequest { request_id } => w.write_ulong(*request_id),
+                MessageBody::LocateRequest { request_id, target } => {
+                    w.write_ulong(*request_id);
+                    if v >= GiopVersion::V1_2 {
+                        target.encode(w)?;
+                    } else {
+                        let key = target.object_key().ok_or(CdrError::Invalid {
+                            offset: w.position(),
+                            what: "GIOP 1.0/1.1 locate requests can only address an object key",
+                        })?;
+                        w.write_octet_seq(key)?;
+                    }
+                }
+                MessageBody::LocateReply(h) => {
+                    w.write_ulong(h.request_id);
+                    w.write_ulong(h.locate_status as u32);
+                }
+                MessageBody::CloseConnection | MessageBody::MessageError => {}
+                MessageBody::Fragment { request_id } => {
+                    if let (true, Some(id)) = (v >= GiopVersion::V1_2, request_id) {
+                        w.write_ulong(*id);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Starts a Request with these header fields, borrowed (what a client
+    /// sends: nothing of its reference or operation is copied). Fails as
+    /// [`new`](Self::new) does.
+    pub fn request(
+        version: GiopVersion,
+        order: ByteOrder,
+        fields: &RequestFields<'_>,
+    ) -> Result<Self, CdrError> {
+        Self::start(version, order, MessageType::Request, |w| {
+            write_request(w, fields)
+        })
+    }
+
+    /// Starts a message of `kind` whose header fields `fields` writes.
+    fn start(
+        version: GiopVersion,
+        order: ByteOrder,
+        kind: MessageType,
+        fields: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
+    ) -> Result<Self, CdrError> {
+        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY);
         w.write_octets(&[0; HEADER_SIZE]);
-        let v = version;
-        match fields {
-            MessageBody::Request(h) => {
-                if v >= GiopVersion::V1_2 {
-                    w.write_ulong(h.request_id);
-                    w.write_octet(h.response_flags);
-                    w.write_octets(&h.reserved);
-                    h.target.encode(&mut w)?;
-                    w.write_string(&h.operation)?;
-                    h.service_contexts.encode(&mut w)?;
-                } else {
-                    h.service_contexts.encode(&mut w)?;
-                    w.write_ulong(h.request_id);
-                    w.write_bool(h.response_expected());
-                    w.write_octets(&h.reserved);
-                    let key = match &h.target {
-                        TargetAddress::Key(k) => k.as_slice(),
-                        TargetAddress::Profile(_) | TargetAddress::Reference { .. } => {
-                            return Err(CdrError::Invalid {
-                                offset: w.position(),
-                                what: "GIOP 1.0/1.1 requests can only address an object key",
-                            })
-                        }
-                    };
-                    w.write_octet_seq(key)?;
-                    w.write_string(&h.operation)?;
-                    w.write_octet_seq(&h.requesting_principal)?;
-                }
-            }
-            MessageBody::Reply(h) => {
-                if v >= GiopVersion::V1_2 {
-                    w.write_ulong(h.request_id);
-                    w.write_ulong(h.reply_status.to_u32());
-                    h.service_contexts.encode(&mut w)?;
-                } else {
-                    h.service_contexts.encode(&mut w)?;
-                    w.write_ulong(h.request_id);
-                    w.write_ulong(h.reply_status.to_u32());
-                }
-            }
-            MessageBody::CancelRequest { request_id } => w.write_ulong(*request_id),
-            MessageBody::LocateRequest { request_id, target } => {
-                w.write_ulong(*request_id);
-                if v >= GiopVersion::V1_2 {
-                    target.encode(&mut w)?;
-                } else {
-                    let key = target.object_key().ok_or(CdrError::Invalid {
-                        offset: w.position(),
-                        what: "GIOP 1.0/1.1 locate requests can only address an object key",
-                    })?;
-                    w.write_octet_seq(key)?;
-                }
-            }
-            MessageBody::LocateReply(h) => {
-                w.write_ulong(h.request_id);
-                w.write_ulong(h.locate_status as u32);
-            }
-            MessageBody::CloseConnection | MessageBody::MessageError => {}
-            MessageBody::Fragment { request_id } => {
-                if let (true, Some(id)) = (v >= GiopVersion::V1_2, request_id) {
-                    w.write_ulong(*id);
-                }
-            }
-        }
+        fields(&mut w)?;
         let fields_end = w.len();
-        let kind = fields.message_type();
-        if body_aligned(v, kind) {
+        if body_aligned(version, kind) {
             w.align(8);
         }
         let body_start = w.len();
@@ -686,6 +793,18 @@ impl MessageBuilder {
         })
     }
 
+    /// Where the body of a Reply with no service contexts starts, as
+    /// [`reply`](Self::reply) would place it, without building one: the
+    /// header, the three 4-byte fields (request id, status, an empty
+    /// context list), aligned to 8 where the version aligns bodies.
+    pub fn reply_body_offset(version: GiopVersion) -> usize {
+        let fields_end = HEADER_SIZE + 12;
+        match body_aligned(version, MessageType::Reply) {
+            true => fields_end.next_multiple_of(8),
+            false => fields_end,
+        }
+    }
+
     /// Starts a Reply with no service contexts: unlike [`new`](Self::new)
     /// it cannot fail (its header fields are two integers and an empty
     /// list), so a server can always answer a request, if only with a
@@ -696,7 +815,7 @@ impl MessageBuilder {
         request_id: u32,
         reply_status: ReplyStatus,
     ) -> Self {
-        let mut w = CdrWriter::new(order, version);
+        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY);
         w.write_octets(&[0; HEADER_SIZE]);
         if version >= GiopVersion::V1_2 {
             w.write_ulong(request_id);

@@ -17,7 +17,7 @@ pub use frame::{Frame, FrameDecoder, FrameError, FrameLimits};
 pub use header::{MessageHeader, MessageType, HEADER_SIZE, MAGIC};
 pub use message::{
     LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader,
-    ReplyStatus, RequestHeader, SyncScope, TargetAddress,
+    ReplyStatus, RequestFields, RequestHeader, SyncScope, TargetAddress, TargetRef,
 };
 pub use service_context::{
     KnownServiceContext, ListenPoint, ServiceContext, BI_DIR_IIOP, CODE_SETS,

@@ -2,6 +2,7 @@
 //! ([`Sent`]), and how many more attempts a call may make ([`Progress`]:
 //! forwards followed, re-sends after an orderly close).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use armillary_giop::cdr::codeset::CodeSets;
@@ -33,17 +34,20 @@ pub(crate) struct Sent {
 
 /// Where a request goes next: its target (which forwards change), its
 /// addressing disposition, and the forwards and retries spent so far.
-pub(crate) struct Progress {
-    pub(crate) target: Ior,
+pub(crate) struct Progress<'a> {
+    /// The reference the next attempt goes to: the call's own (borrowed,
+    /// so that a synchronous call copies no IOR), or one it was forwarded
+    /// to.
+    pub(crate) target: Cow<'a, Ior>,
     pub(crate) addressing: i16,
     forwards: u32,
     retries: u32,
 }
 
-impl Progress {
-    pub(crate) fn new(target: &Ior) -> Self {
+impl<'a> Progress<'a> {
+    pub(crate) fn new(target: &'a Ior) -> Self {
         Progress {
-            target: target.clone(),
+            target: Cow::Borrowed(target),
             addressing: 0,
             forwards: 0,
             retries: 0,
@@ -53,6 +57,17 @@ impl Progress {
     /// Takes in what an attempt came to: the reply (`Some`) when the call
     /// is done, `None` when it must be sent again (re-addressed, forwarded,
     /// or refused by an orderly close), an error when it cannot be.
+    /// The progress of a call that outlives `target` (deferred and
+    /// asynchronous requests).
+    pub(crate) fn owned(target: &Ior) -> Progress<'static> {
+        Progress {
+            target: Cow::Owned(target.clone()),
+            addressing: 0,
+            forwards: 0,
+            retries: 0,
+        }
+    }
+
     pub(crate) fn after(
         &mut self,
         attempt: Attempt,
@@ -77,7 +92,7 @@ impl Progress {
                         CompletionStatus::No,
                     ));
                 }
-                self.target = to;
+                self.target = Cow::Owned(to);
             }
             Attempt::Retry => {
                 self.retries += 1;

@@ -22,7 +22,7 @@ use crate::transport::reply::deferred::DeferredSlot;
 /// A request in flight through an ORB, or its outcome.
 pub(crate) struct RemoteDeferred {
     core: Arc<OrbCore>,
-    progress: Progress,
+    progress: Progress<'static>,
     deadline: Option<Instant>,
     flight: Flight,
     /// Whether nobody reads the connection for this request (an AMI
@@ -68,7 +68,7 @@ impl RemoteDeferred {
         let mut remote = RemoteDeferred {
             core,
             start,
-            progress: Progress::new(target),
+            progress: Progress::owned(target),
             deadline,
             flight: Flight::Taken,
             asynchronous,

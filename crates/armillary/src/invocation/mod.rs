@@ -36,8 +36,7 @@ use std::time::{Duration, Instant};
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::CdrReader;
 use armillary_giop::giop::{
-    MessageBody, MessageBuilder, ReplyStatus, RequestHeader, ServiceContext, SyncScope,
-    TargetAddress,
+    MessageBody, MessageBuilder, ReplyStatus, RequestFields, ServiceContext, SyncScope, TargetRef,
 };
 use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
@@ -224,17 +223,18 @@ impl OrbCore {
         })?;
         let profile = &usable.body;
         let address = match addressing {
-            1 => TargetAddress::Profile(target.profiles[index].clone()),
-            2 => TargetAddress::Reference {
+            1 => TargetRef::Profile(&target.profiles[index]),
+            2 => TargetRef::Reference {
                 selected_profile_index: index as u32,
-                ior: target.clone(),
+                ior: target,
             },
-            _ => TargetAddress::Key(profile.object_key.clone()),
+            _ => TargetRef::Key(&profile.object_key),
         };
         let version = profile.iiop_version.min(self.config.giop_version());
         let mut last_error = None;
-        for route in usable.routes.clone()? {
-            let conn = match self.connection(&route, deadline) {
+        let routes = usable.routes.as_ref().map_err(Clone::clone)?;
+        for route in routes {
+            let conn = match self.connection(route, deadline) {
                 Ok(c) => c,
                 Err(e) => {
                     last_error = Some(e);
@@ -280,7 +280,7 @@ impl OrbCore {
             if let Some(interception) = interception {
                 contexts.extend(interception.request_contexts().iter().cloned());
             }
-            let header = MessageBody::Request(RequestHeader {
+            let header = RequestFields {
                 request_id: id,
                 response_flags: if request.response_expected {
                     SyncScope::WithTarget.response_flags()
@@ -289,15 +289,15 @@ impl OrbCore {
                 },
                 reserved: [0; 3],
                 target: if version >= GiopVersion::V1_2 {
-                    address.clone()
+                    address
                 } else {
-                    TargetAddress::Key(profile.object_key.clone())
+                    TargetRef::Key(&profile.object_key)
                 },
-                operation: request.operation.to_owned(),
-                service_contexts: contexts,
-                requesting_principal: Vec::new(),
-            });
-            let mut builder = MessageBuilder::new(version, ByteOrder::NATIVE, &header)
+                operation: request.operation,
+                service_contexts: &contexts,
+                requesting_principal: &[],
+            };
+            let mut builder = MessageBuilder::request(version, ByteOrder::NATIVE, &header)
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             builder.body().set_codesets(codesets);
             // Union default labels in the form the target's ORB reads.

@@ -10,6 +10,7 @@
 //! way, to an object of this process or through the invoker, is
 //! `routing.rs`.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -173,7 +174,7 @@ pub(crate) fn decode_reply<T, E>(
 where
     E: From<SystemException>,
 {
-    let _scope = DecodingScope::enter(invoker.clone());
+    let _scope = DecodingScope::enter(invoker);
     let decoded = reply.body().decode_whole(|body| match reply.outcome {
         ReplyOutcome::Normal => result(ReplyBody::Result(body)),
         ReplyOutcome::UserException => {
@@ -290,8 +291,16 @@ static DEFAULT_INVOKERS: Mutex<Vec<Weak<dyn Invoker>>> = Mutex::new(Vec::new());
 /// [`Origin`]: the invoker of the ORB whose message is being decoded.
 /// References read from a reply or from a request's arguments belong to
 /// the ORB that received them, and so do those read later from an `any`
-/// decoded meanwhile (the `any` keeps its origin).
-struct ReceivingInvoker(Arc<dyn Invoker>);
+/// decoded meanwhile (the `any` keeps its origin), while that ORB is
+/// there (weak: an `any` keeps no ORB alive).
+struct ReceivingInvoker(Weak<dyn Invoker>);
+
+thread_local! {
+    /// The token this thread made last: the next scope of the same ORB
+    /// (the common case: a connection's messages) reuses it instead of
+    /// allocating one.
+    static LAST_TOKEN: RefCell<Option<Arc<ReceivingInvoker>>> = const { RefCell::new(None) };
+}
 
 /// While alive, references decoded on this thread bind to `invoker`
 /// (nested scopes restore the outer one when dropped).
@@ -300,20 +309,33 @@ pub(crate) struct DecodingScope {
 }
 
 impl DecodingScope {
-    pub(crate) fn enter(invoker: Arc<dyn Invoker>) -> Self {
+    pub(crate) fn enter(invoker: &Arc<dyn Invoker>) -> Self {
+        let token = LAST_TOKEN.with(|last| {
+            let mut last = last.borrow_mut();
+            match &*last {
+                Some(token) if std::ptr::addr_eq(token.0.as_ptr(), Arc::as_ptr(invoker)) => {
+                    token.clone()
+                }
+                _ => {
+                    let token = Arc::new(ReceivingInvoker(Arc::downgrade(invoker)));
+                    *last = Some(token.clone());
+                    token
+                }
+            }
+        });
         DecodingScope {
-            _origin: Origin::new(Arc::new(ReceivingInvoker(invoker))).enter(),
+            _origin: Origin::new(token).enter(),
         }
     }
 }
 
 /// The invoker of the ORB that received what is being decoded on this
-/// thread, if any.
+/// thread, if any (and still there).
 fn receiving_invoker() -> Option<Arc<dyn Invoker>> {
     Origin::current()?
         .token()
         .downcast_ref::<ReceivingInvoker>()
-        .map(|r| r.0.clone())
+        .and_then(|r| r.0.upgrade())
 }
 
 /// Makes `invoker` (an ORB) the one that references decoded from CDR

@@ -41,7 +41,7 @@ impl ObjectAdapter for OrbCore {
 
     fn decoding_scope(&self) -> Option<crate::object::DecodingScope> {
         let me: Arc<dyn Invoker> = self.me.upgrade()?;
-        Some(crate::object::DecodingScope::enter(me))
+        Some(crate::object::DecodingScope::enter(&me))
     }
 
     fn server_interceptors(&self) -> Option<&Arc<crate::interceptors::Interceptors>> {

@@ -1309,10 +1309,15 @@ fn accept(state: &mut ReadState, frame: Frame) {
 /// instead of each opening its own.
 type Slot = Arc<Mutex<Vec<Arc<ClientConnection>>>>;
 
+/// One host's connection slots, by port and whether they are TLS.
+type HostSlots = HashMap<(u16, bool), Slot>;
+
 /// Open connections, by endpoint (and whether they are TLS), handed out
 /// as the [transport mux](super::mux) says.
 pub(crate) struct ConnectionCache {
-    connections: Mutex<HashMap<(String, u16, bool), Slot>>,
+    /// By host, then by port and TLS (so that a lookup, on every call,
+    /// allocates no key).
+    connections: Mutex<HashMap<String, HostSlots>>,
     /// How TLS connections are made; `None` without trusted roots.
     tls: Option<Arc<rustls::ClientConfig>>,
     /// Whether requests share connections.
@@ -1363,8 +1368,21 @@ impl ConnectionCache {
                 ))
             }
         };
-        let key = (host.to_owned(), port, tls);
-        let slot = self.connections.lock().entry(key).or_default().clone();
+        let slot = {
+            let mut connections = self.connections.lock();
+            let found = connections
+                .get(host)
+                .and_then(|by_port| by_port.get(&(port, tls)));
+            match found {
+                Some(slot) => slot.clone(),
+                None => connections
+                    .entry(host.to_owned())
+                    .or_default()
+                    .entry((port, tls))
+                    .or_default()
+                    .clone(),
+            }
+        };
         // Another caller may be opening a connection: wait for it no
         // longer than our own deadline.
         let mut list = match deadline {
@@ -1406,7 +1424,13 @@ impl ConnectionCache {
 
     /// Drops `conn` from the cache (it failed or closed).
     pub(crate) fn evict(&self, conn: &Arc<ClientConnection>) {
-        let slot = self.connections.lock().get(&conn.endpoint).cloned();
+        let (host, port, tls) = &conn.endpoint;
+        let slot = self
+            .connections
+            .lock()
+            .get(host)
+            .and_then(|by_port| by_port.get(&(*port, *tls)))
+            .cloned();
         if let Some(slot) = slot {
             slot.lock().retain(|c| !Arc::ptr_eq(c, conn));
         }
@@ -1414,7 +1438,12 @@ impl ConnectionCache {
 
     /// Closes every connection with CloseConnection.
     pub(crate) fn close_all(&self, version: GiopVersion) {
-        let slots: Vec<Slot> = self.connections.lock().drain().map(|(_, s)| s).collect();
+        let slots: Vec<Slot> = self
+            .connections
+            .lock()
+            .drain()
+            .flat_map(|(_, by_port)| by_port.into_values())
+            .collect();
         for slot in slots {
             let list = std::mem::take(&mut *slot.lock());
             for c in list {
@@ -1429,7 +1458,8 @@ impl ConnectionCache {
         let slot = self
             .connections
             .lock()
-            .get(&(host.to_owned(), port, false))
+            .get(host)
+            .and_then(|by_port| by_port.get(&(port, false)))
             .cloned();
         slot.map_or(0, |s| s.lock().len())
     }

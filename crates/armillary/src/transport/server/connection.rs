@@ -23,6 +23,7 @@
 //! replies per segment, and the server makes one write per read instead
 //! of one per request.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -56,6 +57,10 @@ use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
 use crate::task_queue::TaskQueue;
 use crate::thread_role;
+
+/// The room a servant's results writer starts with: a small reply body
+/// takes one allocation.
+const RESULTS_CAPACITY: usize = 128;
 
 /// The longest the reading thread holds a reply while it runs the other
 /// requests read with it.
@@ -245,7 +250,7 @@ fn client_may_send(body: &MessageBody) -> bool {
 
 /// The object key a request addresses, in any of the three GIOP 1.2
 /// forms (a profile or reference that is not IIOP has none).
-fn target_key(target: &TargetAddress) -> Option<Vec<u8>> {
+fn target_key(target: &TargetAddress) -> Option<Cow<'_, [u8]>> {
     let from_profile = |p: &armillary_giop::ior::TaggedProfile| {
         (p.tag == armillary_giop::ior::TAG_INTERNET_IOP)
             .then(|| armillary_giop::ior::ProfileBody::decode(&p.data).ok())
@@ -253,15 +258,16 @@ fn target_key(target: &TargetAddress) -> Option<Vec<u8>> {
             .map(|b| b.object_key)
     };
     match target {
-        TargetAddress::Key(k) => Some(k.clone()),
-        TargetAddress::Profile(p) => from_profile(p),
+        TargetAddress::Key(k) => Some(Cow::Borrowed(k)),
+        TargetAddress::Profile(p) => from_profile(p).map(Cow::Owned),
         TargetAddress::Reference {
             selected_profile_index,
             ior,
         } => ior
             .profiles
             .get(*selected_profile_index as usize)
-            .and_then(from_profile),
+            .and_then(from_profile)
+            .map(Cow::Owned),
     }
 }
 
@@ -401,7 +407,12 @@ impl ServerConnection {
             let mut messages = Vec::new();
             loop {
                 let frames = self.read_frames(reactor, messages.len());
-                messages.extend(self.decode_read(frames));
+                let decoded = self.decode_read(frames);
+                if messages.is_empty() {
+                    messages = decoded;
+                } else {
+                    messages.extend(decoded);
+                }
                 let mut gate = self.gate.lock();
                 if gate.again && !self.closed.load(Ordering::SeqCst) && !self.is_refused() {
                     gate.again = false;
@@ -1249,9 +1260,7 @@ impl ServerConnection {
         let order = msg.header.byte_order;
         let expected = h.response_expected();
         // The reply body's offset does not depend on its status.
-        let body_offset =
-            MessageBuilder::reply(version, order, h.request_id, ReplyStatus::NoException)
-                .body_offset();
+        let body_offset = MessageBuilder::reply_body_offset(version);
         let args = frame.reader(msg).with_codesets(codesets);
         // Union default labels in the form the client's TypeCodes showed
         // (this request's, see `ServerRequest::results`, or an earlier
@@ -1262,7 +1271,7 @@ impl ServerConnection {
             .get()
             .copied()
             .unwrap_or(self.shared().default_label);
-        let writer = CdrWriter::new(order, version)
+        let writer = CdrWriter::with_capacity(order, version, RESULTS_CAPACITY)
             .with_codesets(codesets)
             .with_align_base(body_offset)
             .with_default_label(default_label);
