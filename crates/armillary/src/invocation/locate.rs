@@ -1,7 +1,6 @@
 //! `LocateRequest`: where an object is, asked of the server that a
 //! reference names ([`Invoker::locate`](crate::object::Invoker::locate)).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use armillary_giop::giop::{LocateStatus, MessageBody, MessageBuilder, TargetAddress};
@@ -43,7 +42,7 @@ impl OrbCore {
         let bytes = MessageBuilder::new(version, ByteOrder::NATIVE, &fields)
             .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?
             .finish(false);
-        let slot = Arc::new(SyncSlot::default());
+        let slot = SyncSlot::for_this_thread();
         conn.bind(id, slot.dispatcher(), deadline);
         let outgoing = Outgoing {
             reply: Some(id),

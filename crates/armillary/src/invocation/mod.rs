@@ -136,7 +136,7 @@ impl OrbCore {
         deadline: Option<Instant>,
         start: Option<&CallStart>,
     ) -> Result<Attempt, SystemException> {
-        let slot = Arc::new(SyncSlot::default());
+        let slot = SyncSlot::for_this_thread();
         let mut sent = match self.send_once(
             target,
             request,
@@ -167,7 +167,7 @@ impl OrbCore {
         request: &OutgoingRequest<'_>,
         addressing: i16,
         deadline: Option<Instant>,
-        dispatcher: Box<dyn ReplyDispatcher>,
+        dispatcher: Arc<dyn ReplyDispatcher>,
         start: Option<&CallStart>,
     ) -> Result<Result<Sent, Attempt>, SystemException> {
         let mut interception = None;
@@ -214,7 +214,7 @@ impl OrbCore {
         target: &Ior,
         request: &OutgoingRequest<'_>,
         (addressing, deadline): (i16, Option<Instant>),
-        dispatcher: Box<dyn ReplyDispatcher>,
+        dispatcher: Arc<dyn ReplyDispatcher>,
         start: Option<&CallStart>,
         interception: &mut Option<Box<crate::interceptors::ClientInterception>>,
     ) -> Result<Result<Sent, Attempt>, SystemException> {

@@ -390,7 +390,7 @@ impl ClientConnection {
     pub(crate) fn bind(
         &self,
         id: u32,
-        dispatcher: Box<dyn ReplyDispatcher>,
+        dispatcher: Arc<dyn ReplyDispatcher>,
         deadline: Option<Instant>,
     ) {
         let mut state = self.state.lock();
@@ -415,7 +415,7 @@ impl ClientConnection {
         &self,
         state: &mut ReadState,
         id: u32,
-        dispatcher: Box<dyn ReplyDispatcher>,
+        dispatcher: Arc<dyn ReplyDispatcher>,
         deadline: Option<Instant>,
     ) {
         let earliest =
@@ -440,7 +440,7 @@ impl ClientConnection {
     pub(crate) fn bind_within_limit(
         &self,
         id: u32,
-        dispatcher: Box<dyn ReplyDispatcher>,
+        dispatcher: Arc<dyn ReplyDispatcher>,
         deadline: Option<Instant>,
         limit: usize,
     ) -> bool {

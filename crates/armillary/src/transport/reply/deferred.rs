@@ -39,9 +39,9 @@ impl DeferredSlot {
         }
     }
 
-    /// The dispatcher to bind for this slot.
-    pub(crate) fn dispatcher(self: &Arc<Self>) -> Box<dyn ReplyDispatcher> {
-        Box::new(DeferredDispatcher(self.clone()))
+    /// The dispatcher to bind for this slot: the slot itself.
+    pub(crate) fn dispatcher(self: &Arc<Self>) -> Arc<dyn ReplyDispatcher> {
+        self.clone()
     }
 
     /// Whether the outcome has been dispatched (and not taken yet).
@@ -72,20 +72,18 @@ impl DeferredSlot {
     }
 }
 
-struct DeferredDispatcher(Arc<DeferredSlot>);
-
-impl ReplyDispatcher for DeferredDispatcher {
-    fn dispatch(self: Box<Self>, outcome: Awaited) -> Option<Handoff> {
-        *self.0.outcome.lock() = Some(outcome);
+impl ReplyDispatcher for DeferredSlot {
+    fn dispatch(&self, outcome: Awaited) -> Option<Handoff> {
+        *self.outcome.lock() = Some(outcome);
         let notify = {
-            let mut notify = self.0.notify.lock();
-            self.0.ready.store(true, Ordering::Release);
+            let mut notify = self.notify.lock();
+            self.ready.store(true, Ordering::Release);
             notify.take()
         };
         notify.and_then(Notify::fire)
     }
 
     fn needs_reader(&self) -> bool {
-        self.0.asynchronous
+        self.asynchronous
     }
 }

@@ -33,6 +33,7 @@ pub(crate) mod deferred;
 pub(crate) mod sync;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use armillary_giop::giop::Frame;
@@ -75,9 +76,12 @@ pub(crate) type Handoff = Box<dyn FnOnce() + Send>;
 /// that read the reply, saw the connection close or found the deadline
 /// passed, while it holds the connection's read state: it must not block,
 /// and returns what must run after the state is released, if anything.
-pub(crate) trait ReplyDispatcher: Send {
-    /// Hands the outcome over.
-    fn dispatch(self: Box<Self>, outcome: Awaited) -> Option<Handoff>;
+///
+/// A dispatcher is the slot its caller waits on, shared
+/// (`Arc<dyn ReplyDispatcher>`): binding one allocates nothing.
+pub(crate) trait ReplyDispatcher: Send + Sync {
+    /// Hands the outcome over (once).
+    fn dispatch(&self, outcome: Awaited) -> Option<Handoff>;
 
     /// Whether nobody waits on the connection for this reply (an AMI future
     /// or callback), so that an ORB thread must read it.
@@ -88,7 +92,7 @@ pub(crate) trait ReplyDispatcher: Send {
 
 /// A bound dispatcher and what the table needs to end it.
 struct Entry {
-    dispatcher: Box<dyn ReplyDispatcher>,
+    dispatcher: Arc<dyn ReplyDispatcher>,
     /// Whether it [needs a reader](ReplyDispatcher::needs_reader).
     needs_reader: bool,
     /// The connection's message count when the request was bound: if it
@@ -120,7 +124,7 @@ impl DispatcherTable {
     pub(crate) fn bind(
         &mut self,
         id: u32,
-        dispatcher: Box<dyn ReplyDispatcher>,
+        dispatcher: Arc<dyn ReplyDispatcher>,
         frames: u64,
         deadline: Option<Instant>,
     ) {
