@@ -21,6 +21,8 @@
 //! - `smi`: the generated stub's synchronous call;
 //! - `ami_callback`: the request sent with a callback, then the caller
 //!   drives the ORB (`Orb::perform_work`) until the callback has run;
+//! - `ami_poller`: the request sent with `sendp_`, its poller collected at
+//!   once (`take`: the waiting caller reads its own reply);
 //! - `ami_future`: the request sent as a future, awaited at once (on a
 //!   minimal executor of this module's: the ORB needs none);
 //! - `dii_deferred`: a DII request sent with `send_deferred` and collected
@@ -38,6 +40,8 @@
 //! - `ami_callback`: one thread sending with `sendc_`, one running the
 //!   ORB's event loop (`Orb::run`) that delivers the replies to the
 //!   handler;
+//! - `ami_poller`: pollers on one thread, many in flight, collected
+//!   oldest first;
 //! - `ami_future`: futures on one thread, many in flight;
 //! - `dii_deferred`: `Orb::send_multiple_requests` and
 //!   `Orb::get_next_response`, many in flight;
@@ -63,11 +67,13 @@
 //! **JSON** (`--json FILE`), every key always present, a form that was
 //! not measured (not asked for, or omniORB's peers cannot be built: the
 //! reason is said on standard error) is `null`:
-//! - `latency.smi`, `latency.ami_callback`, `latency.ami_future`,
+//! - `latency.smi`, `latency.ami_callback`, `latency.ami_poller`,
+//!   `latency.ami_future`,
 //!   `latency.dii_deferred`: each `{calls, min_us, avg_us, max_us,
 //!   jitter_us}`;
 //! - `throughput.smi_220`, `throughput.smi_7`, `throughput.ami_callback`,
-//!   `throughput.ami_future`, `throughput.dii_deferred`,
+//!   `throughput.ami_poller`, `throughput.ami_future`,
+//!   `throughput.dii_deferred`,
 //!   `throughput.omniorb_ami`, `throughput.raw_tcp`: each `{calls,
 //!   calls_per_s}` (and `threads` for the SMI forms, `in_flight` for the
 //!   others, `request_bytes` and `reply_bytes` for `raw_tcp`);
@@ -114,13 +120,20 @@ use generated::interop::{
 };
 
 /// The latency forms, in table order.
-const LATENCY_FORMS: [&str; 4] = ["smi", "ami_callback", "ami_future", "dii_deferred"];
+const LATENCY_FORMS: [&str; 5] = [
+    "smi",
+    "ami_callback",
+    "ami_poller",
+    "ami_future",
+    "dii_deferred",
+];
 
 /// The throughput forms, in table order.
-const THROUGHPUT_FORMS: [&str; 7] = [
+const THROUGHPUT_FORMS: [&str; 8] = [
     "smi_220",
     "smi_7",
     "ami_callback",
+    "ami_poller",
     "ami_future",
     "dii_deferred",
     "omniorb_ami",
@@ -490,6 +503,14 @@ fn latency_phase(options: &InvocationOptions, dir: &Path) -> Result<serde_json::
                     }
                 })?)
             }
+            "ami_poller" => Some(timed_calls(calls, &bar, |v| {
+                // Sent, then collected at once: the poller's wait reads
+                // the reply itself.
+                c.echo
+                    .sendp_echo_longlong(v)
+                    .take()
+                    .map_err(|e| e.to_string())
+            })?),
             "ami_future" => Some(timed_calls(calls, &bar, |v| {
                 ami::block_on(ami::echo_async(&c.echo, v)).map_err(|e| e.to_string())
             })?),
@@ -546,6 +567,7 @@ fn throughput_phase(
                 None => serde_json::Value::Null,
             },
             "ami_callback" => ami_callback(&c, calls, in_flight)?,
+            "ami_poller" => ami_poller(&c, calls, in_flight)?,
             "ami_future" => ami_future(&c, calls, in_flight)?,
             "raw_tcp" => raw_tcp(&c, dir, calls, in_flight)?,
             _ => serde_json::Value::Null,
@@ -809,6 +831,34 @@ fn ami_callback(
 }
 
 /// AMI futures on one thread, `in_flight` at most awaiting their reply.
+/// Pollers on one thread, `in_flight` at most outstanding, collected
+/// oldest first.
+fn ami_poller(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
+    let t = Instant::now();
+    let mut window = std::collections::VecDeque::with_capacity(in_flight);
+    let mut sum = 0i64;
+    let mut sent = 0usize;
+    while sent < calls || !window.is_empty() {
+        if sent < calls && window.len() < in_flight {
+            window.push_back(c.echo.sendp_echo_longlong(sent as i64));
+            sent += 1;
+            continue;
+        }
+        if let Some(mut poller) = window.pop_front() {
+            sum = sum.wrapping_add(poller.take().map_err(|e| e.to_string())?);
+        }
+    }
+    let elapsed = t.elapsed();
+    if sum != expected_sum(calls) {
+        return Err("the AMI replies do not add up to the values sent".into());
+    }
+    Ok(json!({
+        "calls": calls,
+        "in_flight": in_flight,
+        "calls_per_s": per_second(calls, elapsed),
+    }))
+}
+
 fn ami_future(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
     let t = Instant::now();
     let sum = ami::run_window(calls, in_flight, |v| ami::echo_async(&c.echo, v))?;

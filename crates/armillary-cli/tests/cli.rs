@@ -513,6 +513,7 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     for form in [
         "smi",
         "ami_callback",
+        "ami_poller",
         "ami_future",
         "dii_deferred",
         "smi_220",
@@ -532,7 +533,13 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     // Every form carries its figures (their presence is checked, never
     // their size); only omniORB's is null when omniORB is not installed.
     let latency = report["latency"].as_object().unwrap();
-    for form in ["smi", "ami_callback", "ami_future", "dii_deferred"] {
+    for form in [
+        "smi",
+        "ami_callback",
+        "ami_poller",
+        "ami_future",
+        "dii_deferred",
+    ] {
         assert_eq!(latency[form]["calls"], 20, "{report}");
         for key in ["min_us", "avg_us", "max_us", "jitter_us"] {
             assert!(
@@ -546,6 +553,7 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
         "smi_220",
         "smi_7",
         "ami_callback",
+        "ami_poller",
         "ami_future",
         "dii_deferred",
         "omniorb_ami",
@@ -564,6 +572,7 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
         "smi_220",
         "smi_7",
         "ami_callback",
+        "ami_poller",
         "ami_future",
         "dii_deferred",
         "raw_tcp",
