@@ -476,7 +476,8 @@ pub(crate) fn plot_bars_svg(path: &Path, charts: &[Bars]) -> Result<(), String> 
             .margin(8)
             .x_label_area_size(32)
             .y_label_area_size(64)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+            // Plotters counts an integer range's end in: `0..n - 1` is n slots.
+            .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
             .map_err(|e| fail(&e))?;
         ctx.configure_mesh()
             .disable_x_mesh()
