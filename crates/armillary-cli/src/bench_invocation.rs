@@ -820,7 +820,18 @@ fn ami_callback(
     if let Some(e) = &state.failure {
         return Err(e.clone());
     }
-    if state.sum != expected_sum(calls) {
+    ami_throughput(calls, in_flight, state.sum, elapsed)
+}
+
+/// An AMI throughput form's figures, once the replies' values (`sum`)
+/// are checked against those sent.
+fn ami_throughput(
+    calls: usize,
+    in_flight: usize,
+    sum: i64,
+    elapsed: Duration,
+) -> Result<serde_json::Value, String> {
+    if sum != expected_sum(calls) {
         return Err("the AMI replies do not add up to the values sent".into());
     }
     Ok(json!({
@@ -830,7 +841,6 @@ fn ami_callback(
     }))
 }
 
-/// AMI futures on one thread, `in_flight` at most awaiting their reply.
 /// Pollers on one thread, `in_flight` at most outstanding, collected
 /// oldest first.
 fn ami_poller(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
@@ -849,28 +859,15 @@ fn ami_poller(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_jso
         }
     }
     let elapsed = t.elapsed();
-    if sum != expected_sum(calls) {
-        return Err("the AMI replies do not add up to the values sent".into());
-    }
-    Ok(json!({
-        "calls": calls,
-        "in_flight": in_flight,
-        "calls_per_s": per_second(calls, elapsed),
-    }))
+    ami_throughput(calls, in_flight, sum, elapsed)
 }
 
+/// AMI futures on one thread, `in_flight` at most awaiting their reply.
 fn ami_future(c: &Contender, calls: usize, in_flight: usize) -> Result<serde_json::Value, String> {
     let t = Instant::now();
     let sum = ami::run_window(calls, in_flight, |v| ami::echo_async(&c.echo, v))?;
     let elapsed = t.elapsed();
-    if sum != expected_sum(calls) {
-        return Err("the AMI replies do not add up to the values sent".into());
-    }
-    Ok(json!({
-        "calls": calls,
-        "in_flight": in_flight,
-        "calls_per_s": per_second(calls, elapsed),
-    }))
+    ami_throughput(calls, in_flight, sum, elapsed)
 }
 
 /// Raw TCP, pipelined: messages of the sizes of `echo_longlong`'s GIOP

@@ -36,6 +36,23 @@ pub fn read_message(stream: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> 
     Ok(Some(message))
 }
 
+/// Reads one whole GIOP message (header and body) into the start of
+/// `buf`, allocating nothing (for tests that count allocations): its
+/// length. An error at the end of the stream, or when `buf` is too small.
+pub fn read_message_into(stream: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    stream.read_exact(&mut buf[..12])?;
+    let header: [u8; 12] = buf[..12].try_into().expect("12 bytes");
+    let end = 12 + message_size(&header);
+    let body = buf.get_mut(12..end).ok_or_else(|| {
+        std::io::Error::new(
+            ErrorKind::InvalidData,
+            "the message is larger than the buffer",
+        )
+    })?;
+    stream.read_exact(body)?;
+    Ok(end)
+}
+
 /// Cuts `bytes` into whole GIOP messages; the bytes of an unfinished last
 /// one are left out.
 pub fn split_messages(mut bytes: &[u8]) -> Vec<Vec<u8>> {

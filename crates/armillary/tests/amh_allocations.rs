@@ -15,7 +15,7 @@
 //! --nocapture` prints the counts; `docs/performance.md` records them.
 
 use std::alloc::System;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -27,7 +27,7 @@ use armillary::{
     minor, CompletionStatus, Orb, Servant, ServerRequest, SystemException, WaitForCompletion,
 };
 use armillary_giop::{ByteOrder, GiopVersion};
-use armillary_testkit::giop::{message_size, request_message};
+use armillary_testkit::giop::{read_message_into, request_message};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -128,10 +128,7 @@ fn allocations_per_request(operation: &str) -> f64 {
     let mut reply = vec![0u8; 4096];
     let mut round_trip = |c: &mut TcpStream| {
         c.write_all(&request).unwrap();
-        c.read_exact(&mut reply[..12]).unwrap();
-        let header: [u8; 12] = reply[..12].try_into().unwrap();
-        let size = message_size(&header);
-        c.read_exact(&mut reply[12..12 + size]).unwrap();
+        read_message_into(c, &mut reply).unwrap();
         // NO_EXCEPTION (GIOP 1.2: request id, then status 0).
         assert_eq!(&reply[16..20], &[0, 0, 0, 0], "{operation}: a normal reply");
     };

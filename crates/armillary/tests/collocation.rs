@@ -471,6 +471,27 @@ fn a_deactivated_object_or_destroyed_poa_does_not_exist() {
     }
 }
 
+/// A typed `hang` call on `obj`, on a thread of its own, once it runs in
+/// `probe` (held there until the returned gate opens).
+fn hang(
+    probe: &Probe,
+    obj: &ObjectRef,
+) -> (
+    Arc<Gate>,
+    std::thread::JoinHandle<Result<(), SystemException>>,
+) {
+    let gate = Gate::shut();
+    *probe.gate.lock().unwrap() = Some(gate.clone());
+    let hanging = {
+        let obj = obj.clone();
+        std::thread::spawn(move || unit_op(&obj, Mode::Typed, "hang"))
+    };
+    wait_until("the call runs", || {
+        probe.running.load(Ordering::SeqCst) == 1
+    });
+    (gate, hanging)
+}
+
 /// After its first typed call, a `thru-poa` reference keeps the object
 /// it found (its later calls skip the lookup and take no lock): every
 /// later call still sees every change. POA Current is set; a wait for
@@ -508,15 +529,7 @@ fn a_reference_that_keeps_its_object_still_sees_every_change() {
     assert!(current.unwrap().object_id().is_err(), "restored after");
 
     // Waiting for completion waits for a kept call that runs.
-    let gate = Gate::shut();
-    *probe.gate.lock().unwrap() = Some(gate.clone());
-    let hanging = {
-        let obj = obj.clone();
-        std::thread::spawn(move || unit_op(&obj, Mode::Typed, "hang"))
-    };
-    wait_until("the call runs", || {
-        probe.running.load(Ordering::SeqCst) == 1
-    });
+    let (gate, hanging) = hang(&probe, &obj);
     let holding = {
         let manager = manager.clone();
         std::thread::spawn(move || manager.hold_requests(WaitForCompletion::Yes))
@@ -542,15 +555,7 @@ fn a_reference_that_keeps_its_object_still_sees_every_change() {
 
     // Deactivated while a call runs: refused from then on, the servant
     // released when the call ends.
-    let gate = Gate::shut();
-    *probe.gate.lock().unwrap() = Some(gate.clone());
-    let hanging = {
-        let obj = obj.clone();
-        std::thread::spawn(move || unit_op(&obj, Mode::Typed, "hang"))
-    };
-    wait_until("the call runs", || {
-        probe.running.load(Ordering::SeqCst) == 1
-    });
+    let (gate, hanging) = hang(&probe, &obj);
     child.deactivate_object("k").unwrap();
     assert_kind(
         echo(&obj, Mode::Typed, 1),

@@ -14,7 +14,7 @@
 //! unnoticed; the goal is two a call on each side.
 
 use std::alloc::System;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Mutex;
 
@@ -23,7 +23,7 @@ use armillary::runtime::{CdrWriter, ReplyBody};
 use armillary::{Orb, Servant, ServerRequest, SystemException, WaitForCompletion};
 use armillary_giop::giop::{MessageBuilder, ReplyStatus};
 use armillary_giop::{ByteOrder, GiopVersion};
-use armillary_testkit::giop::{message_size, request_message};
+use armillary_testkit::giop::{read_message_into, request_message};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -117,10 +117,7 @@ fn server_allocations(echo: Echo) -> f64 {
     let mut reply = vec![0u8; 4096];
     let mut round_trip = |c: &mut TcpStream| {
         c.write_all(&request).unwrap();
-        c.read_exact(&mut reply[..12]).unwrap();
-        let header: [u8; 12] = reply[..12].try_into().unwrap();
-        let size = message_size(&header);
-        c.read_exact(&mut reply[12..12 + size]).unwrap();
+        read_message_into(c, &mut reply).unwrap();
         // NO_EXCEPTION (GIOP 1.2: request id, then status 0).
         assert_eq!(&reply[16..20], &[0, 0, 0, 0], "{echo:?}: a normal reply");
     };
@@ -159,12 +156,10 @@ fn client_allocations(echo: Echo) -> f64 {
         let mut reply = reply;
         let mut request = vec![0u8; 4096];
         loop {
-            if s.read_exact(&mut request[..12]).is_err() {
+            if read_message_into(&mut s, &mut request).is_err() {
                 return;
             }
-            let header: [u8; 12] = request[..12].try_into().unwrap();
-            let size = message_size(&header);
-            s.read_exact(&mut request[12..12 + size]).unwrap();
+            let header = &request[..12];
             if header[7] != 0 {
                 // Not a Request (CloseConnection at the end): done.
                 return;
