@@ -184,7 +184,7 @@ pub(crate) fn message_sizes(obj: &ObjectRef) -> (usize, usize) {
         request_id: 1,
         response_flags: 3,
         reserved: [0; 3],
-        target: TargetAddress::Key(key),
+        target: TargetAddress::Key(key.into()),
         operation: "echo_longlong".into(),
         service_contexts: Vec::new(),
         requesting_principal: Vec::new(),

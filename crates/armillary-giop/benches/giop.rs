@@ -16,8 +16,8 @@ fn request(operation: &str, id: u32) -> MessageBody {
         request_id: id,
         response_flags: 3,
         reserved: [0; 3],
-        target: TargetAddress::Key(b"\xa7RM\x01\0quoter-key".to_vec()),
-        operation: operation.to_owned(),
+        target: TargetAddress::Key(b"\xa7RM\x01\0quoter-key"[..].into()),
+        operation: operation.into(),
         service_contexts: vec![ServiceContext::code_sets(
             CodeSetContext {
                 char_data: 0x0501_0001,

@@ -35,7 +35,7 @@
 //!     request_id: 1,
 //!     response_flags: 3, // a reply is expected, after the upcall
 //!     reserved: [0; 3],
-//!     target: TargetAddress::Key(profile.object_key.clone()),
+//!     target: TargetAddress::Key(profile.object_key.as_slice().into()),
 //!     operation: "get_quote".into(),
 //!     service_contexts: Vec::new(),
 //!     requesting_principal: Vec::new(),

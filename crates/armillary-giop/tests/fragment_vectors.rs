@@ -35,8 +35,8 @@ fn frames(session: &str) -> Vec<(String, &'static str, Frame)> {
         while let Some(frame) = decoder.poll_frame() {
             let (kind, operation) = match frame.message().unwrap().body {
                 MessageBody::Request(h) => {
-                    operations.insert(h.request_id, h.operation.clone());
-                    ("Request", h.operation)
+                    operations.insert(h.request_id, h.operation.to_string());
+                    ("Request", h.operation.to_string())
                 }
                 MessageBody::Reply(h) => ("Reply", operations[&h.request_id].clone()),
                 _ => continue,

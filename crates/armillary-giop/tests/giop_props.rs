@@ -30,7 +30,7 @@ fn contexts() -> impl Strategy<Value = Vec<ServiceContext>> {
 }
 
 fn target(v: GiopVersion) -> BoxedStrategy<TargetAddress> {
-    let key = prop::collection::vec(any::<u8>(), 0..16).prop_map(TargetAddress::Key);
+    let key = prop::collection::vec(any::<u8>(), 0..80).prop_map(|k| TargetAddress::Key(k.into()));
     if v < GiopVersion::V1_2 {
         return key.boxed();
     }
@@ -97,7 +97,7 @@ fn body(v: GiopVersion) -> BoxedStrategy<MessageBody> {
                     response_flags: flags,
                     reserved,
                     target,
-                    operation: op,
+                    operation: op.into(),
                     service_contexts: sc,
                     requesting_principal: if v < GiopVersion::V1_2 {
                         principal
@@ -119,7 +119,7 @@ fn body(v: GiopVersion) -> BoxedStrategy<MessageBody> {
             target: match target {
                 TargetAddress::Key(k) => TargetAddress::Key(k),
                 other if v >= GiopVersion::V1_2 => other,
-                _ => TargetAddress::Key(Vec::new()),
+                _ => TargetAddress::Key(Default::default()),
             }
         }),
         (any::<u32>(), 0..locates).prop_map(move |(id, s)| MessageBody::LocateReply(
@@ -192,7 +192,7 @@ proptest! {
             request_id: 77,
             response_flags: 3,
             reserved: [0; 3],
-            target: TargetAddress::Key(b"key".to_vec()),
+            target: TargetAddress::Key(b"key"[..].into()),
             operation: "big".into(),
             service_contexts: vec![ServiceContext::code_sets(
                 CodeSetContext { char_data: 0x0501_0001, wchar_data: 0x0001_0109 },

@@ -85,7 +85,7 @@ fn check_message(session: &str, entry: &Value, bytes: &[u8]) -> usize {
     }
     match &msg.body {
         MessageBody::Request(h) => {
-            eq("operation", h.operation.clone().into());
+            eq("operation", h.operation.as_str().into());
             eq("object_key", key_text(h.object_key().unwrap()).into());
             eq("response_expected", h.response_expected().into());
             eq("response_flags", h.response_flags.into());

@@ -85,7 +85,7 @@ pub fn request_message(
         request_id,
         response_flags: 3,
         reserved: [0; 3],
-        target: TargetAddress::Key(key.to_vec()),
+        target: TargetAddress::Key(key.into()),
         operation: operation.into(),
         service_contexts: Vec::new(),
         requesting_principal: Vec::new(),

@@ -376,7 +376,7 @@ mod tests {
                         request_id: 0x0102_0304,
                         response_flags: 3,
                         reserved: [0; 3],
-                        target: TargetAddress::Key(b"key".to_vec()),
+                        target: TargetAddress::Key(b"key"[..].into()),
                         operation: "split".into(),
                         service_contexts: (0..contexts)
                             .map(|i| ServiceContext {

@@ -4,6 +4,8 @@
 use std::borrow::Borrow;
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 
 /// An object id: the octets that name an object within its POA
@@ -29,11 +31,19 @@ use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 /// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[doc(alias = "PortableServer::ObjectId")]
-pub struct ObjectId(Vec<u8>);
+pub struct ObjectId(IdBytes);
+
+/// An id's octets: ids up to [`INLINE_ID`] octets long (system-assigned
+/// ids, most names an application chooses) are kept inline, so that a
+/// request's id is decoded and handed to its upcall without allocating.
+type IdBytes = SmallVec<[u8; INLINE_ID]>;
+
+/// The longest id kept without a heap allocation.
+const INLINE_ID: usize = 24;
 
 /// The empty id, for a servant reached without a POA (a local object of
 /// the ORB).
-pub(crate) static EMPTY: ObjectId = ObjectId(Vec::new());
+pub(crate) static EMPTY: ObjectId = ObjectId(SmallVec::new_const());
 
 impl ObjectId {
     /// The id's octets.
@@ -43,7 +53,7 @@ impl ObjectId {
 
     /// The id's octets, by value.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.0
+        self.0.into_vec()
     }
 
     /// The number of octets.
@@ -100,37 +110,37 @@ impl fmt::Debug for ObjectId {
 
 impl From<Vec<u8>> for ObjectId {
     fn from(bytes: Vec<u8>) -> Self {
-        ObjectId(bytes)
+        ObjectId(SmallVec::from_vec(bytes))
     }
 }
 
 impl From<&[u8]> for ObjectId {
     fn from(bytes: &[u8]) -> Self {
-        ObjectId(bytes.to_vec())
+        ObjectId(SmallVec::from_slice(bytes))
     }
 }
 
 impl<const N: usize> From<&[u8; N]> for ObjectId {
     fn from(bytes: &[u8; N]) -> Self {
-        ObjectId(bytes.to_vec())
+        ObjectId(SmallVec::from_slice(bytes))
     }
 }
 
 impl From<&Vec<u8>> for ObjectId {
     fn from(bytes: &Vec<u8>) -> Self {
-        ObjectId(bytes.clone())
+        ObjectId(SmallVec::from_slice(bytes))
     }
 }
 
 impl From<&str> for ObjectId {
     fn from(text: &str) -> Self {
-        ObjectId(text.as_bytes().to_vec())
+        ObjectId(SmallVec::from_slice(text.as_bytes()))
     }
 }
 
 impl From<String> for ObjectId {
     fn from(text: String) -> Self {
-        ObjectId(text.into_bytes())
+        ObjectId(SmallVec::from_vec(text.into_bytes()))
     }
 }
 
@@ -142,7 +152,7 @@ impl From<&ObjectId> for ObjectId {
 
 impl From<ObjectId> for Vec<u8> {
     fn from(id: ObjectId) -> Self {
-        id.0
+        id.0.into_vec()
     }
 }
 
@@ -160,37 +170,37 @@ impl Borrow<[u8]> for ObjectId {
 
 impl PartialEq<[u8]> for ObjectId {
     fn eq(&self, other: &[u8]) -> bool {
-        self.0 == other
+        self.0.as_slice() == other
     }
 }
 
 impl PartialEq<&[u8]> for ObjectId {
     fn eq(&self, other: &&[u8]) -> bool {
-        self.0 == *other
+        self.0.as_slice() == *other
     }
 }
 
 impl<const N: usize> PartialEq<[u8; N]> for ObjectId {
     fn eq(&self, other: &[u8; N]) -> bool {
-        self.0 == other
+        self.0.as_slice() == other
     }
 }
 
 impl<const N: usize> PartialEq<&[u8; N]> for ObjectId {
     fn eq(&self, other: &&[u8; N]) -> bool {
-        self.0 == *other
+        self.0.as_slice() == *other
     }
 }
 
 impl PartialEq<str> for ObjectId {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other.as_bytes()
+        self.0.as_slice() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for ObjectId {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == other.as_bytes()
+        self.0.as_slice() == other.as_bytes()
     }
 }
 

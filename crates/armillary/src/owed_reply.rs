@@ -32,7 +32,9 @@
 use std::sync::Arc;
 
 use armillary_giop::cdr::{CdrEncode, CdrReader, CdrWriter};
-use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, ServiceContext};
+use armillary_giop::giop::{
+    MessageBody, MessageBuilder, MessageShape, ReplyHeader, ReplyStatus, ServiceContext,
+};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, GiopVersion};
 
@@ -175,6 +177,37 @@ impl OwedReply {
                 MessageBuilder::new(owed.version, owed.order, fields)
             });
             owed.sink.send_reply(&message);
+        }
+    }
+
+    /// The NO_EXCEPTION reply message this request is owed, its header
+    /// written, for the servant to write its results into: split with
+    /// [`MessageBuilder::into_parts`] and sent with
+    /// [`reply_message`](Self::reply_message), the reply's one buffer.
+    /// `None` when no reply is owed.
+    pub(crate) fn prepare(&self) -> Option<MessageBuilder> {
+        let owed = self.owed.as_ref()?;
+        Some(MessageBuilder::reply(
+            owed.version,
+            owed.order,
+            owed.request_id,
+            ReplyStatus::NoException,
+        ))
+    }
+
+    /// Answers with the normal reply written into the message
+    /// [`prepare`](Self::prepare) made (`w`, shaped by `shape`): sent as
+    /// it is, unless the request is intercepted (the interceptors' ending
+    /// point may change the reply and add contexts: then as
+    /// [`reply`](Self::reply)).
+    pub(crate) fn reply_message(mut self, w: CdrWriter, shape: MessageShape) {
+        let body_start = shape.body_offset();
+        if self.interception.is_some() || w.len() < body_start {
+            let body = w.as_bytes().get(body_start..).unwrap_or_default();
+            return self.reply(ReplyKind::Normal, body);
+        }
+        if let (Some(owed), Some(message)) = (self.owed.take(), MessageBuilder::resume(w, shape)) {
+            owed.sink.send_reply(&message.finish(false));
         }
     }
 

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use armillary_giop::cdr::{CdrError, CdrReader, CdrWriter};
+use armillary_giop::giop::{MessageShape, OperationName};
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::typecode::DefaultLabelForm;
 
@@ -246,8 +247,9 @@ pub struct ServerRequest<'a> {
     /// Where an asynchronous servant's work goes on later (the server's
     /// reactor).
     tasks: Option<Arc<dyn TaskQueue>>,
-    /// The operation's name, shared with the request's other holders.
-    shared_operation: Option<Arc<str>>,
+    /// When `reply` is the reply message itself (its header written for a
+    /// NO_EXCEPTION reply, the body following): what finishes it.
+    message: Option<MessageShape>,
 }
 
 impl std::fmt::Debug for ServerRequest<'_> {
@@ -288,22 +290,24 @@ impl<'a> ServerRequest<'a> {
             kind: ReplyKind::Normal,
             owed: None,
             tasks: None,
-            shared_operation: None,
+            message: None,
         }
     }
 
     /// The same request (whose operation is `operation`, shared), answered
     /// through `owed` (see [`conclude`](Self::conclude)), its asynchronous
     /// work (if its servant responds later) going on in `tasks`.
-    pub(crate) fn owing(
-        mut self,
-        owed: OwedReply,
-        operation: Arc<str>,
-        tasks: Arc<dyn TaskQueue>,
-    ) -> Self {
+    pub(crate) fn owing(mut self, owed: OwedReply, tasks: Arc<dyn TaskQueue>) -> Self {
         self.owed = Some(owed);
-        self.shared_operation = Some(operation);
         self.tasks = Some(tasks);
+        self
+    }
+
+    /// The same request, its `reply` writer being the reply message split
+    /// from [`OwedReply::prepare`] (shaped by `message`): a normal reply
+    /// is then sent as written, without copying its body.
+    pub(crate) fn in_message(mut self, message: Option<MessageShape>) -> Self {
+        self.message = message;
         self
     }
 
@@ -320,8 +324,12 @@ impl<'a> ServerRequest<'a> {
         };
         match outcome {
             Ok(()) => {
+                let message = self.message;
                 let (kind, w, start) = self.into_reply();
-                owed.reply(kind, &w.as_bytes()[start..]);
+                match message {
+                    Some(shape) if kind == ReplyKind::Normal => owed.reply_message(w, shape),
+                    _ => owed.reply(kind, &w.as_bytes()[start..]),
+                }
             }
             Err(ex) => owed.exception(&ex),
         }
@@ -347,16 +355,18 @@ impl<'a> ServerRequest<'a> {
             .with_default_label(self.reply.default_label());
         let mut writer = std::mem::replace(&mut self.reply, fresh);
         writer.truncate(self.body_start);
+        let message = self.message.take();
         if let Some(form) = self.args.default_label_seen() {
             writer.set_default_label(form);
         }
         let owed = self.owed.take().unwrap_or_else(OwedReply::nothing);
         owed.answered_later();
-        let operation = self
-            .shared_operation
-            .clone()
-            .unwrap_or_else(|| Arc::from(self.operation));
-        ResponseHandler::new(owed, operation, writer, self.body_start, self.tasks.clone())
+        ResponseHandler::new(
+            owed,
+            OperationName::from(self.operation),
+            (writer, self.body_start, message),
+            self.tasks.clone(),
+        )
     }
 
     /// The request's interception, when the ORB has server interceptors.

@@ -332,7 +332,7 @@ fn next_request(stream: &mut TcpStream, decoder: &mut FrameDecoder) -> Option<Re
                 id: h.request_id,
                 arg: body.read_long().ok(),
                 response_expected: h.response_expected(),
-                operation: h.operation,
+                operation: h.operation.into(),
             });
         }
         let mut buf = [0u8; 4096];

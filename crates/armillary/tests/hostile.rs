@@ -189,7 +189,7 @@ fn request(id: u32, key: &[u8], operation: &str, args: &[u8]) -> Vec<u8> {
         request_id: id,
         response_flags: 3,
         reserved: [0; 3],
-        target: TargetAddress::Key(key.to_vec()),
+        target: TargetAddress::Key(key.into()),
         operation: operation.into(),
         service_contexts: Vec::new(),
         requesting_principal: Vec::new(),

@@ -397,7 +397,7 @@ fn garbage_gets_a_message_error_and_others_are_still_served() {
             ByteOrder::Big,
             &MessageBody::LocateRequest {
                 request_id: id,
-                target: TargetAddress::Key(key),
+                target: TargetAddress::Key(key.into()),
             },
         )
         .unwrap()
@@ -667,7 +667,7 @@ fn every_target_address_form_reaches_the_object() {
     let mut raw = TcpStream::connect((host.as_str(), port)).unwrap();
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let targets = [
-        TargetAddress::Key(ior.iiop_profiles()[0].object_key.clone()),
+        TargetAddress::Key(ior.iiop_profiles()[0].object_key.as_slice().into()),
         TargetAddress::Profile(ior.profiles[0].clone()),
         TargetAddress::Reference {
             selected_profile_index: 0,

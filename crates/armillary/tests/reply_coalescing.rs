@@ -247,7 +247,7 @@ fn request(
         request_id: id,
         response_flags: 3,
         reserved: [0; 3],
-        target: TargetAddress::Key(key.to_vec()),
+        target: TargetAddress::Key(key.into()),
         operation: operation.into(),
         service_contexts: Vec::new(),
         requesting_principal: Vec::new(),

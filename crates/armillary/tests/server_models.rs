@@ -311,7 +311,7 @@ fn raw_message(id: u32, key: &[u8], operation: &str, arg: i32, response_flags: u
         request_id: id,
         response_flags,
         reserved: [0; 3],
-        target: TargetAddress::Key(key.to_vec()),
+        target: TargetAddress::Key(key.into()),
         operation: operation.into(),
         service_contexts: Vec::new(),
         requesting_principal: Vec::new(),

@@ -384,7 +384,7 @@ fn plain_request(key: &[u8]) -> Vec<u8> {
         request_id: 1,
         response_flags: 3,
         reserved: [0; 3],
-        target: TargetAddress::Key(key.to_vec()),
+        target: TargetAddress::Key(key.into()),
         operation: "echo_long".into(),
         service_contexts: Vec::new(),
         requesting_principal: Vec::new(),

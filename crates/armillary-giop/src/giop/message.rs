@@ -7,13 +7,26 @@ use super::GiopError;
 use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 use crate::ior::{Ior, TaggedProfile};
 use crate::version::{ByteOrder, GiopVersion};
+use compact_str::CompactString;
+use smallvec::SmallVec;
+
+/// An object key as a decoded request carries it: kept inline up to 48
+/// octets (Armillary's own keys, omniORB's, most others'), so that
+/// decoding a request allocates nothing for it. Derefs to `[u8]`; made
+/// from a `Vec<u8>` or a slice with `.into()` / `ObjectKey::from_slice`.
+pub type ObjectKey = SmallVec<[u8; 48]>;
+
+/// An operation name as a decoded request carries it: kept inline up to
+/// 24 bytes, so that decoding a request allocates nothing for it. Derefs
+/// to `str`; made from a `&str` or a `String` with `.into()`.
+pub type OperationName = CompactString;
 
 /// How a request names its target (`GIOP::TargetAddress`; GIOP 1.0 and
 /// 1.1 only have the object key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TargetAddress {
     /// `KeyAddr`: the object key.
-    Key(Vec<u8>),
+    Key(ObjectKey),
     /// `ProfileAddr`: the profile the client used.
     Profile(TaggedProfile),
     /// `ReferenceAddr`: the whole IOR and which profile was used.
@@ -41,7 +54,9 @@ impl TargetAddress {
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         let offset = r.position();
         match r.read_short()? {
-            0 => Ok(TargetAddress::Key(r.read_octet_seq()?.to_vec())),
+            0 => Ok(TargetAddress::Key(ObjectKey::from_slice(
+                r.read_octet_seq()?,
+            ))),
             1 => Ok(TargetAddress::Profile(TaggedProfile::decode(r)?)),
             2 => Ok(TargetAddress::Reference {
                 selected_profile_index: r.read_ulong()?,
@@ -191,7 +206,7 @@ pub struct RequestHeader {
     /// The target (always `Key` in 1.0/1.1).
     pub target: TargetAddress,
     /// The operation name.
-    pub operation: String,
+    pub operation: OperationName,
     /// Service contexts, in order.
     pub service_contexts: Vec<ServiceContext>,
     /// The requesting principal (1.0/1.1; deprecated, usually empty).
@@ -467,7 +482,7 @@ impl Message {
                         let response_flags = r.read_octet()?;
                         let reserved = r.read_octets(3)?;
                         let target = TargetAddress::decode(&mut r)?;
-                        let operation = r.read_string()?;
+                        let operation = read_operation(&mut r)?;
                         let service_contexts = read_contexts(&mut r)?;
                         RequestHeader {
                             request_id,
@@ -487,8 +502,8 @@ impl Message {
                         // padding octets: the same place as 1.1's reserved.
                         let mut reserved = [0u8; 3];
                         reserved.copy_from_slice(r.read_octets(3)?);
-                        let key = r.read_octet_seq()?.to_vec();
-                        let operation = r.read_string()?;
+                        let key = ObjectKey::from_slice(r.read_octet_seq()?);
+                        let operation = read_operation(&mut r)?;
                         let requesting_principal = r.read_octet_seq()?.to_vec();
                         RequestHeader {
                             request_id,
@@ -539,7 +554,7 @@ impl Message {
                     let target = if v >= GiopVersion::V1_2 {
                         TargetAddress::decode(&mut r)?
                     } else {
-                        TargetAddress::Key(r.read_octet_seq()?.to_vec())
+                        TargetAddress::Key(ObjectKey::from_slice(r.read_octet_seq()?))
                     };
                     MessageBody::LocateRequest { request_id, target }
                 }
@@ -689,9 +704,41 @@ fn write_request(w: &mut CdrWriter, h: &RequestFields<'_>) -> Result<(), CdrErro
     Ok(())
 }
 
+/// Reads a request's operation name: an ASCII name (every IDL
+/// identifier) without allocating, any other as `read_string` decodes it.
+fn read_operation(r: &mut CdrReader<'_>) -> Result<OperationName, CdrError> {
+    let mut ahead = r.clone();
+    let bytes = ahead.read_string_bytes()?;
+    match std::str::from_utf8(bytes) {
+        Ok(text) if text.is_ascii() => {
+            *r = ahead;
+            Ok(OperationName::from(text))
+        }
+        _ => r.read_string().map(OperationName::from),
+    }
+}
+
 /// The room a message's buffer starts with: a request's or reply's header
 /// and a small body fit, so that building one allocates once.
 const MESSAGE_CAPACITY: usize = 256;
+
+/// What a [`MessageBuilder`] split by
+/// [`into_parts`](MessageBuilder::into_parts) needs besides its writer to
+/// finish the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageShape {
+    fields_end: usize,
+    body_start: usize,
+    kind: MessageType,
+    version: GiopVersion,
+}
+
+impl MessageShape {
+    /// Where the body starts.
+    pub fn body_offset(&self) -> usize {
+        self.body_start
+    }
+}
 
 /// Writes one GIOP message: the header, the header fields, then whatever
 /// body the caller writes with [`body`](Self::body).
@@ -843,6 +890,36 @@ impl MessageBuilder {
     /// The writer for the body; alignment counts from the GIOP header.
     pub fn body(&mut self) -> &mut CdrWriter {
         &mut self.w
+    }
+
+    /// Splits the builder into its writer (the header's room and the
+    /// header fields written, the body to follow at
+    /// [`body_offset`](Self::body_offset)) and the [`MessageShape`] that
+    /// [`resume`](Self::resume) takes back: for code that writes the body
+    /// through a plain [`CdrWriter`] (a server's skeleton writing its
+    /// results straight into the reply, so that no body is copied).
+    pub fn into_parts(self) -> (CdrWriter, MessageShape) {
+        let shape = MessageShape {
+            fields_end: self.fields_end,
+            body_start: self.body_start,
+            kind: self.kind,
+            version: self.version,
+        };
+        (self.w, shape)
+    }
+
+    /// The builder again, from the writer and shape
+    /// [`into_parts`](Self::into_parts) gave, with whatever body was
+    /// written since. `None` when the writer no longer holds the header
+    /// fields (it was truncated before the body's start).
+    pub fn resume(w: CdrWriter, shape: MessageShape) -> Option<Self> {
+        (w.len() >= shape.body_start).then_some(MessageBuilder {
+            w,
+            fields_end: shape.fields_end,
+            body_start: shape.body_start,
+            kind: shape.kind,
+            version: shape.version,
+        })
     }
 
     /// Where the body starts.

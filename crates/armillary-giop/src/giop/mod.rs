@@ -16,8 +16,9 @@ pub use fragment::fragment_message;
 pub use frame::{Frame, FrameDecoder, FrameError, FrameLimits};
 pub use header::{MessageHeader, MessageType, HEADER_SIZE, MAGIC};
 pub use message::{
-    LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader,
-    ReplyStatus, RequestFields, RequestHeader, SyncScope, TargetAddress, TargetRef,
+    LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, MessageShape, ObjectKey,
+    OperationName, ReplyHeader, ReplyStatus, RequestFields, RequestHeader, SyncScope,
+    TargetAddress, TargetRef,
 };
 pub use service_context::{
     KnownServiceContext, ListenPoint, ServiceContext, BI_DIR_IIOP, CODE_SETS,

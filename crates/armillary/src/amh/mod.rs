@@ -113,6 +113,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use armillary_giop::cdr::{CdrError, CdrWriter};
+use armillary_giop::giop::{MessageShape, OperationName};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 
 use crate::exception::UserException;
@@ -129,7 +130,7 @@ use crate::task_queue::TaskQueue;
 pub struct ResponseHandler {
     /// `None` once answered.
     pending: Option<Pending>,
-    operation: Arc<str>,
+    operation: OperationName,
     /// Where the work of [`answer_when`](Self::answer_when) goes on.
     tasks: Option<Arc<dyn TaskQueue>>,
 }
@@ -141,6 +142,9 @@ struct Pending {
     /// the body starts at `body_start`.
     writer: CdrWriter,
     body_start: usize,
+    /// When `writer` is the reply message itself (see
+    /// `ServerRequest::in_message`): what finishes it.
+    message: Option<MessageShape>,
 }
 
 impl std::fmt::Debug for ResponseHandler {
@@ -155,9 +159,8 @@ impl std::fmt::Debug for ResponseHandler {
 impl ResponseHandler {
     pub(crate) fn new(
         owed: OwedReply,
-        operation: Arc<str>,
-        writer: CdrWriter,
-        body_start: usize,
+        operation: OperationName,
+        (writer, body_start, message): (CdrWriter, usize, Option<MessageShape>),
         tasks: Option<Arc<dyn TaskQueue>>,
     ) -> ResponseHandler {
         ResponseHandler {
@@ -165,6 +168,7 @@ impl ResponseHandler {
                 owed,
                 writer,
                 body_start,
+                message,
             }),
             operation,
             tasks,
@@ -191,9 +195,12 @@ impl ResponseHandler {
             return;
         };
         match write(&mut p.writer) {
-            Ok(()) => p
-                .owed
-                .reply(ReplyKind::Normal, &p.writer.as_bytes()[p.body_start..]),
+            Ok(()) => match p.message {
+                Some(shape) => p.owed.reply_message(p.writer, shape),
+                None => p
+                    .owed
+                    .reply(ReplyKind::Normal, &p.writer.as_bytes()[p.body_start..]),
+            },
             Err(e) => p
                 .owed
                 .exception(&SystemException::from_cdr_error(&e, CompletionStatus::Yes)),

@@ -148,7 +148,7 @@ pub(crate) fn run_request(
         None => Arc::new(NoTasks),
     };
     let mut request = ServerRequest::new(operation, object_id, reader, response_expected, writer)
-        .owing(owed, operation.clone(), tasks);
+        .owing(owed, tasks);
     let outcome = {
         let _scope = core.decoding_scope();
         dispatch(&mut request)

@@ -502,13 +502,7 @@ fn run_elsewhere(
                     drop(owed);
                 }
             };
-            let resolved = ResolvedRequest::new(
-                upcall,
-                owed,
-                operation,
-                COLLOCATED_CONNECTION,
-                Box::new(run),
-            );
+            let resolved = ResolvedRequest::new(upcall, owed, COLLOCATED_CONNECTION, Box::new(run));
             server.schedule(resolved);
         }
         _ => {
@@ -628,7 +622,6 @@ fn schedule(
     server.schedule(ResolvedRequest::new(
         upcall,
         OwedReply::nothing(),
-        operation.clone(),
         COLLOCATED_CONNECTION,
         Box::new(run),
     ));

@@ -37,7 +37,7 @@ impl OrbCore {
         let id = conn.next_request_id();
         let fields = MessageBody::LocateRequest {
             request_id: id,
-            target: TargetAddress::Key(profile.object_key.clone()),
+            target: TargetAddress::Key(profile.object_key.as_slice().into()),
         };
         let bytes = MessageBuilder::new(version, ByteOrder::NATIVE, &fields)
             .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?

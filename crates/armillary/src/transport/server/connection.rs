@@ -45,9 +45,10 @@ use armillary_giop::{ByteOrder, CdrEncode, GiopVersion};
 use mio::net::TcpStream;
 use mio::{Interest, Token};
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::adapter::{Located, ObjectAdapter};
-use super::concurrency::{ResolvedRequest, ServerConcurrency};
+use super::concurrency::{run_resolved, ResolvedRequest, ServerConcurrency};
 use super::Shared;
 use crate::interceptors::{ServerInterception, ServerOutcome};
 use crate::owed_reply::{OwedReply, ReplySink};
@@ -58,9 +59,13 @@ use crate::servant::{ReplyKind, ServerRequest};
 use crate::task_queue::TaskQueue;
 use crate::thread_role;
 
-/// The room a servant's results writer starts with: a small reply body
-/// takes one allocation.
-const RESULTS_CAPACITY: usize = 128;
+/// The frames one read completed: most often one (a synchronous client
+/// sends its next request after the reply), kept inline so that the
+/// read allocates no list.
+type ReadFrames = SmallVec<[Frame; 1]>;
+
+/// The messages decoded from one read's frames, with their frames.
+type ReadMessages = SmallVec<[(Frame, Message); 1]>;
 
 /// The longest the reading thread holds a reply while it runs the other
 /// requests read with it.
@@ -183,6 +188,10 @@ pub(crate) struct ServerConnection {
     outgoing: Mutex<VecDeque<u8>>,
     /// Replies the reading thread holds to write together.
     held_replies: Mutex<HeldReplies>,
+    /// The reply sink of the connection's latest request owed a reply,
+    /// kept to serve the next one once its request is answered (see
+    /// [`ServerConnection::reply_sink`]).
+    spare_sink: Mutex<Option<Arc<ConnectionReplies>>>,
     /// Code sets the client announced (CodeSets service context).
     codesets: Mutex<CodeSets>,
     /// How the client labels a union's default member, once one of its
@@ -368,6 +377,7 @@ impl ServerConnection {
             read_buf: Mutex::new(vec![0; crate::transport::READ_BUFFER]),
             outgoing: Mutex::new(VecDeque::new()),
             held_replies: Mutex::default(),
+            spare_sink: Mutex::new(None),
             codesets: Mutex::new(CodeSets::DEFAULT),
             default_label_seen: OnceLock::new(),
             closed: AtomicBool::new(false),
@@ -404,7 +414,7 @@ impl ServerConnection {
                 }
                 gate.busy = true;
             }
-            let mut messages = Vec::new();
+            let mut messages = ReadMessages::new();
             loop {
                 let frames = self.read_frames(reactor, messages.len());
                 let decoded = self.decode_read(frames);
@@ -737,8 +747,8 @@ impl ServerConnection {
     /// the stream cannot be decoded or breaks a limit (which refuses the
     /// connection: the messages completed before are still returned, to be
     /// answered before MessageError).
-    fn read_frames(&self, reactor: &Arc<Reactor>, already: usize) -> Vec<Frame> {
-        let mut frames = Vec::new();
+    fn read_frames(&self, reactor: &Arc<Reactor>, already: usize) -> ReadFrames {
+        let mut frames = ReadFrames::new();
         let mut buf = self.read_buf.lock();
         loop {
             if self.closed.load(Ordering::SeqCst)
@@ -856,8 +866,8 @@ impl ServerConnection {
     /// decode or that a client may not send (a reply or a lone fragment):
     /// that one refuses the connection, and those after it are dropped
     /// unread. Every message kept is answered before the MessageError.
-    fn decode_read(&self, frames: Vec<Frame>) -> Vec<(Frame, Message)> {
-        let mut messages = Vec::with_capacity(frames.len());
+    fn decode_read(&self, frames: ReadFrames) -> ReadMessages {
+        let mut messages = ReadMessages::with_capacity(frames.len());
         for frame in frames {
             match frame.message() {
                 Ok(msg) if client_may_send(&msg.body) => messages.push((frame, msg)),
@@ -1103,18 +1113,14 @@ impl ServerConnection {
                     },
                 };
                 if let Some(outcome) = early {
-                    let reply = match (expected, self.me.upgrade()) {
-                        (true, Some(conn)) => OwedReply::new(
-                            Arc::new(ConnectionReplies {
-                                conn,
-                                reactor: reactor.clone(),
-                                in_progress: Mutex::new(None),
-                            }),
+                    let reply = match expected {
+                        true => OwedReply::new(
+                            self.reply_sink(reactor, None),
                             version,
                             order,
                             h.request_id,
                         ),
-                        _ => OwedReply::nothing(),
+                        false => OwedReply::nothing(),
                     };
                     reply.intercepted(started).answer(outcome);
                     return;
@@ -1204,35 +1210,25 @@ impl ServerConnection {
         // answers after its upcall): its guard lives in the reply's sink.
         // Any other request is done when its upcall returns.
         let (reply, in_progress) = if expected && h.sync_scope() != SyncScope::WithServer {
-            let sink = Arc::new(ConnectionReplies {
-                conn: conn.clone(),
-                reactor: reactor.clone(),
-                in_progress: Mutex::new(in_progress),
-            });
+            let sink = self.reply_sink(reactor, in_progress);
             (OwedReply::new(sink, version, order, h.request_id), None)
         } else {
             (OwedReply::nothing(), in_progress)
         };
         let reply = reply.intercepted(interception);
-        let operation: Arc<str> = Arc::from(h.operation.as_str());
         let adapter = adapter.clone();
-        let shared_operation = operation.clone();
         let tasks: Arc<dyn TaskQueue> = reactor.clone();
         let run = move |upcall: Upcall, reply: OwedReply| {
-            conn.run_upcall(
-                &*adapter,
-                &frame,
-                &msg,
-                upcall,
-                (reply, shared_operation, tasks),
-            );
+            conn.run_upcall(&*adapter, &frame, &msg, upcall, (reply, tasks));
             drop(in_progress);
         };
-        let request = ResolvedRequest::new(upcall, reply, operation, self.id, Box::new(run));
-        if route == Route::Default {
+        if route == Route::Default && !self.concurrency.runs_here(upcall.poa()) {
+            let request = ResolvedRequest::new(upcall, reply, self.id, Box::new(run));
             self.concurrency.schedule(request);
         } else {
-            request.run();
+            // Here, on the reading thread: as the model would run it, or
+            // where the request filter routed it.
+            run_resolved(upcall, reply, run);
         }
     }
 
@@ -1246,7 +1242,7 @@ impl ServerConnection {
         frame: &Frame,
         msg: &Message,
         upcall: Upcall,
-        owed: (OwedReply, Arc<str>, Arc<dyn TaskQueue>),
+        owed: (OwedReply, Arc<dyn TaskQueue>),
     ) {
         let MessageBody::Request(h) = &msg.body else {
             // Unreachable: only requests are dispatched.
@@ -1271,13 +1267,24 @@ impl ServerConnection {
             .get()
             .copied()
             .unwrap_or(self.shared().default_label);
-        let writer = CdrWriter::with_capacity(order, version, RESULTS_CAPACITY)
+        let (mut reply, tasks) = owed;
+        // The servant writes its results straight into the reply message
+        // (one buffer for the reply); a oneway's writer only if it writes.
+        let (writer, message) = match reply.prepare() {
+            Some(message) => {
+                let (writer, shape) = message.into_parts();
+                (writer, Some(shape))
+            }
+            None => (
+                CdrWriter::new(order, version).with_align_base(body_offset),
+                None,
+            ),
+        };
+        let writer = writer
             .with_codesets(codesets)
-            .with_align_base(body_offset)
             .with_default_label(default_label);
         // The servant sees the object id within its POA, not the whole key.
         let object_id = upcall.object_id().clone();
-        let (mut reply, operation, tasks) = owed;
         // An intercepted request: `receive_request` on this thread, then
         // the request's PICurrent slots are the servant's.
         let mut request_scope = None;
@@ -1292,7 +1299,8 @@ impl ServerConnection {
             }
         }
         let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer)
-            .owing(reply, operation, tasks);
+            .owing(reply, tasks)
+            .in_message(message);
         let outcome = {
             let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
@@ -1309,16 +1317,28 @@ impl ServerConnection {
 /// Where the reply of one of a connection's requests goes (the sink of
 /// its [`OwedReply`]): written, or held with the others of its read, as
 /// [`ServerConnection::send`] does. It keeps the request counted as in
-/// progress until the reply is written and the sink dropped.
+/// progress until the reply is written.
+///
+/// A sink serves one request at a time; the connection keeps its latest
+/// and serves its next request with it once the request is answered
+/// ([`ServerConnection::reply_sink`]), so that a connection whose client
+/// waits for each reply makes one sink, not one a request.
 struct ConnectionReplies {
-    conn: Arc<ServerConnection>,
+    /// Weak: the connection keeps its spare sink.
+    conn: Weak<ServerConnection>,
     reactor: Arc<Reactor>,
     in_progress: Mutex<Option<InProgress>>,
 }
 
 impl ReplySink for ConnectionReplies {
+    /// Writes the reply, then lets its request go (an owed reply is sent
+    /// once).
     fn send_reply(&self, message: &[u8]) {
-        self.conn.send(&self.reactor, message);
+        if let Some(conn) = self.conn.upgrade() {
+            conn.send(&self.reactor, message);
+        }
+        let done = self.in_progress.lock().take();
+        drop(done);
     }
 
     /// The reading thread will have moved on when the reply is written:
@@ -1331,6 +1351,30 @@ impl ReplySink for ConnectionReplies {
 }
 
 impl ServerConnection {
+    /// The sink for the reply of a request counted by `in_progress`: the
+    /// connection's spare, when no request holds it any more, else a new
+    /// one (the spare from then on).
+    fn reply_sink(
+        &self,
+        reactor: &Arc<Reactor>,
+        in_progress: Option<InProgress>,
+    ) -> Arc<ConnectionReplies> {
+        let mut spare = self.spare_sink.lock();
+        // Only the connection holds it: its request was answered, and no
+        // one else can take it while the lock is held.
+        if let Some(sink) = spare.as_ref().filter(|s| Arc::strong_count(s) == 1) {
+            *sink.in_progress.lock() = in_progress;
+            return sink.clone();
+        }
+        let sink = Arc::new(ConnectionReplies {
+            conn: self.me.clone(),
+            reactor: reactor.clone(),
+            in_progress: Mutex::new(in_progress),
+        });
+        *spare = Some(sink.clone());
+        sink
+    }
+
     /// Counts a request read by a reactor thread as running, until the
     /// returned guard is dropped.
     fn in_progress(&self, reactor: &Arc<Reactor>) -> Option<InProgress> {

@@ -77,6 +77,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
+use crate::poa::Poa;
 
 /// What the scheduler runs.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -101,6 +102,10 @@ impl Locality {
 impl ServerConcurrency for Locality {
     fn reactor_threads(&self) -> usize {
         1
+    }
+
+    fn runs_here(&self, _poa: &Poa) -> bool {
+        self.pool.is_none()
     }
 
     fn schedule(&self, request: ResolvedRequest) {

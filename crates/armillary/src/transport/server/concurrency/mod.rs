@@ -100,6 +100,15 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
         request.run();
     }
 
+    /// Whether [`schedule`](Self::schedule) runs a request to an object
+    /// of `poa` on the calling thread, as [`ResolvedRequest::run`] does:
+    /// the server then runs it there without making a
+    /// [`ResolvedRequest`] (see [`run_resolved`]). A model that may hand
+    /// a request to another thread, or reject it, says false.
+    fn runs_here(&self, _poa: &Poa) -> bool {
+        true
+    }
+
     /// The server is stopping (its connections are closed): end the
     /// threads the model started; with [`WaitForCompletion::Yes`], wait
     /// for the upcalls they run (never for the calling thread itself).
@@ -205,7 +214,6 @@ impl ModelThreads {
 pub(crate) struct ResolvedRequest {
     upcall: Upcall,
     reply: OwedReply,
-    operation: Arc<str>,
     connection: u64,
     run: Box<dyn FnOnce(Upcall, OwedReply) + Send>,
 }
@@ -215,14 +223,12 @@ impl ResolvedRequest {
     pub(crate) fn new(
         upcall: Upcall,
         reply: OwedReply,
-        operation: Arc<str>,
         connection: u64,
         run: Box<dyn FnOnce(Upcall, OwedReply) + Send>,
     ) -> ResolvedRequest {
         ResolvedRequest {
             upcall,
             reply,
-            operation,
             connection,
             run,
         }
@@ -236,12 +242,6 @@ impl ResolvedRequest {
     /// The target object's id within its POA.
     pub(crate) fn object_id(&self) -> &ObjectId {
         self.upcall.object_id()
-    }
-
-    /// The operation the request calls.
-    #[allow(dead_code)] // For the models that choose by target.
-    pub(crate) fn operation(&self) -> &str {
-        &self.operation
     }
 
     /// The number of the connection the request came on (unique in the
@@ -263,16 +263,7 @@ impl ResolvedRequest {
         let ResolvedRequest {
             upcall, reply, run, ..
         } = self;
-        let single = upcall.poa().single_thread().cloned();
-        let job = move || {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-                run(upcall, reply);
-            }));
-        };
-        match single {
-            Some(single) => single.run_or_hand_over(Box::new(job)),
-            None => job(),
-        }
+        run_resolved(upcall, reply, run);
     }
 
     /// Answers the request with `exception` (COMPLETED_NO: the upcall
@@ -287,7 +278,30 @@ impl fmt::Debug for ResolvedRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResolvedRequest")
             .field("upcall", &self.upcall)
-            .field("operation", &self.operation)
+            .field("connection", &self.connection)
             .finish_non_exhaustive()
+    }
+}
+
+/// Runs `run` (a request's upcall and its reply) on the calling thread,
+/// as [`ResolvedRequest::run`] does: for a SINGLE_THREAD_MODEL POA whose
+/// upcall another thread is in and waiting for a reply, that thread runs
+/// it inside its wait instead; a panic on the way ends here. What a
+/// server runs where the model [`runs_here`](ServerConcurrency::runs_here)
+/// calls, without boxing `run`.
+pub(crate) fn run_resolved(
+    upcall: Upcall,
+    reply: OwedReply,
+    run: impl FnOnce(Upcall, OwedReply) + Send + 'static,
+) {
+    let single = upcall.poa().single_thread().cloned();
+    let job = move || {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            run(upcall, reply);
+        }));
+    };
+    match single {
+        Some(single) => single.run_or_hand_over(Box::new(job)),
+        None => job(),
     }
 }

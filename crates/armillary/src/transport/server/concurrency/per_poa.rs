@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use super::{busy, for_model, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 use crate::config::ConcurrencyModel;
+use crate::poa::Poa;
 
 /// The ORB's model, and those its POAs chose.
 #[derive(Debug)]
@@ -74,6 +75,15 @@ impl ServerConcurrency for PerPoa {
     /// The ORB's model decides: its threads read, before the POA is known.
     fn promotes_followers(&self) -> bool {
         self.orb.promotes_followers()
+    }
+
+    fn runs_here(&self, poa: &Poa) -> bool {
+        match poa.policies().concurrency {
+            Some(model) if model != self.orb_model => self
+                .chosen(model)
+                .is_some_and(|chosen| chosen.runs_here(poa)),
+            _ => self.orb.runs_here(poa),
+        }
     }
 
     fn schedule(&self, request: ResolvedRequest) {

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use super::{busy, ModelThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 use crate::poa::ObjectId;
+use crate::poa::Poa;
 
 /// An object: its POA's identity and its id within the POA.
 type ObjectKey = (usize, ObjectId);
@@ -82,6 +83,10 @@ fn run_next(queues: &Queues, key: &ObjectKey) -> bool {
 impl ServerConcurrency for ThreadPerObject {
     fn reactor_threads(&self) -> usize {
         1
+    }
+
+    fn runs_here(&self, _poa: &Poa) -> bool {
+        false
     }
 
     fn schedule(&self, request: ResolvedRequest) {

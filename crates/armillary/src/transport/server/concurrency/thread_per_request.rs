@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 
 use super::{busy, ModelThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
+use crate::poa::Poa;
 
 /// A new thread per request, at most `cap` alive.
 #[derive(Debug)]
@@ -45,6 +46,10 @@ impl ThreadPerRequest {
 impl ServerConcurrency for ThreadPerRequest {
     fn reactor_threads(&self) -> usize {
         1
+    }
+
+    fn runs_here(&self, _poa: &Poa) -> bool {
+        false
     }
 
     fn schedule(&self, request: ResolvedRequest) {

@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{busy, ModelThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
+use crate::poa::Poa;
 
 /// N workers fed by a bounded queue.
 #[derive(Debug)]
@@ -117,6 +118,10 @@ impl Queue {
 impl ServerConcurrency for WorkerPool {
     fn reactor_threads(&self) -> usize {
         1
+    }
+
+    fn runs_here(&self, _poa: &Poa) -> bool {
+        false
     }
 
     fn schedule(&self, request: ResolvedRequest) {
