@@ -44,8 +44,8 @@ use crate::servant::ReplyKind;
 
 /// Where a reply goes: the connection its request came on.
 pub(crate) trait ReplySink: Send + Sync {
-    /// Writes one whole reply message.
-    fn send_reply(&self, message: &[u8]);
+    /// Writes one whole reply message (its buffer is the sink's to keep).
+    fn send_reply(&self, message: Vec<u8>);
 
     /// The reply will be written after the upcall returned, by whichever
     /// thread answers (an asynchronous servant's handler took it).
@@ -176,7 +176,7 @@ impl OwedReply {
             let message = reply_message(&owed, kind, body, |fields| {
                 MessageBuilder::new(owed.version, owed.order, fields)
             });
-            owed.sink.send_reply(&message);
+            owed.sink.send_reply(message);
         }
     }
 
@@ -207,7 +207,7 @@ impl OwedReply {
             return self.reply(ReplyKind::Normal, body);
         }
         if let (Some(owed), Some(message)) = (self.owed.take(), MessageBuilder::resume(w, shape)) {
-            owed.sink.send_reply(&message.finish(false));
+            owed.sink.send_reply(message.finish(false));
         }
     }
 
@@ -218,7 +218,7 @@ impl OwedReply {
             return;
         }
         if let Some(owed) = self.owed.take() {
-            owed.sink.send_reply(&exception_message(&owed, exception));
+            owed.sink.send_reply(exception_message(&owed, exception));
         }
     }
 }
@@ -263,7 +263,7 @@ impl OwedReply {
                 &SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe),
             ),
         };
-        owed.sink.send_reply(&message);
+        owed.sink.send_reply(message);
     }
 }
 
@@ -295,7 +295,7 @@ impl Drop for OwedReply {
         if self.interception.is_some() {
             self.conclude(ServerOutcome::System(exception), None);
         } else if let Some(owed) = self.owed.take() {
-            owed.sink.send_reply(&exception_message(&owed, &exception));
+            owed.sink.send_reply(exception_message(&owed, &exception));
         }
     }
 }
@@ -438,8 +438,8 @@ mod tests {
     struct Sent(Mutex<Vec<Vec<u8>>>);
 
     impl ReplySink for Sent {
-        fn send_reply(&self, message: &[u8]) {
-            self.0.lock().push(message.to_vec());
+        fn send_reply(&self, message: Vec<u8>) {
+            self.0.lock().push(message);
         }
     }
 
@@ -514,7 +514,7 @@ mod tests {
         let message = reply_message(&owed, ReplyKind::Normal, &[], |_| {
             Err(armillary_giop::CdrError::TooLong(usize::MAX))
         });
-        owed.sink.send_reply(&message);
+        owed.sink.send_reply(message);
         let (status, e) = only_reply(&sink);
         assert_eq!(status, ReplyStatus::SystemException);
         assert_eq!(

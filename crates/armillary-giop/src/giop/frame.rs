@@ -4,7 +4,10 @@
 //! Sans-IO, in the manner of quinn-proto: feed what the socket gave with
 //! [`FrameDecoder::handle_bytes`], take complete messages with
 //! [`FrameDecoder::poll_frame`]. Any split of the stream gives the same
-//! frames. A reassembled message is laid out as if it had been sent whole:
+//! frames. While a large message arrives, its buffer can be lent out to
+//! read the rest of it into straight from the socket
+//! ([`FrameDecoder::lend_for_read`]): its body then reaches the frame with
+//! no copy. A reassembled message is laid out as if it had been sent whole:
 //! the first message's bytes followed by each fragment's data, with the
 //! more-fragments flag cleared and the size fixed up, so that alignment
 //! still counts from the first header byte.
@@ -128,12 +131,38 @@ impl Frame {
 /// beyond it for a large message is given back once the message is out.
 const SPARE_CAPACITY: usize = 64 * 1024;
 
+/// The largest message whose whole buffer [`FrameDecoder::lend_for_read`]
+/// reserves on its header's word (larger ones grow by doubling as they
+/// arrive).
+const WHOLE_RESERVE: usize = 16 << 20;
+
 struct Reassembly {
     bytes: Vec<u8>,
     fragment_starts: Vec<usize>,
     version: GiopVersion,
     order: ByteOrder,
     fragments: usize,
+}
+
+/// A large message's buffer, lent out by
+/// [`FrameDecoder::lend_for_read`] to read the next bytes of the stream
+/// into ([`room`](Self::room)), and given back with
+/// [`FrameDecoder::handle_direct_read`]. The decoder holds none of the
+/// message's bytes meanwhile: give it back before anything else, even
+/// after a failed read (with 0 bytes).
+#[derive(Debug)]
+pub struct DirectRead {
+    buf: Vec<u8>,
+    /// Where the bytes to read go: what came before is the message so far.
+    filled: usize,
+}
+
+impl DirectRead {
+    /// Where to read the stream's next bytes (zeroed; never past the end
+    /// of the message).
+    pub fn room(&mut self) -> &mut [u8] {
+        &mut self.buf[self.filled..]
+    }
 }
 
 /// Cuts a byte stream into GIOP messages.
@@ -214,10 +243,65 @@ impl FrameDecoder {
         let result = self.drain();
         self.shrink();
         if let Err(e) = &result {
-            self.failed = Some(e.clone());
-            self.buf = Vec::new();
-            self.partial_11 = None;
-            self.partial_12.clear();
+            self.fail(e.clone());
+        }
+        result
+    }
+
+    /// The stream cannot be decoded further: drops what is held.
+    fn fail(&mut self, e: FrameError) {
+        self.failed = Some(e);
+        self.buf = Vec::new();
+        self.partial_11 = None;
+        self.partial_12.clear();
+    }
+
+    /// Lends out the buffer of the message arriving, when it is large
+    /// (over 64 KiB), its header is in and more of it is to come, with
+    /// room for its next bytes (up to `max` of them, never past its end):
+    /// read the stream into [`DirectRead::room`], then give it back with
+    /// [`handle_direct_read`](Self::handle_direct_read). The message's
+    /// body then goes from the socket into the buffer its frame is handed
+    /// out in, with no copy. `None`: feed the stream to
+    /// [`handle_bytes`](Self::handle_bytes) as usual.
+    pub fn lend_for_read(&mut self, max: usize) -> Option<DirectRead> {
+        if self.failed.is_some() || max == 0 {
+            return None;
+        }
+        let len = self.next_message_len()?;
+        let filled = self.buf.len();
+        if len <= SPARE_CAPACITY || filled >= len {
+            return None;
+        }
+        let end = len.min(filled.saturating_add(max));
+        if len <= WHOLE_RESERVE {
+            // The whole message's room at once, so that the buffer never
+            // moves (a move copies what arrived so far). Reserved, not
+            // touched: memory only as the bytes arrive.
+            self.buf.reserve_exact(len - filled);
+        } else {
+            self.grow_for(end - filled);
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(end, 0);
+        Some(DirectRead { buf, filled })
+    }
+
+    /// Takes back the buffer [`lend_for_read`](Self::lend_for_read) lent,
+    /// `n` bytes of the stream read into its room; then as
+    /// [`handle_bytes`](Self::handle_bytes).
+    pub fn handle_direct_read(&mut self, read: DirectRead, n: usize) -> Result<(), FrameError> {
+        let DirectRead { mut buf, filled } = read;
+        let end = filled.saturating_add(n).min(buf.len());
+        buf.truncate(end);
+        self.buf = buf;
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let result = self.drain();
+        self.shrink();
+        if let Err(e) = &result {
+            self.fail(e.clone());
         }
         result
     }
@@ -544,6 +628,67 @@ mod tests {
         let mut d = FrameDecoder::default();
         d.handle_bytes(&message[..100]).unwrap();
         assert!(d.held_capacity() < 4096, "{}", d.held_capacity());
+    }
+
+    #[test]
+    fn a_large_message_read_straight_into_its_buffer_is_handed_out_without_a_copy() {
+        let mut message = request_of(1 << 20);
+        for (i, b) in message.iter_mut().enumerate().skip(HEADER_SIZE) {
+            *b = i as u8;
+        }
+        let small = request_of(40);
+        let mut d = FrameDecoder::default();
+        // A small message, then the large one's first bytes: through
+        // `handle_bytes`, as a read of the socket brings them.
+        let mut first = small.clone();
+        first.extend_from_slice(&message[..1000]);
+        d.handle_bytes(&first).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, small);
+        // The rest, read straight into the message's buffer in uneven
+        // pieces (a read may bring less than there is room for).
+        let mut at = 1000;
+        let mut base = None;
+        let mut lent = 0;
+        while let Some(mut read) = d.lend_for_read(300 * 1024) {
+            lent += 1;
+            assert!(read.room().len() <= 300 * 1024);
+            base.get_or_insert(read.buf.as_ptr());
+            assert_eq!(base, Some(read.buf.as_ptr()), "one buffer throughout");
+            let room = read.room();
+            let n = room.len().min(77_777);
+            room[..n].copy_from_slice(&message[at..at + n]);
+            at += n;
+            d.handle_direct_read(read, n).unwrap();
+        }
+        assert_eq!(at, message.len());
+        assert!(lent > 10);
+        let frame = d.poll_frame().unwrap();
+        assert_eq!(frame.bytes, message);
+        assert_eq!(Some(frame.bytes.as_ptr()), base, "no copy");
+        assert!(d.is_idle());
+        // Nothing to lend between messages, nor for a small one.
+        assert!(d.lend_for_read(1024).is_none());
+        d.handle_bytes(&small[..20]).unwrap();
+        assert!(d.lend_for_read(1024).is_none());
+    }
+
+    #[test]
+    fn a_lent_buffer_given_back_unread_changes_nothing() {
+        let message = request_of(200 * 1024);
+        let mut d = FrameDecoder::default();
+        d.handle_bytes(&message[..HEADER_SIZE + 10]).unwrap();
+        let read = d.lend_for_read(1 << 20).unwrap();
+        d.handle_direct_read(read, 0).unwrap();
+        assert_eq!(d.pending_bytes(), HEADER_SIZE + 10);
+        d.handle_bytes(&message[HEADER_SIZE + 10..]).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, message);
+        // A message over the limit is refused before anything is lent.
+        let mut d = FrameDecoder::new(FrameLimits {
+            max_message_size: 100 * 1024,
+            ..FrameLimits::default()
+        });
+        assert!(d.handle_bytes(&message[..HEADER_SIZE]).is_err());
+        assert!(d.lend_for_read(1 << 20).is_none());
     }
 
     #[test]

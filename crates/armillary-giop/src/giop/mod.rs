@@ -13,7 +13,7 @@ mod message;
 mod service_context;
 
 pub use fragment::fragment_message;
-pub use frame::{Frame, FrameDecoder, FrameError, FrameLimits};
+pub use frame::{DirectRead, Frame, FrameDecoder, FrameError, FrameLimits};
 pub use header::{MessageHeader, MessageType, HEADER_SIZE, MAGIC};
 pub use message::{
     LocateReplyHeader, LocateStatus, Message, MessageBody, MessageBuilder, MessageShape, ObjectKey,

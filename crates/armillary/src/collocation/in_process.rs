@@ -283,8 +283,8 @@ impl LocalReply {
 }
 
 impl ReplySink for LocalReply {
-    fn send_reply(&self, message: &[u8]) {
-        self.finish(Finished::Message(message.to_vec()));
+    fn send_reply(&self, message: Vec<u8>) {
+        self.finish(Finished::Message(message));
     }
 }
 

@@ -1130,8 +1130,20 @@ impl ClientConnection {
         }
         state.leader = true;
         let mut buf = std::mem::take(&mut state.buf);
-        let read = MutexGuard::unlocked(state, || self.stream.read(&mut buf));
+        // The rest of a large reply arriving is read straight into its
+        // own buffer: its body then reaches the frame with no copy.
+        let mut direct = state.decoder.lend_for_read(super::DIRECT_READ);
+        let read = MutexGuard::unlocked(state, || match &mut direct {
+            Some(lent) => self.stream.read(lent.room()),
+            None => self.stream.read(&mut buf),
+        });
         state.leader = false;
+        if !matches!(read, Ok(1..)) {
+            if let Some(lent) = direct.take() {
+                // Nothing read into it: the decoder takes it back as it was.
+                let _ = state.decoder.handle_direct_read(lent, 0);
+            }
+        }
         match read {
             Err(e) if is_tls_refusal(&e) => {
                 state.closed.get_or_insert(Closed::Refused);
@@ -1147,7 +1159,11 @@ impl ClientConnection {
             }
             Ok(n) => {
                 let mut too_large = None;
-                if let Err(e) = state.decoder.handle_bytes(&buf[..n]) {
+                let decoded = match direct.take() {
+                    Some(lent) => state.decoder.handle_direct_read(lent, n),
+                    None => state.decoder.handle_bytes(&buf[..n]),
+                };
+                if let Err(e) = decoded {
                     if matches!(e, FrameError::TooLarge { .. }) {
                         too_large = state.decoder.refused_request_id();
                     }

@@ -25,6 +25,11 @@ use armillary_giop::giop::FrameLimits;
 /// Bytes read from a socket at a time.
 pub(crate) const READ_BUFFER: usize = 64 * 1024;
 
+/// The most of a large message read at once straight into the buffer it
+/// is handed out in (see `FrameDecoder::lend_for_read`, which zeroes what
+/// it lends), by a client or a server connection.
+pub(crate) const DIRECT_READ: usize = 256 * 1024;
+
 /// Messages a peer may have in reassembly at once (GIOP 1.2 interleaves
 /// the fragments of several).
 pub(crate) const MAX_REASSEMBLIES: usize = 1024;

@@ -24,7 +24,6 @@
 //! of one per request.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -49,6 +48,7 @@ use smallvec::SmallVec;
 
 use super::adapter::{Located, ObjectAdapter};
 use super::concurrency::{run_resolved, ResolvedRequest, ServerConcurrency};
+use super::write_queue::WriteQueue;
 use super::Shared;
 use crate::interceptors::{ServerInterception, ServerOutcome};
 use crate::owed_reply::{OwedReply, ReplySink};
@@ -185,7 +185,7 @@ pub(crate) struct ServerConnection {
     /// The read buffer, allocated once; used only by the reading thread.
     read_buf: Mutex<Vec<u8>>,
     /// Bytes the socket would not take yet.
-    outgoing: Mutex<VecDeque<u8>>,
+    outgoing: Mutex<WriteQueue>,
     /// Replies the reading thread holds to write together.
     held_replies: Mutex<HeldReplies>,
     /// The reply sink of the connection's latest request owed a reply,
@@ -375,7 +375,7 @@ impl ServerConnection {
             }),
             decoder: Mutex::new(FrameDecoder::new(frame_limits)),
             read_buf: Mutex::new(vec![0; crate::transport::READ_BUFFER]),
-            outgoing: Mutex::new(VecDeque::new()),
+            outgoing: Mutex::default(),
             held_replies: Mutex::default(),
             spare_sink: Mutex::new(None),
             codesets: Mutex::new(CodeSets::DEFAULT),
@@ -518,7 +518,7 @@ impl ServerConnection {
             if let Ok(b) =
                 MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::MessageError)
             {
-                self.send(reactor, &b.finish(false));
+                self.send(reactor, b.finish(false));
             }
         }
         self.close(reactor);
@@ -570,7 +570,7 @@ impl ServerConnection {
             std::mem::take(&mut held.bytes)
         };
         if !bytes.is_empty() {
-            self.write(reactor, &bytes);
+            self.write(reactor, bytes);
         }
     }
 
@@ -763,11 +763,36 @@ impl ServerConnection {
                 self.read_paused.store(true, Ordering::SeqCst);
                 return frames;
             }
-            let n = match &self.blocking_reader {
-                // Thread per connection: block without holding the lock.
-                Some(reader) => (&**reader).read(&mut buf),
-                None => self.stream.lock().read(&mut buf),
+            // The rest of a large message arriving is read straight into
+            // its own buffer (not over TLS, whose records are opened
+            // first): its body then reaches the frame with no copy.
+            let mut direct = match &self.tls {
+                None => self
+                    .decoder
+                    .lock()
+                    .lend_for_read(crate::transport::DIRECT_READ),
+                Some(_) => None,
             };
+            let (n, room) = {
+                let target: &mut [u8] = match &mut direct {
+                    Some(lent) => lent.room(),
+                    None => &mut buf,
+                };
+                let room = target.len();
+                let n = match &self.blocking_reader {
+                    // Thread per connection: block without holding the lock.
+                    Some(reader) => (&**reader).read(target),
+                    None => self.stream.lock().read(target),
+                };
+                (n, room)
+            };
+            if !matches!(n, Ok(1..)) {
+                if let Some(lent) = direct.take() {
+                    // Nothing read into it: the decoder takes it back as it
+                    // was.
+                    let _ = self.decoder.lock().handle_direct_read(lent, 0);
+                }
+            }
             match n {
                 Ok(0) => {
                     // The peer will send nothing more: answer what it sent,
@@ -780,12 +805,13 @@ impl ServerConnection {
                     *self.last_activity.lock() = Instant::now();
                     let mut plain = Vec::new();
                     let data = match &self.tls {
+                        _ if direct.is_some() => &[][..],
                         None => &buf[..n],
                         Some(tls) => match tls.open(&buf[..n], &mut plain) {
                             Ok(opened) => {
                                 if opened.wants_write {
                                     // Handshake messages.
-                                    self.send(reactor, &[]);
+                                    self.send(reactor, Vec::new());
                                 }
                                 if opened.closed {
                                     self.close(reactor);
@@ -795,14 +821,17 @@ impl ServerConnection {
                             Err(_) => {
                                 // Not TLS, or a client refused: send the
                                 // alert and close.
-                                self.send(reactor, &[]);
+                                self.send(reactor, Vec::new());
                                 self.close(reactor);
                                 return frames;
                             }
                         },
                     };
                     let mut decoder = self.decoder.lock();
-                    let decoded = decoder.handle_bytes(data);
+                    let decoded = match direct.take() {
+                        Some(lent) => decoder.handle_direct_read(lent, n),
+                        None => decoder.handle_bytes(data),
+                    };
                     // The messages completed before any error.
                     let before = frames.len();
                     while let Some(f) = decoder.poll_frame() {
@@ -819,7 +848,15 @@ impl ServerConnection {
                         self.refuse();
                         return frames;
                     }
-                    if n < buf.len() && !self.peer_closed.load(Ordering::SeqCst) {
+                    // A thread blocking on its connection serves what it
+                    // has before it reads again (a read that filled its
+                    // room exactly, as a direct read ending a message
+                    // does, would otherwise block until the next request).
+                    let blocking_with_frames =
+                        self.blocking_reader.is_some() && frames.len() > before;
+                    if (n < room || blocking_with_frames)
+                        && !self.peer_closed.load(Ordering::SeqCst)
+                    {
                         // The socket was drained by this read: with epoll in
                         // edge-triggered mode any later data raises a new
                         // event, so the read that would only say WouldBlock
@@ -1027,7 +1064,7 @@ impl ServerConnection {
                     if let Some(to) = forward {
                         let _ = to.ior().encode(b.body());
                     }
-                    self.send(reactor, &b.finish(false));
+                    self.send(reactor, b.finish(false));
                 }
             }
             // The client sends nothing more: what it sent before is
@@ -1167,7 +1204,7 @@ impl ServerConnection {
                             CdrWriter::new(order, version).with_align_base(b.body_offset());
                         let _ = to.ior().encode(&mut body);
                         b.body().write_octets(body.as_bytes());
-                        self.send(reactor, &b.finish(false));
+                        self.send(reactor, b.finish(false));
                     }
                 }
                 return;
@@ -1333,7 +1370,7 @@ struct ConnectionReplies {
 impl ReplySink for ConnectionReplies {
     /// Writes the reply, then lets its request go (an owed reply is sent
     /// once).
-    fn send_reply(&self, message: &[u8]) {
+    fn send_reply(&self, message: Vec<u8>) {
         if let Some(conn) = self.conn.upgrade() {
             conn.send(&self.reactor, message);
         }
@@ -1456,7 +1493,7 @@ impl ServerConnection {
         };
         let mut b = MessageBuilder::reply(version, order, request_id, status);
         b.body().write_octets(body);
-        self.send(reactor, &b.finish(false));
+        self.send(reactor, b.finish(false));
     }
 
     fn reply_exception(
@@ -1471,57 +1508,62 @@ impl ServerConnection {
         // A system exception body is a string (an ASCII repository id) and
         // two ulongs: it encodes.
         let _ = ex.encode_body(b.body());
-        self.send(reactor, &b.finish(false));
+        self.send(reactor, b.finish(false));
     }
 
     /// Sends one message: held with the others of its read when this
     /// thread holds the connection's replies, else written at once.
-    fn send(&self, reactor: &Arc<Reactor>, bytes: &[u8]) {
+    fn send(&self, reactor: &Arc<Reactor>, message: Vec<u8>) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
         // (Nothing to send: what TLS has to say, written at once.)
-        if !bytes.is_empty() {
+        if !message.is_empty() {
             let mut held = self.held_replies.lock();
             if held.thread.is_some()
                 && held.thread == Some(std::thread::current().id())
                 && !thread_role::is_waiting_for_reply()
             {
                 held.since.get_or_insert_with(Instant::now);
-                held.bytes.extend_from_slice(bytes);
+                if held.bytes.is_empty() {
+                    held.bytes = message;
+                } else {
+                    held.bytes.extend_from_slice(&message);
+                }
                 if held.bytes.len() < MAX_HELD_BYTES {
                     return;
                 }
                 held.since = None;
                 let bytes = std::mem::take(&mut held.bytes);
                 drop(held);
-                return self.write(reactor, &bytes);
+                return self.write(reactor, bytes);
             }
         }
-        self.write(reactor, bytes)
+        self.write(reactor, message)
     }
 
-    /// Writes `bytes`, queueing what the socket will not take now.
-    fn write(&self, reactor: &Arc<Reactor>, bytes: &[u8]) {
+    /// Writes `bytes`, queueing what the socket will not take now (the
+    /// buffer itself, not a copy).
+    fn write(&self, reactor: &Arc<Reactor>, bytes: Vec<u8>) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
         let mut out = self.outgoing.lock();
         // TLS: seal under the send lock, so records leave in order.
-        let mut sealed = Vec::new();
         let bytes = match &self.tls {
             Some(tls) => {
-                if tls.seal(bytes, &mut sealed).is_err() {
+                let mut sealed = Vec::new();
+                if tls.seal(&bytes, &mut sealed).is_err() {
                     drop(out);
                     self.close(reactor);
                     return;
                 }
-                &sealed[..]
+                sealed
             }
             None => bytes,
         };
         if !out.is_empty() {
-            out.extend(bytes);
+            out.push(bytes, 0);
             return;
         }
         let mut written = 0;
@@ -1546,7 +1588,7 @@ impl ServerConnection {
             }
         }
         if written < bytes.len() {
-            out.extend(&bytes[written..]);
+            out.push(bytes, written);
             if let (Some(token), ConnStream::Reactive(stream)) =
                 (*self.token.lock(), &mut *self.stream.lock())
             {
@@ -1558,11 +1600,10 @@ impl ServerConnection {
     fn flush(&self, reactor: &Arc<Reactor>) {
         let mut out = self.outgoing.lock();
         while !out.is_empty() {
-            let (front, _) = out.as_slices();
-            let r = self.stream.lock().write(front);
+            let r = self.stream.lock().write(out.front());
             match r {
                 Ok(n) if n > 0 => {
-                    out.drain(..n);
+                    out.consume(n);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -1607,11 +1648,11 @@ impl ServerConnection {
         if let Ok(b) =
             MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection)
         {
-            self.send(reactor, &b.finish(false));
+            self.send(reactor, b.finish(false));
         }
         if let Some(tls) = &self.tls {
             tls.send_close_notify();
-            self.send(reactor, &[]);
+            self.send(reactor, Vec::new());
         }
         self.close(reactor);
     }

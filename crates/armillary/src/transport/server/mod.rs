@@ -38,6 +38,7 @@ mod adapter;
 pub(crate) mod concurrency;
 mod connection;
 mod lanes;
+mod write_queue;
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
