@@ -296,6 +296,20 @@ fn system(e: SystemException) -> NamingCmdError {
     }
 }
 
+/// Writes `lines` to standard output and flushes it; stops quietly when
+/// it is closed (`armillary naming list -r | head`).
+fn print_lines(lines: impl IntoIterator<Item = String>) {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for line in lines {
+        if writeln!(out, "{line}").is_err() {
+            return;
+        }
+    }
+    let _ = out.flush();
+}
+
 /// Runs `armillary naming`.
 pub fn run(args: NamingArgs) -> ExitCode {
     match execute(args.command) {
@@ -338,7 +352,7 @@ fn execute(command: NamingCommand) -> Result<(), NamingCmdError> {
         }),
         NamingCommand::Resolve { name, service } => with_service(service, |orb, root| {
             let object = resolve(root, &name)?;
-            println!("{}", orb.object_to_string(&object));
+            print_lines([orb.object_to_string(&object)]);
             Ok(())
         }),
         NamingCommand::Unbind { name, service } => with_service(service, |_, root| {
@@ -351,7 +365,7 @@ fn execute(command: NamingCommand) -> Result<(), NamingCmdError> {
             let context = root
                 .bind_new_context(&parsed)
                 .map_err(|e| Failure::from(e).explain(&name, &parsed))?;
-            println!("{}", orb.object_to_string(context.as_object()));
+            print_lines([orb.object_to_string(context.as_object())]);
             Ok(())
         }),
         NamingCommand::Rmctx { name, service } => with_service(service, |_, root| {
@@ -465,9 +479,7 @@ fn list(root: &NamingContext, name: Option<&str>, recursive: bool) -> Result<(),
     let mut seen = vec![context.as_object().clone()];
     let mut out = Vec::new();
     list_into(&context, "", recursive, 0, &mut seen, &mut out)?;
-    for line in out {
-        println!("{line}");
-    }
+    print_lines(out);
     Ok(())
 }
 
@@ -589,12 +601,8 @@ fn serve(
     };
     let signals =
         armillary_quoter::ShutdownOnSignals::install(&orb).map_err(NamingCmdError::Signals)?;
-    if let Some(url) = corbaloc(&orb) {
-        println!("{url}");
-    }
-    // Standard output may be a pipe a supervisor waits on.
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
+    // Standard output may be a pipe a supervisor waits on: flushed.
+    print_lines(corbaloc(&orb));
     let outcome = orb.run().map_err(NamingCmdError::System);
     drop(signals);
     outcome
