@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_omniorb=0
-for tool in omniidl catior omniNames; do
+for tool in omniidl catior omniNames nameclt; do
   command -v "$tool" >/dev/null 2>&1 || need_omniorb=1
 done
 [ -d /usr/include/omniORB4 ] || need_omniorb=1

@@ -1,7 +1,8 @@
 //! `armillary`: one command for everything Armillary does from a shell:
 //! the end-to-end demo (`armillary demo`), decoding and building IORs
-//! (`armillary ior`), checking and compiling IDL (`armillary idl`) and the
-//! benchmarks (`armillary bench`).
+//! (`armillary ior`), checking and compiling IDL (`armillary idl`), the
+//! naming service and its client (`armillary naming`) and the benchmarks
+//! (`armillary bench`).
 
 use std::process::ExitCode;
 
@@ -22,6 +23,7 @@ mod ior_cmd;
 mod middle_tier_clients;
 mod middle_tier_model;
 mod middle_tier_peers;
+mod naming_cmd;
 mod omniorb_peers;
 
 /// Armillary, a CORBA ORB for Rust.
@@ -43,6 +45,8 @@ enum Command {
     Idl(idl_cmd::IdlArgs),
     /// Measure Armillary against baselines (raw TCP, omniORB).
     Bench(bench_cmd::BenchArgs),
+    /// Run a CORBA naming service, or list and change the bindings of one.
+    Naming(naming_cmd::NamingArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Ior(args) => ior_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Idl(args) => idl_cmd::run(args),
+        Command::Naming(args) => naming_cmd::run(args),
     }
 }
 

@@ -9,6 +9,7 @@ use crate::cos_naming::naming_context::{
     NotFound, RebindContextError, RebindError, ResolveError, UnbindError,
 };
 use crate::cos_naming::naming_context_ext::ResolveStrError;
+use crate::minor;
 use crate::name::NameError;
 
 /// The user exceptions of `CosNaming::NamingContext`'s name operations,
@@ -37,7 +38,7 @@ impl From<SystemException> for Fault {
 /// AlreadyBound from an operation that cannot raise it: a bug here, which
 /// the client sees as INTERNAL rather than as a wrong exception.
 fn impossible() -> SystemException {
-    SystemException::internal(0, CompletionStatus::Maybe)
+    SystemException::internal(minor::UNEXPECTED_ALREADY_BOUND, CompletionStatus::Maybe)
 }
 
 /// `From<Fault>` for an operation's error enum and `From` it for `Fault`.

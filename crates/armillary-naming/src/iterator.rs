@@ -12,6 +12,7 @@ use crate::context::{iterator_id, Shared};
 use crate::cos_naming::{
     Binding, BindingIteratorServant, BindingIteratorSkeleton, BindingList, BindingType,
 };
+use crate::minor;
 
 /// A `CosNaming::BindingIterator` over a snapshot of a context's bindings
 /// taken by `list`. It is activated on the naming service's POA and
@@ -65,7 +66,10 @@ impl BindingIteratorServant for BindingIteratorImpl {
 
     fn next_n(&self, how_many: u32) -> Result<(bool, BindingList), SystemException> {
         if how_many == 0 {
-            return Err(SystemException::bad_param(0, CompletionStatus::No));
+            return Err(SystemException::bad_param(
+                minor::ZERO_BINDINGS_ASKED,
+                CompletionStatus::No,
+            ));
         }
         let mut rest = self.rest.lock();
         let count = rest

@@ -19,7 +19,7 @@ use armillary_naming::cos_naming::naming_context_ext::{
 use armillary_naming::cos_naming::{
     Binding, BindingIterator, BindingType, Name, NameComponent, NamingContext, NamingContextExt,
 };
-use armillary_naming::StartError;
+use armillary_naming::{minor, StartError};
 
 /// An ORB serving a naming service, and its root as a remote client sees
 /// it.
@@ -271,7 +271,10 @@ fn rebind_keeps_the_binding_type() {
     assert_eq!(s.root.resolve_str("ctx").unwrap(), ctx.into_object());
     // A nil reference cannot be bound.
     match s.root.bind(&n("nil"), &ObjectRef::nil()) {
-        Err(BindError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::BadParam),
+        Err(BindError::System(e)) => {
+            assert_eq!(e.kind(), SystemExceptionKind::BadParam);
+            assert_eq!(e.minor(), minor::NIL_REFERENCE);
+        }
         other => panic!("{other:?}"),
     }
     match s
@@ -279,7 +282,8 @@ fn rebind_keeps_the_binding_type() {
         .bind_context(&n("nil"), &NamingContext::from_object(ObjectRef::nil()))
     {
         Err(BindContextError::System(e)) => {
-            assert_eq!(e.kind(), SystemExceptionKind::BadParam)
+            assert_eq!(e.kind(), SystemExceptionKind::BadParam);
+            assert_eq!(e.minor(), minor::NIL_REFERENCE);
         }
         other => panic!("{other:?}"),
     }
@@ -409,6 +413,7 @@ fn lists_with_an_iterator() {
     assert!(!iterator.next_one().unwrap().0);
     let e = iterator.next_n(0).unwrap_err();
     assert_eq!(e.kind(), SystemExceptionKind::BadParam);
+    assert_eq!(e.minor(), minor::ZERO_BINDINGS_ASKED);
     iterator.destroy().unwrap();
     let e = iterator.next_one().unwrap_err();
     assert_eq!(e.kind(), SystemExceptionKind::ObjectNotExist);
@@ -460,7 +465,10 @@ fn destroys_only_empty_contexts() {
     lone.destroy().unwrap();
     // The root stays.
     match s.root.destroy() {
-        Err(DestroyError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::NoPermission),
+        Err(DestroyError::System(e)) => {
+            assert_eq!(e.kind(), SystemExceptionKind::NoPermission);
+            assert_eq!(e.minor(), minor::ROOT_NOT_DESTROYABLE);
+        }
         other => panic!("{other:?}"),
     }
 }

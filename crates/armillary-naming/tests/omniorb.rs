@@ -18,7 +18,7 @@ use armillary_naming::cos_naming::naming_context::{
     AlreadyBound, BindError, DestroyError, NotEmpty, NotFound, NotFoundReason, ResolveError,
 };
 use armillary_naming::cos_naming::{Name, NameComponent, NamingContext, NamingContextExt};
-use armillary_testkit::Peer;
+use armillary_testkit::{OmniNames, Peer};
 
 /// How long a child process may take.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -179,61 +179,15 @@ fn nameclt_drives_armillary_naming() {
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
-/// omniNames on a loopback port, with its data in a fresh directory.
-struct OmniNames {
-    peer: Peer,
-    dir: std::path::PathBuf,
-    port: u16,
-}
-
-impl Drop for OmniNames {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Starts omniNames and waits until its root context answers `orb`. The
-/// port is found free first, but something else may take it before
-/// omniNames binds it; omniNames then exits, and another port is tried.
+/// omniNames, started and asked by `orb` until its root context answers.
 fn omninames(orb: &Orb) -> (OmniNames, armillary::ObjectRef) {
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = std::env::temp_dir().join(format!(
-            "armillary-naming-omninames-{}-{port}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let peer = Peer(
-            Command::new("omniNames")
-                .args(["-start", &port.to_string(), "-always", "-datadir"])
-                .arg(&dir)
-                .args(["-ORBendPoint", &format!("giop:tcp:127.0.0.1:{port}")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
-        let mut names = OmniNames { peer, dir, port };
-        let object = orb
-            .string_to_object(&format!("corbaloc:iiop:127.0.0.1:{port}/NameService"))
-            .unwrap();
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            if object.non_existent() == Ok(false) {
-                return (names, object);
-            }
-            if names.peer.0.try_wait().unwrap().is_some() {
-                break;
-            }
-            assert!(Instant::now() < deadline, "omniNames did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    panic!("omniNames could not listen on any of five free ports");
+    let url = |port| format!("corbaloc:iiop:127.0.0.1:{port}/NameService");
+    let names = OmniNames::start(|port| {
+        orb.string_to_object(&url(port))
+            .is_ok_and(|o| o.non_existent() == Ok(false))
+    });
+    let object = orb.string_to_object(&names.corbaloc()).unwrap();
+    (names, object)
 }
 
 #[test]
@@ -335,11 +289,11 @@ fn generated_stubs_drive_omninames() {
     );
 
     // A corbaname: URL resolved by omniNames.
-    let url = format!("corbaname::127.0.0.1:{}#armillary/x.obj", names.port);
+    let url = format!("corbaname::127.0.0.1:{}#armillary/x.obj", names.port());
     assert_eq!(orb.string_to_object(&url).unwrap(), x);
 
     // omniORB's nameclt sees what Armillary bound.
-    let listing = nameclt(names.port, &["list", "armillary"]);
+    let listing = nameclt(names.port(), &["list", "armillary"]);
     assert!(listing.stdout.contains("x.obj"), "{}", listing.stdout);
 
     root.unbind(&n("armillary/ours")).unwrap();

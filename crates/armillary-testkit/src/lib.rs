@@ -4,8 +4,9 @@
 //! and its peer (`omniorbpy`, from `tests/interop/python`), child processes that end with the test (and
 //! children whose output is read line by line, [`LinePeer`]), GIOP
 //! messages read off a raw socket (`giop`), a raw GIOP server that records
-//! requests and answers when told (`raw`), and test certificates for TLS
-//! (`tls`).
+//! requests and answers when told (`raw`), test certificates for TLS
+//! (`tls`), and omniORB's naming service on a port of its own
+//! ([`OmniNames`]).
 //!
 //! Not for production code: it panics with a message saying what to
 //! install whenever the test environment is incomplete.
@@ -101,7 +102,7 @@ pub fn peers_dir() -> PathBuf {
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
 /// `amh_client`, `bench_client`, `diff_peer`, `pi_peer`, the SSL peers, the AMI peers
-/// `ami_bench_client` and `interop_ami_handler`) if needed and returns their directory. Runs `make` once
+/// `ami_bench_client` and `interop_ami_handler`, the CosNaming client `naming_client`) if needed and returns their directory. Runs `make` once
 /// per test process: the tests of one file run in parallel, and two
 /// `make`s writing the same programs would let a test start one that is
 /// half written.
@@ -198,6 +199,18 @@ impl LinePeer {
     /// Closes its standard input (the peers of these tests end then).
     pub fn close_stdin(&mut self) {
         drop(self.stdin.take());
+    }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.peer.0.id()
+    }
+
+    /// Kills it with SIGKILL (`kill -9`, by its process id) and waits
+    /// for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.peer.0.kill();
+        let _ = self.peer.0.wait();
     }
 
     /// Waits (up to [`WAIT_LIMIT`]) for it to exit, and returns its exit
@@ -355,5 +368,75 @@ fn run_client(mut command: Command, args: &[&str]) -> ClientRun {
         success: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// omniORB's `omniNames` on a loopback port, with its data in a
+/// directory of its own; killed (by its process id) and its directory
+/// removed when dropped.
+#[derive(Debug)]
+pub struct OmniNames {
+    peer: Peer,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl OmniNames {
+    /// Starts omniNames on a free loopback port and polls `ready(port)`
+    /// (the test asks the service something) until it is true. The port
+    /// is found free first, but something else may take it before
+    /// omniNames binds it; omniNames then exits, and another port is
+    /// tried.
+    pub fn start(mut ready: impl FnMut(u16) -> bool) -> OmniNames {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a loopback port")
+                .port();
+            let dir = std::env::temp_dir()
+                .join(format!("armillary-omninames-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a temporary directory");
+            let peer = Peer(
+                Command::new("omniNames")
+                    .args(["-start", &port.to_string(), "-always", "-datadir"])
+                    .arg(&dir)
+                    .args(["-ORBendPoint", &format!("giop:tcp:127.0.0.1:{port}")])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("omniNames is installed (package omniorb-nameserver)"),
+            );
+            let mut names = OmniNames { peer, dir, port };
+            let deadline = Instant::now() + WAIT_LIMIT;
+            loop {
+                if ready(port) {
+                    return names;
+                }
+                if names.peer.0.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "omniNames did not start");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!("omniNames could not listen on any of five free ports");
+    }
+
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `corbaloc:iiop:127.0.0.1:PORT/NameService`.
+    pub fn corbaloc(&self) -> String {
+        format!("corbaloc:iiop:127.0.0.1:{}/NameService", self.port)
+    }
+}
+
+impl Drop for OmniNames {
+    fn drop(&mut self) {
+        let _ = self.peer.0.kill();
+        let _ = self.peer.0.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
