@@ -1,6 +1,6 @@
 //! What the `armillary bench` subcommands share to report what they
-//! measured: the progress bar, summary statistics of call times and
-//! latency histograms (hdrhistogram), an aligned text table, JSON files,
+//! measured: the progress bar, summary statistics of call times, their
+//! exact percentiles ([`CallTimes`]) and latency histograms (hdrhistogram), an aligned text table, JSON files,
 //! SVG line plots (legend inside, or beside with a dashed reference line),
 //! bar charts and grouped bar charts on a logarithmic axis (plotters).
 //!
@@ -154,6 +154,42 @@ impl Summary {
             "jitter_us": r(self.jitter_us),
         })
     }
+}
+
+/// The times of a contender's calls, in microseconds, for their
+/// percentiles (exact: every call is kept).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallTimes {
+    pub(crate) micros: Vec<f64>,
+}
+
+impl CallTimes {
+    /// Records one call that took `took`.
+    pub(crate) fn record(&mut self, took: Duration) {
+        self.micros.push(took.as_secs_f64() * 1e6);
+    }
+
+    /// `{"p50_us", "p99_us", "samples"}`, the percentiles to two
+    /// decimals (NaN, so `null` in JSON, when there are none).
+    pub(crate) fn summary(&self) -> serde_json::Value {
+        let mut v = self.micros.clone();
+        v.sort_by(f64::total_cmp);
+        let r = |x: f64| (x * 100.0).round() / 100.0;
+        json!({
+            "p50_us": r(percentile(&v, 0.5)),
+            "p99_us": r(percentile(&v, 0.99)),
+            "samples": v.len(),
+        })
+    }
+}
+
+/// The value at quantile `p` of `sorted` (nearest rank), NaN when empty.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Prints `rows` under `header`, each column as wide as its widest cell;

@@ -17,6 +17,7 @@ mod bench_report;
 mod bench_soak;
 mod bench_threading;
 mod demo_cmd;
+mod echo_peer;
 mod idl_cmd;
 mod ior_cmd;
 mod middle_tier_clients;

@@ -644,6 +644,46 @@ fn bench_invocation_measures_only_the_forms_asked_for() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn bench_latency_keeps_its_json_keys() {
+    let dir = fresh_dir("armillary-latency-test");
+    let json = dir.join("latency.json");
+    let (code, out, err) = run(&[
+        "bench",
+        "latency",
+        "--calls",
+        "20",
+        "--rounds",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["benchmark"], "latency");
+    assert_eq!(report["calls"], 20, "{report}");
+    assert_eq!(report["rounds"], 2, "{report}");
+    assert_eq!(report["armillary_server_concurrency"], "reactive");
+    for key in ["pinning", "request_bytes", "reply_bytes"] {
+        assert!(!report[key].is_null(), "{key}: {report}");
+    }
+    let omniorb = Path::new("/usr/include/omniORB4/CORBA.h").exists();
+    for contender in ["armillary", "raw_tcp"]
+        .into_iter()
+        .chain(omniorb.then_some("omniorb"))
+    {
+        assert_eq!(report[contender]["samples"], 20, "{contender}: {report}");
+        for key in ["p50_us", "p99_us"] {
+            assert!(
+                report[contender][key].as_f64().is_some(),
+                "{contender}.{key}: {report}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A fresh directory for one test, under the target directory.
 fn fresh_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
