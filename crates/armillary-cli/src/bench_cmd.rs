@@ -5,7 +5,11 @@
 //! sizes, and omniORB client → omniORB server when omniORB is installed
 //! (its programs built on first use, see `omniorb_peers`); the
 //! contenders take turns, round after round, all pinned to the same CPUs.
-//! `invocation` reproduces the AMI paper's latency
+//! `sync` measures the whole synchronous path the same way against
+//! omniORB and raw TCP: latency in two server models, throughput from 1,
+//! 2 and 8 threads sharing one reference, oneways, octet sequences (see
+//! `bench_sync`, with its servers and clients in `sync_rig` and
+//! `sync_throughput`). `invocation` reproduces the AMI paper's latency
 //! and throughput tables (see `bench_invocation`); `idl` times the IDL
 //! compiler (see `bench_idl`); `soak` runs mixed traffic for minutes and
 //! checks nothing is lost (see `bench_soak`); `threading` compares the
@@ -78,6 +82,11 @@ enum BenchCommand {
     /// loopback, thru-POA, direct, and as a plain Rust call (see
     /// `bench_collocation`).
     Collocation(crate::bench_collocation::CollocationOptions),
+    /// The synchronous path against omniORB and raw TCP in one run:
+    /// two-way latency, throughput with 1, 2 and 8 client threads sharing
+    /// one reference, oneways per second and octet-sequence echoes in
+    /// MB/s (see `bench_sync`).
+    Sync(crate::bench_sync::SyncOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -165,6 +174,9 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         requests_per_reply: usize,
     },
+    /// (internal) `bench sync`'s Armillary throughput client.
+    #[command(hide = true)]
+    DriveSyncThroughput(crate::sync_throughput::DriveOptions),
 }
 
 /// Runs `armillary bench`.
@@ -234,6 +246,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 requests_per_reply,
             },
         ),
+        BenchCommand::Sync(options) => crate::bench_sync::run(options),
+        BenchCommand::DriveSyncThroughput(options) => crate::sync_throughput::drive(&options),
     };
     match result {
         Ok(code) => code,

@@ -170,6 +170,24 @@ pub(crate) fn command_on_cpus(program: &Path, cpus: Option<&str>) -> Command {
     }
 }
 
+/// Whether `taskset` can be run here (util-linux).
+pub(crate) fn taskset_runs() -> bool {
+    Command::new("taskset")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Every CPU the machine has online, as a `taskset` list (`0-1`), from
+/// `/sys/devices/system/cpu/online`; `None` where there is no such file.
+pub(crate) fn online_cpus() -> Option<String> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
 /// A child process killed when dropped.
 pub(crate) struct Peer(pub(crate) Child);
 

@@ -15,6 +15,7 @@ mod bench_middle_tier;
 mod bench_process;
 mod bench_report;
 mod bench_soak;
+mod bench_sync;
 mod bench_threading;
 mod demo_cmd;
 mod echo_peer;
@@ -24,6 +25,8 @@ mod middle_tier_clients;
 mod middle_tier_model;
 mod middle_tier_peers;
 mod omniorb_peers;
+mod sync_rig;
+mod sync_throughput;
 
 /// Armillary, a CORBA ORB for Rust.
 #[derive(Debug, Parser)]

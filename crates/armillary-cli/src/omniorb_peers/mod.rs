@@ -1,7 +1,9 @@
 //! omniORB's peer programs, the baselines `armillary bench` measures
 //! Armillary against: `interop_server` (omniORB's server of
-//! `Interop::Everything`), `bench_client` (its synchronous latency client)
-//! and `ami_bench_client` (its AMI throughput client).
+//! `Interop::Everything`), `bench_client` (its synchronous latency client),
+//! `ami_bench_client` (its AMI throughput client) and `sync_bench_client`
+//! (its client of `bench sync`'s throughput, oneway and octet-sequence
+//! figures).
 //!
 //! Their sources are carried in the binary (`sources`: the programs of
 //! `tests/interop/cpp`, the IDL they need from `tests/interop/idl` and the
@@ -45,14 +47,18 @@ pub(crate) enum Program {
     BenchClient,
     /// omniORB's AMI throughput client (`ami_bench_client.cc`).
     AmiBenchClient,
+    /// omniORB's client of `bench sync`: threads sharing a reference,
+    /// oneways, octet sequences (`sync_bench_client.cc`).
+    SyncBenchClient,
 }
 
 impl Program {
     /// Every program, in build order.
-    const ALL: [Program; 3] = [
+    const ALL: [Program; 4] = [
         Program::InteropServer,
         Program::BenchClient,
         Program::AmiBenchClient,
+        Program::SyncBenchClient,
     ];
 
     /// Its file name (the Makefile's name for it).
@@ -61,6 +67,7 @@ impl Program {
             Program::InteropServer => "interop_server",
             Program::BenchClient => "bench_client",
             Program::AmiBenchClient => "ami_bench_client",
+            Program::SyncBenchClient => "sync_bench_client",
         }
     }
 }
