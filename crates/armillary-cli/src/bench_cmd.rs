@@ -1,38 +1,40 @@
 //! `armillary bench`: performance measured against baselines in the same
 //! run. `latency` times synchronous two-way `echo_longlong` calls between
-//! two Armillary processes, a raw TCP ping-pong of the same message sizes,
-//! and omniORB client → omniORB server when omniORB is installed (its
-//! programs built on first use, see `omniorb_peers`); the
+//! two Armillary processes (the generated stub against `bench
+//! serve-echo`, see `echo_peer`), a raw TCP ping-pong of the same message
+//! sizes, and omniORB client → omniORB server when omniORB is installed
+//! (its programs built on first use, see `omniorb_peers`); the
 //! contenders take turns, round after round, all pinned to the same CPUs.
-//! `invocation` reproduces the AMI paper's latency and throughput tables
-//! (see `bench_invocation`); `idl` times the IDL compiler (see
-//! `bench_idl`); `soak` runs mixed traffic for minutes and checks nothing
-//! is lost (see `bench_soak`); `threading` compares the server concurrency
-//! models (see `bench_threading`); `middle-tier` reproduces the AMH
-//! paper's middle-tier experiments (see `bench_middle_tier`, with its
-//! servers in `middle_tier_peers`, its clients in `middle_tier_clients`
-//! and its models in `middle_tier_model`); `collocation` reproduces the
-//! collocation paper's Figure 4 (see `bench_collocation`). What they share to report lives in
-//! `bench_report`; their child processes and the raw TCP baseline in
-//! `bench_process`; omniORB's peer programs in `omniorb_peers`.
+//! `sync` measures the whole synchronous path the same way against
+//! omniORB and raw TCP: latency in two server models, throughput from 1,
+//! 2 and 8 threads sharing one reference, oneways, octet sequences (see
+//! `bench_sync`, with its servers and clients in `sync_rig` and
+//! `sync_throughput`). `invocation` reproduces the AMI paper's latency
+//! and throughput tables (see `bench_invocation`); `idl` times the IDL
+//! compiler (see `bench_idl`); `soak` runs mixed traffic for minutes and
+//! checks nothing is lost (see `bench_soak`); `threading` compares the
+//! server concurrency models (see `bench_threading`); `middle-tier`
+//! reproduces the AMH paper's middle-tier experiments (see
+//! `bench_middle_tier`, with its servers in `middle_tier_peers`, its
+//! clients in `middle_tier_clients` and its models in
+//! `middle_tier_model`); `collocation` reproduces the collocation paper's
+//! Figure 4 (see `bench_collocation`). What they share to report lives
+//! in `bench_report`; their child processes and the raw TCP baseline in
+//! `bench_process`; the Armillary echo server and its stub in
+//! `echo_peer`; omniORB's peer programs in `omniorb_peers`.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
-use armillary::giop::system_exception::{CompletionStatus, SystemException};
-use armillary::runtime::ReplyBody;
-use armillary::{Orb, Servant, ServerRequest};
+use armillary::Orb;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::bench_process::{
-    message_sizes, start_raw_server, wait_for_file, write_atomically, Peer,
-};
-use crate::omniorb_peers::Program;
+use crate::bench_process::{message_sizes, raw_ping_pongs, start_raw_server, RawShape};
+use crate::bench_report::CallTimes;
+use crate::echo_peer::{self, Everything};
 
 /// `armillary bench …`
 #[derive(Debug, Args)]
@@ -80,6 +82,11 @@ enum BenchCommand {
     /// loopback, thru-POA, direct, and as a plain Rust call (see
     /// `bench_collocation`).
     Collocation(crate::bench_collocation::CollocationOptions),
+    /// The synchronous path against omniORB and raw TCP in one run:
+    /// two-way latency, throughput with 1, 2 and 8 client threads sharing
+    /// one reference, oneways per second and octet-sequence echoes in
+    /// MB/s (see `bench_sync`).
+    Sync(crate::bench_sync::SyncOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -153,7 +160,9 @@ enum BenchCommand {
         #[arg(long, default_value = "reactive")]
         concurrency: String,
     },
-    /// (internal) A raw TCP ping-pong server.
+    /// (internal) A raw TCP server: a reply after every
+    /// `requests_per_reply` requests (the request echoed when the sizes
+    /// are equal).
     #[command(hide = true)]
     ServeRaw {
         #[arg(long)]
@@ -162,7 +171,12 @@ enum BenchCommand {
         request_size: usize,
         #[arg(long)]
         reply_size: usize,
+        #[arg(long, default_value_t = 1)]
+        requests_per_reply: usize,
     },
+    /// (internal) `bench sync`'s Armillary throughput client.
+    #[command(hide = true)]
+    DriveSyncThroughput(crate::sync_throughput::DriveOptions),
 }
 
 /// Runs `armillary bench`.
@@ -218,12 +232,22 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::ServeEcho {
             ior_file,
             concurrency,
-        } => serve_echo(&ior_file, &concurrency),
+        } => echo_peer::serve(&ior_file, &concurrency),
         BenchCommand::ServeRaw {
             port_file,
             request_size,
             reply_size,
-        } => crate::bench_process::serve_raw(&port_file, request_size, reply_size),
+            requests_per_reply,
+        } => crate::bench_process::serve_raw(
+            &port_file,
+            RawShape {
+                request_size,
+                reply_size,
+                requests_per_reply,
+            },
+        ),
+        BenchCommand::Sync(options) => crate::bench_sync::run(options),
+        BenchCommand::DriveSyncThroughput(options) => crate::sync_throughput::drive(&options),
     };
     match result {
         Ok(code) => code,
@@ -231,71 +255,6 @@ pub fn run(args: BenchArgs) -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::from(1)
         }
-    }
-}
-
-/// The benchmark servant: `echo_longlong` returns its argument.
-struct Echo;
-
-impl Servant for Echo {
-    fn repository_id(&self) -> &'static str {
-        "IDL:Interop/Everything:1.0"
-    }
-
-    fn is_a(&self, id: &str) -> bool {
-        id == "IDL:Interop/Everything:1.0"
-    }
-
-    fn dispatch(&self, req: &mut ServerRequest<'_>) -> Result<(), SystemException> {
-        match req.operation() {
-            "echo_longlong" => {
-                let v = req
-                    .args()
-                    .read_longlong()
-                    .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
-                req.results().write_longlong(v);
-                Ok(())
-            }
-            _ => Err(SystemException::bad_operation(0, CompletionStatus::No)),
-        }
-    }
-}
-
-fn serve_echo(ior_file: &Path, concurrency: &str) -> Result<ExitCode, String> {
-    let (orb, _) = Orb::init(["-ORBConcurrency", concurrency]).map_err(|e| e.to_string())?;
-    let poa = orb.root_poa();
-    poa.manager().activate().map_err(|e| e.to_string())?;
-    let servant: Arc<dyn Servant> = Arc::new(Echo);
-    let obj = poa
-        .servant_to_reference(&servant)
-        .map_err(|e| e.to_string())?;
-    write_atomically(ior_file, &orb.object_to_string(&obj))?;
-    orb.run().map_err(|e| e.to_string())?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-struct Samples {
-    name: &'static str,
-    micros: Vec<f64>,
-}
-
-impl Samples {
-    fn summary(&self) -> serde_json::Value {
-        let mut v = self.micros.clone();
-        v.sort_by(f64::total_cmp);
-        json!({
-            "p50_us": (percentile(&v, 0.5) * 100.0).round() / 100.0,
-            "p99_us": (percentile(&v, 0.99) * 100.0).round() / 100.0,
-            "samples": v.len(),
-        })
     }
 }
 
@@ -314,53 +273,23 @@ fn latency(
     // omniORB's peers, built first if they are not yet; none (said once on
     // stderr) when they cannot be.
     let omni = crate::omniorb_peers::find();
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir().join(format!("armillary-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
 
     // Contender 1: Armillary client → Armillary server (another process).
-    let ior_file = dir.join("echo.ior");
-    let _server = Peer(
-        Command::new(&exe)
-            .args([
-                "bench",
-                "serve-echo",
-                "--concurrency",
-                concurrency,
-                "--ior-file",
-            ])
-            .arg(&ior_file)
-            .spawn()
-            .map_err(|e| e.to_string())?,
-    );
-    let ior = wait_for_file(&ior_file)?;
+    let (_server, ior) = echo_peer::start(&dir, "echo", concurrency, None)?;
     let orb =
         Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
-    let echo = orb.string_to_object(&ior).map_err(|e| e.to_string())?;
-    let call = |v: i64| -> Result<i64, SystemException> {
-        echo.invoke(
-            "echo_longlong",
-            &|w| {
-                w.write_longlong(v);
-                Ok(())
-            },
-            |reply| match reply {
-                ReplyBody::Result(r) => Ok(Ok(r.read_longlong()?)),
-                ReplyBody::UserException { .. } => {
-                    Ok(Err(SystemException::unknown(0, CompletionStatus::Yes)))
-                }
-            },
-        )
-    };
-    call(0).map_err(|e| format!("the Armillary echo server failed: {e}"))?;
+    let echo = Everything::from_object(orb.string_to_object(&ior).map_err(|e| e.to_string())?);
+    echo.echo_longlong(0)
+        .map_err(|e| format!("the Armillary echo server failed: {e}"))?;
 
     // Contender 2: raw TCP with the same message sizes.
-    let (request_size, reply_size) = message_sizes(&echo);
-    let (_raw_server, port) = start_raw_server(&dir, request_size, reply_size)?;
+    let (request_size, reply_size) = message_sizes(echo.as_object());
+    let shape = RawShape::ping_pong(request_size, reply_size);
+    let (_raw_server, port) = start_raw_server(&dir, "raw", shape)?;
     let mut raw = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     raw.set_nodelay(true).map_err(|e| e.to_string())?;
-    let request = vec![1u8; request_size];
-    let mut reply = vec![0u8; reply_size];
 
     // Contender 3: omniORB client → omniORB server.
     let mut _omni_server = None;
@@ -374,55 +303,23 @@ fn latency(
     };
 
     let per_round = (calls / rounds).max(1);
-    let mut ours = Samples {
-        name: "armillary",
-        micros: Vec::new(),
-    };
-    let mut tcp = Samples {
-        name: "raw_tcp",
-        micros: Vec::new(),
-    };
-    let mut theirs = Samples {
-        name: "omniorb",
-        micros: Vec::new(),
-    };
+    let mut ours = CallTimes::default();
+    let mut tcp = CallTimes::default();
+    let mut theirs = CallTimes::default();
     let steps = rounds as u64 * if omni.is_some() { 3 } else { 2 };
     let bar = crate::bench_report::progress(steps, "");
     for round in 0..rounds {
         bar.set_message(format!("round {} armillary", round + 1));
-        for i in 0..per_round {
-            let t = Instant::now();
-            let v = call(i as i64).map_err(|e| e.to_string())?;
-            ours.micros.push(t.elapsed().as_secs_f64() * 1e6);
-            if v != i as i64 {
-                return Err("echo_longlong returned the wrong value".into());
-            }
-        }
+        echo_peer::timed_echoes(&echo, per_round, &mut ours)?;
         bar.inc(1);
         bar.set_message(format!("round {} raw tcp", round + 1));
-        for _ in 0..per_round {
-            let t = Instant::now();
-            raw.write_all(&request).map_err(|e| e.to_string())?;
-            raw.read_exact(&mut reply).map_err(|e| e.to_string())?;
-            tcp.micros.push(t.elapsed().as_secs_f64() * 1e6);
-        }
+        raw_ping_pongs(&mut raw, shape, per_round, &mut tcp)?;
         bar.inc(1);
         if let (Some(peers), Some(file)) = (omni, &omni_ior) {
             bar.set_message(format!("round {} omniORB", round + 1));
-            let out = Command::new(peers.program(Program::BenchClient))
-                .arg(file)
-                .arg(per_round.to_string())
-                .output()
-                .map_err(|e| e.to_string())?;
-            if !out.status.success() {
-                return Err("the omniORB bench client failed".into());
+            for took in peers.echo_latencies(file, per_round)? {
+                theirs.record(took);
             }
-            theirs.micros.extend(
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .filter_map(|l| l.trim().parse::<f64>().ok())
-                    .map(|ns| ns / 1000.0),
-            );
             bar.inc(1);
         }
     }
@@ -444,7 +341,11 @@ fn latency(
         "contender", "p50 µs", "p99 µs", "p50 / raw"
     );
     let raw_p50 = tcp.summary()["p50_us"].as_f64().unwrap_or(f64::NAN);
-    for s in [&ours, &tcp, &theirs] {
+    for (name, s) in [
+        ("armillary", &ours),
+        ("raw_tcp", &tcp),
+        ("omniorb", &theirs),
+    ] {
         if s.micros.is_empty() {
             continue;
         }
@@ -452,12 +353,12 @@ fn latency(
         let p50 = summary["p50_us"].as_f64().unwrap_or(f64::NAN);
         println!(
             "{:<10} {:>10.2} {:>10.2} {:>12.3}",
-            s.name,
+            name,
             p50,
             summary["p99_us"].as_f64().unwrap_or(f64::NAN),
             p50 / raw_p50
         );
-        result[s.name] = summary;
+        result[name] = summary;
     }
     if let Some(path) = json_file {
         crate::bench_report::write_json(&path, &result)?;

@@ -506,6 +506,8 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
                     .iter()
                     .map(|&s| (s.label().to_owned(), SIZES.map(|n| rate(s, n)).to_vec()))
                     .collect(),
+                // The strategies span four to five orders of magnitude.
+                log_y: true,
             },
         )?;
     }

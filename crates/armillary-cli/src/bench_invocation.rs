@@ -97,7 +97,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::bench_process::{message_sizes, start_raw_server, wait_for_file, Peer};
+use crate::bench_process::{message_sizes, start_raw_server, Peer, RawShape};
 use crate::bench_report::{plot_bars_svg, print_table, progress, write_json, Bars, Summary};
 use crate::omniorb_peers::{OmniorbPeers, Program};
 
@@ -242,18 +242,7 @@ impl AmiEverythingHandlerServant for EchoHandler {
 
 impl Contender {
     fn start(dir: &Path, concurrency: &str, in_flight: usize) -> Result<Contender, String> {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let ior_file = dir.join("echo.ior");
-        let _ = std::fs::remove_file(&ior_file);
-        let server = Peer(
-            Command::new(&exe)
-                .args(["bench", "serve-echo", "--concurrency", concurrency])
-                .arg("--ior-file")
-                .arg(&ior_file)
-                .spawn()
-                .map_err(|e| format!("cannot start the echo server: {e}"))?,
-        );
-        let ior = wait_for_file(&ior_file)?;
+        let (server, ior) = crate::echo_peer::start(dir, "echo", concurrency, None)?;
         let outstanding = in_flight.max(256).to_string();
         // Application threads: AMI callbacks wait for a thread of ours to
         // run them (`perform_work`), the paper's event loop.
@@ -882,7 +871,8 @@ fn raw_tcp(
     in_flight: usize,
 ) -> Result<serde_json::Value, String> {
     let (request_size, reply_size) = message_sizes(c.echo.as_object());
-    let (_server, port) = start_raw_server(dir, request_size, reply_size)?;
+    let (_server, port) =
+        start_raw_server(dir, "raw", RawShape::ping_pong(request_size, reply_size))?;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     stream.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut replies = stream.try_clone().map_err(|e| e.to_string())?;

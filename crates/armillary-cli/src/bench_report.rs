@@ -1,8 +1,10 @@
 //! What the `armillary bench` subcommands share to report what they
-//! measured: the progress bar, summary statistics of call times and
-//! latency histograms (hdrhistogram), an aligned text table, JSON files,
-//! SVG line plots (legend inside, or beside with a dashed reference line),
-//! bar charts and grouped bar charts on a logarithmic axis (plotters).
+//! measured: the progress bar, summary statistics of call times, their
+//! exact percentiles ([`CallTimes`]) and latency histograms
+//! (hdrhistogram), an aligned text table, JSON files, SVG line plots
+//! (legend inside, or beside with a dashed reference line), bar charts
+//! and grouped bar charts (on a logarithmic or linear axis), one chart
+//! or a grid of them (plotters).
 //!
 //! It measures nothing itself; each subcommand's module owns its
 //! experiment and calls these to show the result.
@@ -13,6 +15,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::json;
@@ -154,6 +158,42 @@ impl Summary {
             "jitter_us": r(self.jitter_us),
         })
     }
+}
+
+/// The times of a contender's calls, in microseconds, for their
+/// percentiles (exact: every call is kept).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallTimes {
+    pub(crate) micros: Vec<f64>,
+}
+
+impl CallTimes {
+    /// Records one call that took `took`.
+    pub(crate) fn record(&mut self, took: Duration) {
+        self.micros.push(took.as_secs_f64() * 1e6);
+    }
+
+    /// `{"p50_us", "p99_us", "samples"}`, the percentiles to two
+    /// decimals (NaN, so `null` in JSON, when there are none).
+    pub(crate) fn summary(&self) -> serde_json::Value {
+        let mut v = self.micros.clone();
+        v.sort_by(f64::total_cmp);
+        let r = |x: f64| (x * 100.0).round() / 100.0;
+        json!({
+            "p50_us": r(percentile(&v, 0.5)),
+            "p99_us": r(percentile(&v, 0.99)),
+            "samples": v.len(),
+        })
+    }
+}
+
+/// The value at quantile `p` of `sorted` (nearest rank), NaN when empty.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Prints `rows` under `header`, each column as wide as its widest cell;
@@ -514,13 +554,16 @@ pub(crate) fn plot_bars_svg(path: &Path, charts: &[Bars]) -> Result<(), String> 
 /// A bar chart of several series over a few groups (the collocation
 /// paper's Figure 4: calls/s per strategy, grouped by sequence length):
 /// `series` are (name, one value per group), drawn in the order given,
-/// each in a colour of its own.
+/// each in a colour of its own; on a logarithmic value axis when
+/// `log_y` (values spanning orders of magnitude), else a linear one from
+/// zero.
 #[derive(Debug, Clone)]
 pub(crate) struct GroupedBars {
     pub(crate) caption: String,
     pub(crate) y_label: String,
     pub(crate) groups: Vec<String>,
     pub(crate) series: Vec<(String, Vec<f64>)>,
+    pub(crate) log_y: bool,
 }
 
 /// Width of the legend beside [`plot_grouped_bars_svg`]'s chart.
@@ -553,50 +596,148 @@ fn compact(x: f64) -> String {
 
 /// Draws `chart` into the SVG file `path`: each group a cluster of bars,
 /// one per series, each labelled with its value above it, the groups'
-/// names under them, on a logarithmic value axis (values that are not
-/// positive numbers are left out, their place kept); the legend beside
-/// the chart, never over a bar.
+/// names under them, on a logarithmic or linear value axis (values that
+/// are not positive numbers are left out, their place kept); the legend
+/// beside the chart, never over a bar.
 pub(crate) fn plot_grouped_bars_svg(path: &Path, chart: &GroupedBars) -> Result<(), String> {
-    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+    plot_grouped_bar_panels_svg(path, std::slice::from_ref(chart), 1)
+}
+
+/// Width of a [`GroupedBars`] chart's plot (its legend left out): wide
+/// enough for every bar's label (about 60 px a bar).
+fn grouped_plot_width(chart: &GroupedBars) -> u32 {
     let groups = chart.groups.len().max(1);
     let per_group = chart.series.len().max(1);
-    // Wide enough for every bar's label (about 60 px a bar).
-    let plot_width = (120 + 64 * groups * per_group + 40 * groups) as u32;
-    let root = SVGBackend::new(path, (plot_width + GROUPED_LEGEND_WIDTH, 440)).into_drawing_area();
+    (120 + 64 * groups * per_group + 40 * groups) as u32
+}
+
+/// Draws `charts` into the SVG file `path`, `columns` to a row, each as
+/// [`plot_grouped_bars_svg`] draws one (each as wide as the widest), with
+/// its own legend beside it; a series has the same colour in every chart
+/// (colours go to series names in the order they first appear).
+pub(crate) fn plot_grouped_bar_panels_svg(
+    path: &Path,
+    charts: &[GroupedBars],
+    columns: usize,
+) -> Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
+    let columns = columns.clamp(1, charts.len().max(1));
+    let rows = charts.len().div_ceil(columns).max(1);
+    let cell_width =
+        charts.iter().map(grouped_plot_width).max().unwrap_or(400) + GROUPED_LEGEND_WIDTH;
+    let size = (cell_width * columns as u32, 440 * rows as u32);
+    let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let (plot_area, legend_area) = root.split_horizontally(plot_width);
+    let mut names: Vec<&str> = Vec::new();
+    for (name, _) in charts.iter().flat_map(|c| c.series.iter()) {
+        if !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    let colour_of = |name: &str| {
+        let i = names.iter().position(|n| *n == name).unwrap_or(0);
+        LINE_COLOURS[i % LINE_COLOURS.len()]
+    };
+    let cells = root.split_evenly((rows, columns));
+    for (chart, cell) in charts.iter().zip(cells.iter()) {
+        draw_grouped_bars(cell, chart, &colour_of).map_err(|e| fail(&e))?;
+    }
+    root.present().map_err(|e| fail(&e))
+}
+
+/// What drawing on an SVG area fails with.
+type DrawError = DrawingAreaErrorKind<std::io::Error>;
+
+/// Draws `chart` into `area`, its legend in the area's last
+/// [`GROUPED_LEGEND_WIDTH`] pixels.
+fn draw_grouped_bars(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    chart: &GroupedBars,
+    colour_of: &dyn Fn(&str) -> RGBColor,
+) -> Result<(), DrawError> {
+    let width = area.dim_in_pixel().0;
+    let (plot_area, legend_area) =
+        area.split_horizontally(width.saturating_sub(GROUPED_LEGEND_WIDTH));
     let values = chart
         .series
         .iter()
         .flat_map(|(_, v)| v.iter().copied())
         .filter(|v| v.is_finite() && *v > 0.0);
     let (lo, hi) = values.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let (lo, hi) = if hi > 0.0 {
-        // The decade below the smallest bar (so that it shows), and room
-        // above the tallest for its label.
-        (10f64.powf((lo * 0.9).log10().floor()), hi * 2.5)
-    } else {
-        (1.0, 10.0)
+    let groups = chart.groups.len().max(1) as f64;
+    let builder = || {
+        let mut builder = ChartBuilder::on(&plot_area);
+        builder
+            .caption(&chart.caption, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(64);
+        builder
     };
-    let mut ctx = ChartBuilder::on(&plot_area)
-        .caption(&chart.caption, ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..groups as f64, (lo..hi).log_scale())
-        .map_err(|e| fail(&e))?;
+    match (chart.log_y, hi > 0.0) {
+        (true, true) => {
+            // The decade below the smallest bar (so that it shows), and
+            // room above the tallest for its label.
+            let lo = 10f64.powf((lo * 0.9).log10().floor());
+            let ctx = builder().build_cartesian_2d(0.0..groups, (lo..hi * 2.5).log_scale())?;
+            draw_bars_on(ctx, area, chart, colour_of, lo, &|v| v * 1.08)?;
+        }
+        (true, false) => {
+            let ctx = builder().build_cartesian_2d(0.0..groups, (1.0..10.0).log_scale())?;
+            draw_bars_on(ctx, area, chart, colour_of, 1.0, &|v| v * 1.08)?;
+        }
+        (false, _) => {
+            // Room above the tallest bar for its label.
+            let top = if hi > 0.0 { hi * 1.15 } else { 1.0 };
+            let ctx = builder().build_cartesian_2d(0.0..groups, 0.0..top)?;
+            draw_bars_on(ctx, area, chart, colour_of, 0.0, &|v| v + top * 0.01)?;
+        }
+    }
+    // The legend, beside the chart, level with its top.
+    for (s, (name, _)) in chart.series.iter().enumerate() {
+        let colour = colour_of(name);
+        let y = 44 + 22 * s as i32;
+        legend_area.draw(&Rectangle::new([(4, y - 6), (18, y + 6)], colour.filled()))?;
+        legend_area.draw(&Text::new(
+            name.as_str(),
+            (26, y - 7),
+            ("sans-serif", 13).into_font(),
+        ))?;
+    }
+    Ok(())
+}
+
+/// Draws `chart`'s mesh, bars, value labels and group names on `ctx` (a
+/// chart in `area` whose value axis starts at `floor`), each value's
+/// label with its bottom at `label_at(value)`, a little above the bar.
+fn draw_bars_on<Y>(
+    mut ctx: ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    chart: &GroupedBars,
+    colour_of: &dyn Fn(&str) -> RGBColor,
+    floor: f64,
+    label_at: &dyn Fn(f64) -> f64,
+) -> Result<(), DrawError>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let groups = chart.groups.len().max(1);
+    let per_group = chart.series.len().max(1);
     ctx.configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
         .y_desc(chart.y_label.as_str())
         .y_label_formatter(&|v: &f64| compact(*v))
-        .draw()
-        .map_err(|e| fail(&e))?;
+        .draw()?;
     // Each group spans one unit; its bars share the middle 80 % of it.
     let bar_width = 0.8 / per_group as f64;
     let left = |g: usize, s: usize| g as f64 + 0.1 + bar_width * s as f64;
-    for (s, (_, values)) in chart.series.iter().enumerate() {
-        let colour = LINE_COLOURS[s % LINE_COLOURS.len()];
+    let label_style = ("sans-serif", 12)
+        .into_font()
+        .into_text_style(area)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    for (s, (name, values)) in chart.series.iter().enumerate() {
+        let colour = colour_of(name);
         let shown = || {
             values
                 .iter()
@@ -606,53 +747,36 @@ pub(crate) fn plot_grouped_bars_svg(path: &Path, chart: &GroupedBars) -> Result<
         };
         ctx.draw_series(shown().map(|(g, &v)| {
             let mut bar = Rectangle::new(
-                [(left(g, s), lo), (left(g, s) + bar_width, v)],
+                [(left(g, s), floor), (left(g, s) + bar_width, v)],
                 colour.filled(),
             );
             bar.set_margin(0, 0, 3, 3);
             bar
-        }))
-        .map_err(|e| fail(&e))?;
-        let label_style = ("sans-serif", 12)
-            .into_font()
-            .into_text_style(&plot_area)
-            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        }))?;
         ctx.draw_series(shown().map(|(g, &v)| {
             Text::new(
                 compact(v),
-                (left(g, s) + bar_width / 2.0, v * 1.08),
+                (left(g, s) + bar_width / 2.0, label_at(v)),
                 label_style.clone(),
             )
-        }))
-        .map_err(|e| fail(&e))?;
+        }))?;
     }
     // The groups' names, under their bars (the axis has no labels of
     // its own: its key points are not the groups' middles).
     let name_style = ("sans-serif", 14)
         .into_font()
-        .into_text_style(&root)
+        .into_text_style(area)
         .pos(Pos::new(HPos::Center, VPos::Top));
+    let (x0, y0) = area.get_base_pixel();
     for (g, name) in chart.groups.iter().enumerate() {
-        let (x, y) = ctx.backend_coord(&(g as f64 + 0.5, lo));
-        root.draw(&Text::new(name.as_str(), (x, y + 8), name_style.clone()))
-            .map_err(|e| fail(&e))?;
+        let (x, y) = ctx.backend_coord(&(g as f64 + 0.5, floor));
+        area.draw(&Text::new(
+            name.as_str(),
+            (x - x0, y - y0 + 8),
+            name_style.clone(),
+        ))?;
     }
-    // The legend, beside the chart, level with its top.
-    for (s, (name, _)) in chart.series.iter().enumerate() {
-        let colour = LINE_COLOURS[s % LINE_COLOURS.len()];
-        let y = 44 + 22 * s as i32;
-        legend_area
-            .draw(&Rectangle::new([(4, y - 6), (18, y + 6)], colour.filled()))
-            .map_err(|e| fail(&e))?;
-        legend_area
-            .draw(&Text::new(
-                name.as_str(),
-                (26, y - 7),
-                ("sans-serif", 13).into_font(),
-            ))
-            .map_err(|e| fail(&e))?;
-    }
-    root.present().map_err(|e| fail(&e))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -16,8 +16,10 @@ mod bench_middle_tier;
 mod bench_process;
 mod bench_report;
 mod bench_soak;
+mod bench_sync;
 mod bench_threading;
 mod demo_cmd;
+mod echo_peer;
 mod idl_cmd;
 mod ior_cmd;
 mod middle_tier_clients;
@@ -25,6 +27,8 @@ mod middle_tier_model;
 mod middle_tier_peers;
 mod naming_cmd;
 mod omniorb_peers;
+mod sync_rig;
+mod sync_throughput;
 
 /// Armillary, a CORBA ORB for Rust.
 #[derive(Debug, Parser)]

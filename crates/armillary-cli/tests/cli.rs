@@ -644,6 +644,149 @@ fn bench_invocation_measures_only_the_forms_asked_for() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn bench_sync_reports_every_figure_contender_and_goal() {
+    let dir = fresh_dir("armillary-sync-test");
+    let (json, svg) = (dir.join("sync.json"), dir.join("sync.svg"));
+    let (code, out, err) = run(&[
+        "bench",
+        "sync",
+        "--rounds",
+        "1",
+        "--latency-calls",
+        "20",
+        "--throughput-calls",
+        "40",
+        "--oneway-calls",
+        "50",
+        "--bytes-calls",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let omniorb = Path::new("/usr/include/omniORB4/CORBA.h").exists();
+    assert!(
+        !omniorb || !err.contains("no omniORB baseline"),
+        "omniORB is installed, yet: {err}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["benchmark"], "sync");
+    // Every figure of every contender is there, a number (its size is
+    // never checked); omniORB's is null only when omniORB is missing.
+    let figures: [(&str, &[&str], &[&str]); 4] = [
+        (
+            "latency",
+            &[
+                "armillary",
+                "armillary_thread_per_connection",
+                "omniorb",
+                "raw_tcp",
+            ],
+            &["p50_us", "p99_us"],
+        ),
+        ("throughput", &["armillary", "omniorb"], &["t1", "t2", "t8"]),
+        (
+            "oneway",
+            &["armillary", "omniorb", "raw_tcp"],
+            &["calls_per_s"],
+        ),
+        (
+            "bytes",
+            &["armillary", "omniorb", "raw_tcp"],
+            &["kib1_mb_s", "kib64_mb_s", "mib1_mb_s"],
+        ),
+    ];
+    for (figure, contenders, keys) in figures {
+        for contender in contenders {
+            let value = &report[figure][contender];
+            if *contender == "omniorb" && !omniorb {
+                assert!(value.is_null(), "{figure}.{contender}: {report}");
+                continue;
+            }
+            for key in keys {
+                assert!(
+                    value[key].as_f64().is_some_and(|x| x > 0.0),
+                    "{figure}.{contender}.{key}: {report}"
+                );
+            }
+        }
+    }
+    for goal in [
+        "latency_p50_vs_omniorb",
+        "latency_thread_per_connection_p50_vs_omniorb",
+        "latency_p50_vs_raw_tcp",
+        "throughput_t1_vs_omniorb",
+        "throughput_t2_vs_omniorb",
+        "throughput_t8_vs_omniorb",
+        "oneway_vs_omniorb",
+        "bytes_mib1_vs_raw_tcp",
+    ] {
+        let g = &report["goals"][goal];
+        let measured = omniorb || !goal.ends_with("omniorb");
+        assert_eq!(g["ratio"].as_f64().is_some(), measured, "{goal}: {report}");
+        assert_eq!(g["met"].is_boolean(), measured, "{goal}: {report}");
+    }
+    for row in [
+        "latency p50",
+        "throughput, 8 threads",
+        "oneway",
+        "bytes, 1 MiB",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(row)),
+            "no row for {row}:\n{out}"
+        );
+    }
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("<svg"), "{plot}");
+    assert!(plot.contains("raw TCP"), "{plot}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bench_latency_keeps_its_json_keys() {
+    let dir = fresh_dir("armillary-latency-test");
+    let json = dir.join("latency.json");
+    let (code, out, err) = run(&[
+        "bench",
+        "latency",
+        "--calls",
+        "20",
+        "--rounds",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["benchmark"], "latency");
+    assert_eq!(report["calls"], 20, "{report}");
+    assert_eq!(report["rounds"], 2, "{report}");
+    assert_eq!(report["armillary_server_concurrency"], "reactive");
+    for key in ["pinning", "request_bytes", "reply_bytes"] {
+        assert!(!report[key].is_null(), "{key}: {report}");
+    }
+    let omniorb = Path::new("/usr/include/omniORB4/CORBA.h").exists();
+    for contender in ["armillary", "raw_tcp"]
+        .into_iter()
+        .chain(omniorb.then_some("omniorb"))
+    {
+        assert_eq!(report[contender]["samples"], 20, "{contender}: {report}");
+        for key in ["p50_us", "p99_us"] {
+            assert!(
+                report[contender][key].as_f64().is_some(),
+                "{contender}.{key}: {report}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A fresh directory for one test, under the target directory.
 fn fresh_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));

@@ -101,7 +101,7 @@ pub fn peers_dir() -> PathBuf {
 }
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
-/// `amh_client`, `bench_client`, `diff_peer`, `pi_peer`, the SSL peers, the AMI peers
+/// `amh_client`, `bench_client`, `sync_bench_client`, `diff_peer`, `pi_peer`, the SSL peers, the AMI peers
 /// `ami_bench_client` and `interop_ami_handler`, the CosNaming client `naming_client`) if needed and returns their directory. Runs `make` once
 /// per test process: the tests of one file run in parallel, and two
 /// `make`s writing the same programs would let a test start one that is

@@ -3,6 +3,7 @@
 //   interop_server --ior-file FILE [-ORBendPoint giop:tcp:127.0.0.1:0] [-ORB...]
 // Writes its IOR to FILE and serves until killed (or until `shutdown` via
 // a oneway ping(-1)).
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -94,11 +95,13 @@ class Everything_i : public POA_Interop::Everything {
     }
     oneways_ += 1;
   }
-  CORBA::Long oneway_count() { return oneways_; }
+  CORBA::Long oneway_count() { return oneways_.load(); }
 
  private:
   CORBA::Long counter_;
-  CORBA::Long oneways_;
+  // omniORB may run a connection's pipelined oneways on several threads
+  // at once (a worker per request waiting in its buffer).
+  std::atomic<CORBA::Long> oneways_;
 };
 
 int main(int argc, char** argv) {

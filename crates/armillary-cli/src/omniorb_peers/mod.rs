@@ -1,7 +1,9 @@
 //! omniORB's peer programs, the baselines `armillary bench` measures
 //! Armillary against: `interop_server` (omniORB's server of
-//! `Interop::Everything`), `bench_client` (its synchronous latency client)
-//! and `ami_bench_client` (its AMI throughput client).
+//! `Interop::Everything`), `bench_client` (its synchronous latency client),
+//! `ami_bench_client` (its AMI throughput client) and `sync_bench_client`
+//! (its client of `bench sync`'s throughput, oneway and octet-sequence
+//! figures).
 //!
 //! Their sources are carried in the binary (`sources`: the programs of
 //! `tests/interop/cpp`, the IDL they need from `tests/interop/idl` and the
@@ -24,12 +26,14 @@ mod cache;
 mod recipe;
 mod sources;
 
+use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use crate::bench_process::{wait_for_file, Peer};
+use crate::bench_process::{command_on_cpus, wait_for_file_from, Peer};
 use cache::{CacheError, Outcome};
 use recipe::Prerequisite;
 
@@ -43,14 +47,18 @@ pub(crate) enum Program {
     BenchClient,
     /// omniORB's AMI throughput client (`ami_bench_client.cc`).
     AmiBenchClient,
+    /// omniORB's client of `bench sync`: threads sharing a reference,
+    /// oneways, octet sequences (`sync_bench_client.cc`).
+    SyncBenchClient,
 }
 
 impl Program {
     /// Every program, in build order.
-    const ALL: [Program; 3] = [
+    const ALL: [Program; 4] = [
         Program::InteropServer,
         Program::BenchClient,
         Program::AmiBenchClient,
+        Program::SyncBenchClient,
     ];
 
     /// Its file name (the Makefile's name for it).
@@ -59,6 +67,7 @@ impl Program {
             Program::InteropServer => "interop_server",
             Program::BenchClient => "bench_client",
             Program::AmiBenchClient => "ami_bench_client",
+            Program::SyncBenchClient => "sync_bench_client",
         }
     }
 }
@@ -140,10 +149,22 @@ impl OmniorbPeers {
     /// `dir/omni.ior`; returns it (killed when dropped) and the IOR file
     /// once the IOR is there.
     pub(crate) fn start_server(&self, dir: &Path) -> Result<(Peer, PathBuf), String> {
-        let file = dir.join("omni.ior");
+        self.start_server_on(dir, "omni", None)
+    }
+
+    /// As [`Self::start_server`], its IOR written to `dir/NAME.ior`, on
+    /// the CPUs `cpus` (a `taskset` list) when given, else on the
+    /// caller's.
+    pub(crate) fn start_server_on(
+        &self,
+        dir: &Path,
+        name: &str,
+        cpus: Option<&str>,
+    ) -> Result<(Peer, PathBuf), String> {
+        let file = dir.join(format!("{name}.ior"));
         let _ = std::fs::remove_file(&file);
-        let server = Peer(
-            Command::new(self.program(Program::InteropServer))
+        let mut server = Peer(
+            command_on_cpus(&self.program(Program::InteropServer), cpus)
                 .arg("--ior-file")
                 .arg(&file)
                 .args(["-ORBendPoint", "giop:tcp:127.0.0.1:0"])
@@ -151,8 +172,55 @@ impl OmniorbPeers {
                 .spawn()
                 .map_err(|e| format!("cannot start omniORB's interop_server: {e}"))?,
         );
-        wait_for_file(&file)?;
+        wait_for_file_from(&mut server, &file)
+            .map_err(|e| format!("omniORB's interop_server did not start: {e}"))?;
         Ok((server, file))
+    }
+
+    /// Runs `program` with `args`, on the CPUs `cpus` when given, and
+    /// returns what it wrote on standard output; an error, with the end
+    /// of its standard error, when it fails.
+    pub(crate) fn run(
+        &self,
+        program: Program,
+        args: &[&OsStr],
+        cpus: Option<&str>,
+    ) -> Result<String, String> {
+        let out = command_on_cpus(&self.program(program), cpus)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run omniORB's {}: {e}", program.file_name()))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "omniORB's {} failed ({}): {}",
+                program.file_name(),
+                out.status,
+                err.trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The times of `calls` synchronous `echo_longlong` calls of omniORB's
+    /// `bench_client` to the object in `ior_file`, each timed on its own.
+    pub(crate) fn echo_latencies(
+        &self,
+        ior_file: &Path,
+        calls: usize,
+    ) -> Result<Vec<Duration>, String> {
+        let calls = calls.to_string();
+        let out = self.run(
+            Program::BenchClient,
+            &[ior_file.as_os_str(), OsStr::new(&calls)],
+            None,
+        )?;
+        Ok(out
+            .lines()
+            .filter_map(|l| l.trim().parse::<u64>().ok())
+            .map(Duration::from_nanos)
+            .collect())
     }
 }
 

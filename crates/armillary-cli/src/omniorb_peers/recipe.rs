@@ -1,7 +1,7 @@
 //! How the peers are built: what the build needs installed, and the build
 //! itself — the sources written out as `src/cpp/` and `src/idl/`, then
 //! `make` (the Makefile of `tests/interop/cpp`, the one the test suites
-//! build the same programs with) run for the three programs, with
+//! build the same programs with) run for the benchmarks' programs, with
 //! omniORB's `omniidl`, `g++` and the flags `pkg-config` gives for
 //! `omniDynamic4`.
 

@@ -33,12 +33,13 @@ macro_rules! source {
 }
 
 /// Every file the build reads: the Makefile of `tests/interop/cpp`, the
-/// three programs' C++ sources and the IDL they are compiled against.
-pub(super) const SOURCES: [SourceFile; 6] = [
+/// programs' C++ sources and the IDL they are compiled against.
+pub(super) const SOURCES: [SourceFile; 7] = [
     source!("cpp/Makefile"),
     source!("cpp/server.cc"),
     source!("cpp/bench_client.cc"),
     source!("cpp/ami_bench_client.cc"),
+    source!("cpp/sync_bench_client.cc"),
     source!("idl/interop.idl"),
     source!("idl/invocation_bench.idl"),
 ];

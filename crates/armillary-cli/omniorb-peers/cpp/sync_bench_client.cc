@@ -1,0 +1,1 @@
+../../../../tests/interop/cpp/sync_bench_client.cc
