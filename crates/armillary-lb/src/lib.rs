@@ -13,12 +13,14 @@
 //! - The locator answers every request on that reference with
 //!   LOCATION_FORWARD to a replica its policy picks
 //!   ([`PolicyKind::RoundRobin`], or [`PolicyKind::LeastLoaded`] from the
-//!   loads the replicas report), and a LocateRequest with OBJECT_FORWARD.
-//!   It is a servant locator on a NON_RETAIN POA whose `preinvoke` raises
-//!   `ForwardRequest`, so any operation of any interface is forwarded
-//!   without the locator knowing the replicas' IDL. The client's ORB
-//!   sends the request again to the replica; omniORB keeps using the
-//!   replica for later calls, Armillary asks the locator on every call.
+//!   loads the replicas report). It is a servant locator on a NON_RETAIN
+//!   POA whose `preinvoke` raises `ForwardRequest`, so any operation of
+//!   any interface is forwarded without the locator knowing the
+//!   replicas' IDL. The client's ORB sends the request again to the
+//!   replica; omniORB keeps using the replica for later calls, Armillary
+//!   asks the locator on every call. A LocateRequest on a group is
+//!   answered OBJECT_HERE, and the request that follows is forwarded
+//!   (`forwarder.rs` says why not OBJECT_FORWARD).
 //! - A replica that stops answering is dropped: the locator probes each
 //!   replica with `_non_existent` every probe period, and drops one that
 //!   is gone, or unreachable for [`LocatorConfig::failures_to_drop`]

@@ -1,7 +1,7 @@
 //! The locator with its replicas and clients in separate ORBs of this
 //! process, every call over IIOP (the clients' collocation is off):
-//! what each policy spreads, what is forwarded (any operation,
-//! LocateRequest), what happens to a group without replicas, to a
+//! what each policy spreads, what is forwarded (any operation), what a
+//! LocateRequest finds, what happens to a group without replicas, to a
 //! replica that stops answering, and to one whose locator forgot it.
 //! The same with separate processes and omniORB clients is in
 //! `crates/armillary-cli/tests/lb.rs`.
@@ -11,6 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use armillary::config::{Collocation, OrbConfig};
+use armillary::poa::{
+    Cookie, ObjectId, Poa, Policy, RequestProcessingPolicy, ServantLocator, ServantManager,
+    ServantManagerError, ServantRetentionPolicy,
+};
 use armillary::{
     CompletionStatus, Location, ObjectRef, Orb, Servant, ServerRequest, SystemException,
     WaitForCompletion,
@@ -216,7 +220,7 @@ fn least_loaded_counts_its_own_forwards_until_the_next_report() {
 }
 
 #[test]
-fn any_operation_of_any_interface_is_forwarded_and_locate_requests_too() {
+fn any_operation_of_any_interface_is_forwarded() {
     let lb = Lb::start(LocatorConfig::new());
     let replicas = Replica::group_of(&lb, "named", &["a"]);
     let orb = client();
@@ -235,13 +239,31 @@ fn any_operation_of_any_interface_is_forwarded_and_locate_requests_too() {
         |r| r.read_long(),
     );
     assert_eq!(sum.unwrap(), 42);
-    match named.locate().unwrap() {
-        Location::Forward(to) => assert!(to.is_equivalent(&replicas[0].reference)),
-        other => panic!("a LocateRequest on a group is answered {other:?}"),
-    }
     // Every request reached the locator first (`is_a` of the
     // reference's own type is answered from its IOR, without a call).
-    assert_eq!(lb.forwarded("named")[0].1, 4);
+    assert_eq!(lb.forwarded("named")[0].1, 3);
+    drop(replicas);
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+#[test]
+fn a_locate_request_finds_a_group_here_and_an_unknown_one_nowhere() {
+    let lb = Lb::start(LocatorConfig::new());
+    let _replicas = Replica::group_of(&lb, "named", &["a"]);
+    let empty = lb.locator().create_group("empty", NAMED).unwrap();
+    let orb = client();
+    let named = orb.string_to_object(&lb.group("named")).unwrap();
+    // OBJECT_HERE, and the request that follows is forwarded (see
+    // `a_locate_reply_body_follows_its_header` for why not OBJECT_FORWARD).
+    assert_eq!(named.locate().unwrap(), Location::Here);
+    assert_eq!(lb.forwarded("named")[0].1, 0);
+    let empty = orb
+        .string_to_object(&lb.orb.object_to_string(&empty))
+        .unwrap();
+    assert_eq!(empty.locate().unwrap(), Location::Here);
+    let other = lb.group("named").replace(&hex("named"), &hex("other"));
+    let other = orb.string_to_object(&other).unwrap();
+    assert_eq!(other.locate().unwrap(), Location::Unknown);
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
@@ -398,4 +420,83 @@ fn a_call_forwarded_to_a_dead_replica_goes_back_to_the_group() {
     // Round robin forwards this call to "dead" first.
     assert_eq!(whoami(&named).unwrap(), "alive");
     orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
+/// Forwards every request of its POA, LocateRequests included, to one
+/// reference.
+struct ForwardAll(ObjectRef);
+
+impl ServantLocator for ForwardAll {
+    fn preinvoke(
+        &self,
+        _object_id: &ObjectId,
+        _poa: &Poa,
+        _operation: &str,
+    ) -> Result<(Arc<dyn Servant>, Cookie), ServantManagerError> {
+        Err(ServantManagerError::Forward(self.0.clone()))
+    }
+
+    fn postinvoke(&self, _: &ObjectId, _: &Poa, _: &str, _: Cookie, _: Arc<dyn Servant>) {}
+}
+
+/// CORBA 3.0 §15.4.6.2: "LocateReply bodies are marshaled immediately
+/// following the LocateReply header" — GIOP 1.2 aligns Request and Reply
+/// bodies to 8, not LocateReply's, and omniORB (`giopImpl12.cc`,
+/// `sendLocateReply`) and TAO write and read them so. Armillary aligns
+/// it (`body_aligned` in `armillary-giop`'s `giop/message.rs` lists
+/// `LocateReply`), so the IOR of an OBJECT_FORWARD starts 4 bytes late
+/// after a 1.2 header: omniORB, which sends a LocateRequest before its
+/// first call on a reference, fails to read it (MARSHAL, "sequence is
+/// too long"), and Armillary would misread omniORB's. Armillary's own
+/// client reads its own replies, aligned the same way. This is why the
+/// locator answers LocateRequests OBJECT_HERE (`forwarder.rs`); the fix
+/// belongs to the GIOP layer.
+#[test]
+#[ignore = "Armillary aligns a GIOP 1.2 LocateReply body to 8 (CORBA 3.0 §15.4.6.2, omniORB and TAO do not)"]
+fn a_locate_reply_body_follows_its_header() {
+    use std::io::Write;
+
+    use armillary::giop::giop::{MessageBody, MessageBuilder, TargetAddress};
+    use armillary::giop::{ByteOrder, GiopVersion};
+
+    let server = Orb::with_config(OrbConfig::default()).unwrap();
+    let target = Replica::start("a");
+    let poa = server
+        .root_poa()
+        .create_poa(
+            "forward",
+            None,
+            &[
+                Policy::ServantRetention(ServantRetentionPolicy::NonRetain),
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+            ],
+        )
+        .unwrap();
+    poa.set_servant_manager(ServantManager::Locator(Arc::new(ForwardAll(
+        target.reference.clone(),
+    ))))
+    .unwrap();
+    poa.manager().activate().unwrap();
+    let forwarding = poa.create_reference_with_id("x", NAMED).unwrap();
+    let profile = forwarding.ior().iiop_profiles().remove(0);
+    let locate = MessageBody::LocateRequest {
+        request_id: 7,
+        target: TargetAddress::Key(profile.object_key),
+    };
+    let request = MessageBuilder::new(GiopVersion::V1_2, ByteOrder::Little, &locate)
+        .unwrap()
+        .finish(false);
+    let mut stream = std::net::TcpStream::connect((profile.host.as_str(), profile.port)).unwrap();
+    stream.write_all(&request).unwrap();
+    let reply = armillary_testkit::giop::read_message(&mut stream)
+        .unwrap()
+        .unwrap();
+    let word =
+        |at: usize| u32::from_le_bytes([reply[at], reply[at + 1], reply[at + 2], reply[at + 3]]);
+    assert_eq!(reply[6] & 1, 1, "little-endian, as asked");
+    assert_eq!((word(12), word(16)), (7, 2), "request 7, OBJECT_FORWARD");
+    // The forwarded IOR right after the header: its type id's length.
+    assert_eq!(word(20) as usize, NAMED.len() + 1, "{reply:02x?}");
+    drop(stream);
+    server.shutdown(WaitForCompletion::Yes).unwrap();
 }
