@@ -6,7 +6,10 @@
 //! `omniorb-peers/idl/middle_tier_bench.idl` (the Quoter of `armillary
 //! bench middle-tier`) into `middle_tier_bench.rs`, and
 //! `omniorb-peers/idl/collocation_bench.idl` (the Cuber of `armillary
-//! bench collocation`) into `collocation_bench.rs`.
+//! bench collocation`) into `collocation_bench.rs`, and
+//! `omniorb-peers/idl/lb_worker.idl` (a link to
+//! `tests/interop/idl/lb_worker.idl`: the replica of `armillary lb
+//! worker` and `armillary bench lb`) into `lb_worker.rs`.
 
 use std::path::PathBuf;
 
@@ -19,7 +22,12 @@ fn main() {
         std::process::exit(1);
     };
     let idl_dir = PathBuf::from(manifest_dir).join("omniorb-peers/idl");
-    for name in ["invocation_bench", "middle_tier_bench", "collocation_bench"] {
+    for name in [
+        "invocation_bench",
+        "middle_tier_bench",
+        "collocation_bench",
+        "lb_worker",
+    ] {
         if let Err(e) = armillary_idl::Builder::new()
             .file(idl_dir.join(format!("{name}.idl")))
             .out_name(name)

@@ -1,7 +1,8 @@
 //! `armillary`: one command for everything Armillary does from a shell:
 //! the end-to-end demo (`armillary demo`), decoding and building IORs
-//! (`armillary ior`), checking and compiling IDL (`armillary idl`) and the
-//! benchmarks (`armillary bench`).
+//! (`armillary ior`), checking and compiling IDL (`armillary idl`), the
+//! load-balancing locator (`armillary lb`) and the benchmarks (`armillary
+//! bench`).
 
 use std::process::ExitCode;
 
@@ -11,6 +12,7 @@ mod bench_cmd;
 mod bench_collocation;
 mod bench_idl;
 mod bench_invocation;
+mod bench_lb;
 mod bench_middle_tier;
 mod bench_process;
 mod bench_report;
@@ -19,6 +21,8 @@ mod bench_threading;
 mod demo_cmd;
 mod idl_cmd;
 mod ior_cmd;
+mod lb_cmd;
+mod lb_worker;
 mod middle_tier_clients;
 mod middle_tier_model;
 mod middle_tier_peers;
@@ -43,6 +47,9 @@ enum Command {
     Idl(idl_cmd::IdlArgs),
     /// Measure Armillary against baselines (raw TCP, omniORB).
     Bench(bench_cmd::BenchArgs),
+    /// Load balancing: an object-group locator, its groups, a demo
+    /// replica.
+    Lb(lb_cmd::LbArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +59,7 @@ fn main() -> ExitCode {
         Command::Ior(args) => ior_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Idl(args) => idl_cmd::run(args),
+        Command::Lb(args) => lb_cmd::run(args),
     }
 }
 
