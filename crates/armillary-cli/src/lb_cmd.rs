@@ -57,6 +57,11 @@ enum LbCommand {
         /// Missed probes in a row after which a replica is dropped.
         #[arg(long, default_value_t = 2)]
         failures_to_drop: u32,
+        /// For least-loaded: how long a forward counts in a replica's
+        /// estimate before its reports can show it, in milliseconds (it
+        /// decays by a factor e per this much time).
+        #[arg(long, default_value_t = 1000)]
+        forward_memory_ms: u64,
         /// Also write the locator's IOR to this file.
         #[arg(long)]
         ior_file: Option<PathBuf>,
@@ -161,13 +166,15 @@ pub fn run(args: LbArgs) -> ExitCode {
             policy,
             probe_ms,
             failures_to_drop,
+            forward_memory_ms,
             ior_file,
             orb_options,
         } => {
             let config = LocatorConfig::new()
                 .policy(policy)
                 .probe_period(Duration::from_millis(probe_ms.max(1)))
-                .failures_to_drop(failures_to_drop);
+                .failures_to_drop(failures_to_drop)
+                .forward_memory(Duration::from_millis(forward_memory_ms));
             serve(&endpoint, config, ior_file, orb_options)
         }
         LbCommand::List { lb, json } => list(&lb, json),

@@ -7,6 +7,7 @@
 //! it with what they learnt and act on what it answers.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use armillary::ObjectRef;
 use parking_lot::Mutex;
@@ -14,9 +15,12 @@ use parking_lot::Mutex;
 use crate::policy::{BalancingPolicy, Candidate};
 
 /// The locator's groups.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Groups {
     table: Mutex<Table>,
+    /// How long a forward counts in a replica's recent forwards: they
+    /// decay by a factor e per this much time.
+    forward_memory: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +36,19 @@ struct Group {
     replicas: Vec<Replica>,
     /// Choices made for the group so far (a policy's `turn`).
     turns: u64,
+    /// When the replicas' recent forwards were last decayed.
+    decayed_at: Instant,
+}
+
+impl Group {
+    fn new(repository_id: &str) -> Group {
+        Group {
+            repository_id: repository_id.to_owned(),
+            replicas: Vec::new(),
+            turns: 0,
+            decayed_at: Instant::now(),
+        }
+    }
 }
 
 /// One replica of a group.
@@ -40,7 +57,9 @@ pub(crate) struct Replica {
     pub(crate) id: String,
     pub(crate) reference: ObjectRef,
     pub(crate) load: f64,
-    pub(crate) forwards_since_report: u64,
+    /// Clients forwarded to it lately, each counting for less as time
+    /// passes (see [`Groups::choose`]).
+    pub(crate) recent_forwards: f64,
     pub(crate) forwarded: u64,
     pub(crate) reports: u64,
     /// Probes in a row that could not reach it.
@@ -86,6 +105,15 @@ pub(crate) enum ProbeOutcome {
 }
 
 impl Groups {
+    /// No groups yet; forwards count in the least-loaded estimate for
+    /// about `forward_memory`.
+    pub(crate) fn new(forward_memory: Duration) -> Groups {
+        Groups {
+            table: Mutex::new(Table::default()),
+            forward_memory,
+        }
+    }
+
     /// The interface of group `name`, if it exists.
     pub(crate) fn repository_id(&self, name: &str) -> Option<String> {
         let table = self.table.lock();
@@ -100,11 +128,7 @@ impl Groups {
         table
             .groups
             .entry(name.to_owned())
-            .or_insert_with(|| Group {
-                repository_id: repository_id.to_owned(),
-                replicas: Vec::new(),
-                turns: 0,
-            })
+            .or_insert_with(|| Group::new(repository_id))
             .repository_id
             .clone()
     }
@@ -118,11 +142,7 @@ impl Groups {
         let group = table
             .groups
             .entry(name.to_owned())
-            .or_insert_with(|| Group {
-                repository_id: repository_id.to_owned(),
-                replicas: Vec::new(),
-                turns: 0,
-            });
+            .or_insert_with(|| Group::new(repository_id));
         if let Some(known) = group
             .replicas
             .iter()
@@ -135,7 +155,7 @@ impl Groups {
             id: id.clone(),
             reference: reference.clone(),
             load: 0.0,
-            forwards_since_report: 0,
+            recent_forwards: 0.0,
             forwarded: 0,
             reports: 0,
             failed_probes: 0,
@@ -168,12 +188,16 @@ impl Groups {
             .ok_or(Missing::Replica)?;
         replica.load = load;
         replica.reports += 1;
-        replica.forwards_since_report = 0;
         Ok(())
     }
 
     /// The replica of group `name` that `policy` picks for the next
-    /// client, counted as forwarded to.
+    /// client, counted as forwarded to. Each replica's recent forwards
+    /// decay first: a forward counts 1 when made and e⁻ᵗᐟᵐ after t, m
+    /// being the forward memory. They are not reset by a load report:
+    /// replicas report at different moments, and a count that dropped to
+    /// 0 at one replica's report while the others' still held their
+    /// forwards would send every client to it until their next reports.
     pub(crate) fn choose(
         &self,
         name: &str,
@@ -184,12 +208,23 @@ impl Groups {
         if group.replicas.is_empty() {
             return Err(NoChoice::Empty);
         }
+        let now = Instant::now();
+        let elapsed = now.duration_since(group.decayed_at).as_secs_f64();
+        let decay = if self.forward_memory.is_zero() {
+            0.0
+        } else {
+            (-elapsed / self.forward_memory.as_secs_f64()).exp()
+        };
+        group.decayed_at = now;
+        for r in &mut group.replicas {
+            r.recent_forwards *= decay;
+        }
         let candidates: Vec<Candidate> = group
             .replicas
             .iter()
             .map(|r| Candidate {
                 load: r.load,
-                forwards_since_report: r.forwards_since_report,
+                recent_forwards: r.recent_forwards,
             })
             .collect();
         let at = policy
@@ -198,7 +233,7 @@ impl Groups {
         group.turns += 1;
         let replica = &mut group.replicas[at];
         replica.forwarded += 1;
-        replica.forwards_since_report += 1;
+        replica.recent_forwards += 1.0;
         Ok(replica.reference.clone())
     }
 
@@ -284,7 +319,7 @@ mod tests {
     }
 
     fn three() -> (Groups, Vec<String>) {
-        let groups = Groups::default();
+        let groups = Groups::new(Duration::MAX);
         let ids = (1..=3)
             .map(|n| groups.add("g", "IDL:T:1.0", &reference(n)))
             .collect();
@@ -317,14 +352,14 @@ mod tests {
     }
 
     #[test]
-    fn a_report_sets_the_load_and_restarts_the_forward_count() {
+    fn a_report_sets_the_load_and_forwards_keep_counting() {
         let (groups, ids) = three();
         let policy = LeastLoaded {
             forward_weight: 1.0,
         };
         groups.report_load("g", &ids[0], 5.0).unwrap();
         groups.report_load("g", &ids[2], 2.0).unwrap();
-        // Replica 2 (0 + 1 per forward) takes the first three.
+        // Replica 2 (0 + 1 per forward) takes the first two.
         for _ in 0..2 {
             assert!(chosen(&groups, &policy).is_equivalent(&reference(2)));
         }
@@ -332,9 +367,24 @@ mod tests {
         assert!(chosen(&groups, &policy).is_equivalent(&reference(3)));
         let replica = &groups.snapshot()[0].replicas[1];
         assert_eq!(
-            (replica.load, replica.reports, replica.forwards_since_report),
-            (9.0, 1, 0)
+            (replica.load, replica.reports, replica.recent_forwards),
+            (9.0, 1, 2.0)
         );
+    }
+
+    #[test]
+    fn with_no_forward_memory_the_reports_alone_decide() {
+        let groups = Groups::new(Duration::ZERO);
+        let ids: Vec<String> = (1..=2)
+            .map(|n| groups.add("g", "IDL:T:1.0", &reference(n)))
+            .collect();
+        groups.report_load("g", &ids[0], 1.0).unwrap();
+        let policy = LeastLoaded {
+            forward_weight: 1.0,
+        };
+        for _ in 0..5 {
+            assert!(chosen(&groups, &policy).is_equivalent(&reference(2)));
+        }
     }
 
     #[test]

@@ -148,6 +148,7 @@ pub mod minor {
 pub struct LocatorConfig {
     policy: PolicyKind,
     forward_weight: f64,
+    forward_memory: Duration,
     probe_period: Duration,
     probe_timeout: Duration,
     failures_to_drop: u32,
@@ -158,6 +159,7 @@ impl Default for LocatorConfig {
         LocatorConfig {
             policy: PolicyKind::RoundRobin,
             forward_weight: 1.0,
+            forward_memory: Duration::from_secs(1),
             probe_period: Duration::from_secs(1),
             probe_timeout: Duration::from_secs(1),
             failures_to_drop: 2,
@@ -178,11 +180,22 @@ impl LocatorConfig {
         self
     }
 
-    /// For [`PolicyKind::LeastLoaded`]: the load each forward adds to a
-    /// replica's estimate until its next report (default 1; see
+    /// For [`PolicyKind::LeastLoaded`]: the load a forward adds to a
+    /// replica's estimate when it is made (default 1; see
     /// [`policy::LeastLoaded`]).
     pub fn forward_weight(mut self, weight: f64) -> Self {
         self.forward_weight = weight;
+        self
+    }
+
+    /// For [`PolicyKind::LeastLoaded`]: how long a forward keeps counting
+    /// in a replica's estimate — its weight decays by a factor e per
+    /// `memory` (default 1 s). A few of the replicas' report periods: by
+    /// then their reports show the clients forwarded to them.
+    /// `Duration::MAX` never forgets (the count of every forward ever
+    /// made); zero forgets at once (the reports alone decide).
+    pub fn forward_memory(mut self, memory: Duration) -> Self {
+        self.forward_memory = memory;
         self
     }
 
@@ -305,7 +318,7 @@ pub fn start(orb: &Orb, config: LocatorConfig) -> Result<LocatorService, StartEr
         )
         .map_err(StartError::CreatePoa)?;
     let shared = Arc::new(Shared {
-        groups: groups::Groups::default(),
+        groups: groups::Groups::new(config.forward_memory),
         policy: config.policy.build(config.forward_weight),
     });
     groups_poa

@@ -198,8 +198,15 @@ fn least_loaded_forwards_to_the_replica_that_reported_the_least_load() {
 }
 
 #[test]
-fn least_loaded_counts_its_own_forwards_until_the_next_report() {
-    let lb = Lb::start(LocatorConfig::new().policy(PolicyKind::LeastLoaded));
+fn least_loaded_counts_its_own_recent_forwards() {
+    // Forwards never forgotten: each counts exactly 1 (with the default
+    // memory of a second, they would count a little less, by how long
+    // ago the test made them).
+    let lb = Lb::start(
+        LocatorConfig::new()
+            .policy(PolicyKind::LeastLoaded)
+            .forward_memory(Duration::MAX),
+    );
     let _replicas = Replica::group_of(&lb, "named", &["a", "b", "c"]);
     let ids = lb.replica_ids("named");
     for (id, load) in ids.iter().zip([0.0, 1.0, 3.0]) {

@@ -1,15 +1,16 @@
 //! [`LeastLoaded`]: the replica with the least load, as reported, plus
-//! what was sent its way since.
+//! what was sent its way lately.
 
 use super::{BalancingPolicy, Candidate};
 
 /// Forwards each client to the replica with the least estimated load:
-/// the load it last reported plus `forward_weight` for each client
-/// forwarded to it since that report. Without that term every client
+/// the load it last reported plus `forward_weight` times its recent
+/// forwards (each forward counting 1 when made, and less as time passes:
+/// [`Candidate::recent_forwards`]). Without that term every client
 /// between two reports would go to the same replica (the one that was
 /// least loaded when it last reported); with it, the locator's own
-/// forwards count until the replica's next report says how busy they
-/// made it. A weight of 1 suits loads counted in requests in progress
+/// forwards count until the replicas' reports can say how busy they
+/// made them. A weight of 1 suits loads counted in requests in progress
 /// ([`RequestsInProgress`](crate::replica::RequestsInProgress)).
 ///
 /// Ties are shared in turn: of the k replicas tied for the least load,
@@ -17,12 +18,12 @@ use super::{BalancingPolicy, Candidate};
 ///
 /// ```
 /// use armillary_lb::policy::{BalancingPolicy, Candidate, LeastLoaded};
-/// let at = |load| Candidate { load, forwards_since_report: 0 };
+/// let at = |load| Candidate { load, recent_forwards: 0.0 };
 /// let policy = LeastLoaded { forward_weight: 1.0 };
 /// assert_eq!(policy.choose(&[at(3.0), at(1.0), at(2.0)], 0), 1);
-/// // A forward since its report makes the second as loaded as the third:
+/// // A recent forward makes the second as loaded as the third:
 /// // the two share the clients in turn.
-/// let busy = Candidate { load: 1.0, forwards_since_report: 1 };
+/// let busy = Candidate { load: 1.0, recent_forwards: 1.0 };
 /// assert_eq!(policy.choose(&[at(3.0), busy, at(2.0)], 0), 1);
 /// assert_eq!(policy.choose(&[at(3.0), busy, at(2.0)], 1), 2);
 /// ```
@@ -40,7 +41,7 @@ impl LeastLoaded {
         } else {
             c.load
         };
-        load + self.forward_weight * c.forwards_since_report as f64
+        load + self.forward_weight * c.recent_forwards
     }
 }
 
@@ -69,7 +70,7 @@ mod tests {
     fn at(load: f64) -> Candidate {
         Candidate {
             load,
-            forwards_since_report: 0,
+            recent_forwards: 0.0,
         }
     }
 
@@ -95,23 +96,20 @@ mod tests {
     }
 
     #[test]
-    fn forwards_since_the_last_report_add_to_the_estimate() {
+    fn recent_forwards_add_to_the_estimate() {
         let policy = LeastLoaded {
             forward_weight: 1.0,
         };
         let mut candidates = [at(0.0), at(0.0), at(0.0)];
         for turn in 0..6 {
             let i = policy.choose(&candidates, turn);
-            candidates[i].forwards_since_report += 1;
+            candidates[i].recent_forwards += 1.0;
             // Never more than one ahead of another.
-            let most = candidates.iter().map(|c| c.forwards_since_report).max();
-            let least = candidates.iter().map(|c| c.forwards_since_report).min();
-            assert!(
-                most.zip(least).is_some_and(|(m, l)| m - l <= 1),
-                "{candidates:?}"
-            );
+            let counts = candidates.iter().map(|c| c.recent_forwards);
+            let (least, most) = counts.fold((f64::MAX, 0.0f64), |(l, m), c| (l.min(c), m.max(c)));
+            assert!(most - least <= 1.0, "{candidates:?}");
         }
-        assert!(candidates.iter().all(|c| c.forwards_since_report == 2));
+        assert!(candidates.iter().all(|c| c.recent_forwards == 2.0));
     }
 
     #[test]

@@ -22,9 +22,9 @@ pub use round_robin::RoundRobin;
 pub struct Candidate {
     /// The load it last reported (0 until it reports).
     pub load: f64,
-    /// Clients forwarded to it since its last report (since it
-    /// registered, when it never reported).
-    pub forwards_since_report: u64,
+    /// Clients forwarded to it lately: each forward counts 1 when made,
+    /// less and less as time passes (`LocatorConfig::forward_memory`).
+    pub recent_forwards: f64,
 }
 
 /// Picks the replica the next client of a group is forwarded to.

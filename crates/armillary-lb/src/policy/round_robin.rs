@@ -7,7 +7,7 @@ use super::{BalancingPolicy, Candidate};
 ///
 /// ```
 /// use armillary_lb::policy::{BalancingPolicy, Candidate, RoundRobin};
-/// let three = [Candidate { load: 0.0, forwards_since_report: 0 }; 3];
+/// let three = [Candidate { load: 0.0, recent_forwards: 0.0 }; 3];
 /// let picks: Vec<usize> = (0..6).map(|turn| RoundRobin.choose(&three, turn)).collect();
 /// assert_eq!(picks, [0, 1, 2, 0, 1, 2]);
 /// ```
