@@ -313,13 +313,17 @@ fn run_point(
             .map(|orb| {
                 let start = &start;
                 scope.spawn(move || -> Result<ClientOutcome, String> {
-                    let worker = Worker::from_object(
-                        orb.string_to_object(target)
-                            .map_err(|e| format!("bad target reference: {e}"))?,
-                    );
-                    let warmed = worker.work(0);
+                    let warmed = orb
+                        .string_to_object(target)
+                        .map_err(|e| format!("bad target reference: {e}"))
+                        .map(Worker::from_object)
+                        .and_then(|worker| match worker.work(0) {
+                            Ok(_) => Ok(worker),
+                            Err(e) => Err(format!("the warm-up call failed: {e}")),
+                        });
+                    // Every client reaches the start, ready or not.
                     start.wait();
-                    warmed.map_err(|e| format!("the warm-up call failed: {e}"))?;
+                    let worker = warmed?;
                     let mut outcome = ClientOutcome::default();
                     for _ in 0..options.calls {
                         let t = Instant::now();
