@@ -330,21 +330,9 @@ pub fn start(orb: &Orb, config: LocatorConfig) -> Result<LocatorService, StartEr
         .manager()
         .activate()
         .map_err(StartError::SetUp)?;
-    // Making a reference starts the server, if it was not: its endpoints
-    // are known from then on.
-    let probe = groups_poa
-        .create_reference_with_id("", "")
-        .map_err(StartError::Activate)?;
-    drop(probe);
-    let endpoints = orb
-        .endpoints()
-        .into_iter()
-        .map(|e| (e.host().to_owned(), e.port()))
-        .collect();
     let servant = locator::LocatorImpl {
         shared: shared.clone(),
         groups_poa: groups_poa.clone(),
-        endpoints,
     };
     let locator = load_balancing::LocatorSkeleton::new(servant)
         .activate_with_id(&locator_poa, "Locator")

@@ -24,9 +24,6 @@ pub(crate) struct LocatorImpl {
     pub(crate) shared: Arc<Shared>,
     /// The POA whose references are the groups' (object id: the name).
     pub(crate) groups_poa: Poa,
-    /// Where the locator listens (host, port): a replica reference there
-    /// into the groups' POA is a group of this locator.
-    pub(crate) endpoints: Vec<(String, u16)>,
 }
 
 impl LocatorImpl {
@@ -44,13 +41,16 @@ impl LocatorImpl {
         if profiles.is_empty() {
             return Some("the reference has no IIOP profile");
         }
-        let here = profiles.iter().any(|p| {
-            self.endpoints
+        // A group of this locator: an object key of its groups' POA, at
+        // an address where its group references point.
+        if self.groups_poa.reference_to_id(replica).is_ok() {
+            let ours = self.reference("", "").ok()?.ior().iiop_profiles();
+            let here = profiles
                 .iter()
-                .any(|(h, port)| *h == p.host && *port == p.port)
-        });
-        if here && self.groups_poa.reference_to_id(replica).is_ok() {
-            return Some("the reference is a group of this locator");
+                .any(|p| ours.iter().any(|o| o.host == p.host && o.port == p.port));
+            if here {
+                return Some("the reference is a group of this locator");
+            }
         }
         None
     }

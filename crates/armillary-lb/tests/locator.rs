@@ -404,6 +404,24 @@ fn the_locator_refuses_nil_replicas_its_own_groups_and_other_interfaces() {
     ));
 }
 
+/// What Armillary's client does today when the replica it is forwarded
+/// to is gone: that call fails (COMPLETED_NO: nothing of it ran), and the
+/// next one starts again at the group reference — Armillary keeps no
+/// forward from one call to the next — where the locator forwards it to
+/// the next replica.
+#[test]
+fn after_a_call_forwarded_to_a_dead_replica_fails_the_next_starts_at_the_group() {
+    let lb = Lb::start(LocatorConfig::new().probe_period(Duration::from_secs(3600)));
+    let mut replicas = Replica::group_of(&lb, "named", &["dead", "alive"]);
+    drop(replicas.remove(0));
+    let orb = client();
+    let named = orb.string_to_object(&lb.group("named")).unwrap();
+    let e = whoami(&named).unwrap_err();
+    assert!(e.is_transient() && e.is_completed_no(), "{e}");
+    assert_eq!(whoami(&named).unwrap(), "alive");
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
 /// CORBA 3.0 §15.6: when a forwarded address fails, a client "shall
 /// restart the location process using the original address". omniORB
 /// does (`omniObjRef::_invoke` reverts to the original profile and
