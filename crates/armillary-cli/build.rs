@@ -10,7 +10,10 @@
 //! `omniorb-peers/idl/sync_bench.idl` (a link to
 //! `tests/interop/idl/sync_bench.idl`: the echo server of `armillary bench
 //! latency`, `invocation` and `sync`, and `sync`'s stub) into
-//! `sync_bench.rs`.
+//! `sync_bench.rs`, and
+//! `omniorb-peers/idl/lb_worker.idl` (a link to
+//! `tests/interop/idl/lb_worker.idl`: the replica of `armillary lb
+//! worker` and `armillary bench lb`) into `lb_worker.rs`.
 
 use std::path::PathBuf;
 
@@ -28,6 +31,7 @@ fn main() {
         "middle_tier_bench",
         "collocation_bench",
         "sync_bench",
+        "lb_worker",
     ] {
         if let Err(e) = armillary_idl::Builder::new()
             .file(idl_dir.join(format!("{name}.idl")))

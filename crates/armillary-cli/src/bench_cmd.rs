@@ -18,7 +18,8 @@
 //! `bench_middle_tier`, with its servers in `middle_tier_peers`, its
 //! clients in `middle_tier_clients` and its models in
 //! `middle_tier_model`); `collocation` reproduces the collocation paper's
-//! Figure 4 (see `bench_collocation`). What they share to report lives
+//! Figure 4 (see `bench_collocation`); `lb` the Visibroker study's load
+//! balancing (see `bench_lb`). What they share to report lives
 //! in `bench_report`; their child processes and the raw TCP baseline in
 //! `bench_process`; the Armillary echo server and its stub in
 //! `echo_peer`; omniORB's peer programs in `omniorb_peers`.
@@ -87,6 +88,9 @@ enum BenchCommand {
     /// one reference, oneways per second and octet-sequence echoes in
     /// MB/s (see `bench_sync`).
     Sync(crate::bench_sync::SyncOptions),
+    /// The Visibroker study's load balancing: clients against one server
+    /// and against replicas behind `armillary lb serve` (see `bench_lb`).
+    Lb(crate::bench_lb::LbBenchOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -193,6 +197,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::Invocation(options) => crate::bench_invocation::run(options),
         BenchCommand::MiddleTier(options) => crate::bench_middle_tier::run(options),
         BenchCommand::Collocation(options) => crate::bench_collocation::run(options),
+        BenchCommand::Lb(options) => crate::bench_lb::run(options),
         BenchCommand::ServeSink { ior_file, delay_ms } => {
             crate::middle_tier_peers::serve_sink(&ior_file, Duration::from_millis(delay_ms))
         }

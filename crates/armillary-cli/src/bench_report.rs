@@ -203,7 +203,8 @@ pub(crate) fn print_table(left: usize, header: &[&str], rows: &[Vec<String>]) {
     print!("{}", format_table(left, header, rows));
 }
 
-fn format_table(left: usize, header: &[&str], rows: &[Vec<String>]) -> String {
+/// What [`print_table`] prints, as a string.
+pub(crate) fn format_table(left: usize, header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {

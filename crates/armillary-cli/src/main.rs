@@ -1,7 +1,8 @@
 //! `armillary`: one command for everything Armillary does from a shell:
 //! the end-to-end demo (`armillary demo`), decoding and building IORs
 //! (`armillary ior`), checking and compiling IDL (`armillary idl`), the
-//! naming service and its client (`armillary naming`) and the benchmarks
+//! naming service and its client (`armillary naming`), the
+//! load-balancing locator (`armillary lb`) and the benchmarks
 //! (`armillary bench`).
 
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ mod bench_cmd;
 mod bench_collocation;
 mod bench_idl;
 mod bench_invocation;
+mod bench_lb;
 mod bench_middle_tier;
 mod bench_process;
 mod bench_report;
@@ -22,6 +24,8 @@ mod demo_cmd;
 mod echo_peer;
 mod idl_cmd;
 mod ior_cmd;
+mod lb_cmd;
+mod lb_worker;
 mod middle_tier_clients;
 mod middle_tier_model;
 mod middle_tier_peers;
@@ -51,6 +55,9 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Run a CORBA naming service, or list and change the bindings of one.
     Naming(naming_cmd::NamingArgs),
+    /// Load balancing: an object-group locator, its groups, a demo
+    /// replica.
+    Lb(lb_cmd::LbArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +68,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Idl(args) => idl_cmd::run(args),
         Command::Naming(args) => naming_cmd::run(args),
+        Command::Lb(args) => lb_cmd::run(args),
     }
 }
 

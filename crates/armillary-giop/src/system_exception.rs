@@ -25,8 +25,9 @@ pub const fn armillary_minor(n: u32) -> u32 {
     ARMILLARY_VMCID | n
 }
 
-/// Named minor codes used across Armillary. Armillary's numbers 100 to
-/// 119 are the naming service's (`armillary_naming::minor`).
+/// Named minor codes used across Armillary. Armillary's numbers 60 to 79
+/// are the load-balancing locator's (`armillary_lb::minor`), 100 to 119
+/// the naming service's (`armillary_naming::minor`).
 pub mod minor {
     use super::{armillary_minor, omg_minor};
 

@@ -102,7 +102,8 @@ pub fn peers_dir() -> PathBuf {
 
 /// Builds the omniORB peers (`interop_server`, `interop_client`,
 /// `amh_client`, `bench_client`, `sync_bench_client`, `diff_peer`, `pi_peer`, the SSL peers, the AMI peers
-/// `ami_bench_client` and `interop_ami_handler`, the CosNaming client `naming_client`) if needed and returns their directory. Runs `make` once
+/// `ami_bench_client` and `interop_ami_handler`, the CosNaming client `naming_client`, the load-balancing
+/// client `lb_client`) if needed and returns their directory. Runs `make` once
 /// per test process: the tests of one file run in parallel, and two
 /// `make`s writing the same programs would let a test start one that is
 /// half written.
@@ -194,6 +195,16 @@ impl LinePeer {
         (0..n)
             .map(|i| self.next_line(&format!("{what} (line {} of {n})", i + 1)))
             .collect()
+    }
+
+    /// Writes `line` and a newline to its standard input (a command, for
+    /// the peers that read one per line). Panics when its input is closed.
+    pub fn send_line(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("its standard input is open");
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("cannot write to the child process: {e}"));
     }
 
     /// Closes its standard input (the peers of these tests end then).
