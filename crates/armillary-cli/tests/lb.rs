@@ -272,9 +272,10 @@ impl Tally {
 ///
 /// - TRANSIENT or COMM_FAILURE with COMPLETED_NO (the replica was gone
 ///   before the request reached it) — any operation may be sent again;
-///   omniORB's client does it by itself (it goes back to the original
-///   reference), Armillary's does not (see `armillary-lb`'s ignored test
-///   `a_call_forwarded_to_a_dead_replica_goes_back_to_the_group`);
+///   the ORB does it by itself (it goes back to the group reference,
+///   `armillary-lb`'s test `a_call_forwarded_to_a_dead_replica_goes_back_to_the_group`),
+///   so this reaches the application only once its returns in one call
+///   are spent;
 /// - the same with COMPLETED_MAYBE (the replica died with the request in
 ///   progress) — only because the operation is idempotent: a client of
 ///   an operation that is not must not repeat it blindly;

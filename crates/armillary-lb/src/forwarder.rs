@@ -6,15 +6,12 @@
 //! of the replicas: it never reads a request's arguments.
 //!
 //! A LocateRequest (which reaches `preinvoke` as the operation
-//! `_locate`, a name no IDL operation can have) is answered OBJECT_HERE
-//! for a group the locator has, and the client's request that follows
-//! is forwarded. OBJECT_FORWARD would save that round trip, but
-//! Armillary writes a GIOP 1.2 LocateReply's body aligned to 8, where
-//! the specification (CORBA 3.0 §15.4.6.2: "immediately following the
-//! LocateReply header"), omniORB and TAO do not, and omniORB, which
-//! sends a LocateRequest before its first call on a reference, fails to
-//! read the forwarded reference (MARSHAL): see the ignored test
-//! `a_locate_reply_body_follows_its_header` in `tests/locator.rs`.
+//! `_locate`, a name no IDL operation can have) is answered as a request
+//! is: OBJECT_FORWARD to the replica the policy picks (omniORB sends one
+//! before its first call on a reference, and then goes to the replica
+//! directly), UNKNOWN_OBJECT for a group the locator does not have, and
+//! OBJECT_HERE for a group with no replica now (the request that follows
+//! gets TRANSIENT).
 
 use std::sync::Arc;
 
@@ -43,15 +40,12 @@ impl ServantLocator for Forwarder {
             ))
         };
         let group = object_id.as_str().ok_or_else(unknown)?;
-        if operation == LOCATE {
-            return match self.shared.groups.repository_id(group) {
-                Some(_) => Ok((Arc::new(Placeholder), Box::new(()))),
-                None => Err(unknown()),
-            };
-        }
         match self.shared.groups.choose(group, &*self.shared.policy) {
             Ok(replica) => Err(ServantManagerError::Forward(replica)),
             Err(NoChoice::UnknownGroup) => Err(unknown()),
+            Err(NoChoice::Empty) if operation == LOCATE => {
+                Ok((Arc::new(Placeholder), Box::new(())))
+            }
             // No replica now: the client may try again later.
             Err(NoChoice::Empty) => Err(ServantManagerError::System(SystemException::transient(
                 minor::NO_REPLICA,
@@ -76,8 +70,8 @@ impl ServantLocator for Forwarder {
 /// The operation name with which a LocateRequest reaches `preinvoke`.
 const LOCATE: &str = "_locate";
 
-/// What `preinvoke` gives for a LocateRequest on a group: its presence
-/// makes the answer OBJECT_HERE; it is never invoked.
+/// What `preinvoke` gives for a LocateRequest on a group with no replica
+/// now: its presence makes the answer OBJECT_HERE; it is never invoked.
 struct Placeholder;
 
 impl Servant for Placeholder {

@@ -19,15 +19,14 @@
 //!   replicas' IDL. The client's ORB sends the request again to the
 //!   replica; omniORB keeps using the replica for later calls, Armillary
 //!   asks the locator on every call. A LocateRequest on a group is
-//!   answered OBJECT_HERE, and the request that follows is forwarded
-//!   (`forwarder.rs` says why not OBJECT_FORWARD).
+//!   answered OBJECT_FORWARD the same way (`forwarder.rs`).
 //! - A replica that stops answering is dropped: the locator probes each
 //!   replica with `_non_existent` every probe period, and drops one that
 //!   is gone, or unreachable for [`LocatorConfig::failures_to_drop`]
 //!   probes in a row. Clients of a dropped replica are forwarded to
-//!   another on their next call: omniORB goes back to the group
-//!   reference when a forwarded one fails; Armillary starts every call
-//!   there.
+//!   another on their next call: a client (omniORB's, Armillary's) goes
+//!   back to the group reference when a forwarded one cannot be reached,
+//!   and Armillary starts every call there anyway.
 //!
 //! `docs/load_balancing.md` tells the whole story, what a client sees
 //! when its replica dies included; `armillary lb serve` and `armillary

@@ -548,6 +548,107 @@ fn location_forward_is_followed_transparently_and_bounded() {
     server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
+/// Forwards each request for an object to the next reference of a list,
+/// the last one for good.
+struct ForwardInTurn {
+    to: std::sync::Mutex<std::collections::VecDeque<ObjectRef>>,
+}
+
+impl armillary::poa::ServantActivator for ForwardInTurn {
+    fn incarnate(
+        &self,
+        _oid: &armillary::poa::ObjectId,
+        _poa: &armillary::poa::Poa,
+    ) -> Result<Arc<dyn Servant>, armillary::poa::ServantManagerError> {
+        let mut to = self.to.lock().unwrap();
+        let next = match to.len() {
+            0 => return Err(SystemException::transient(0, CompletionStatus::No).into()),
+            1 => to[0].clone(),
+            _ => to.pop_front().unwrap(),
+        };
+        Err(armillary::poa::ServantManagerError::Forward(next))
+    }
+
+    fn etherealize(
+        &self,
+        _: &armillary::poa::ObjectId,
+        _: &armillary::poa::Poa,
+        _: Arc<dyn Servant>,
+        _: bool,
+        _: bool,
+    ) {
+    }
+}
+
+/// CORBA 3.0 §15.6: a client whose forwarded reference cannot be reached
+/// restarts the location process at the original reference. Here the
+/// original forwards first to a port nobody listens on (the attempt
+/// fails before anything is sent: TRANSIENT, COMPLETED_NO), then to the
+/// live object: the call, synchronous or collected later through a
+/// poller, goes back and completes.
+#[test]
+fn a_call_whose_forwarded_reference_is_unreachable_restarts_at_its_own() {
+    use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
+    let (server_orb, target) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
+    let closed_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let dead = server_orb
+        .string_to_object(&format!("corbaloc::1.2@127.0.0.1:{closed_port}/gone"))
+        .unwrap();
+    let root = server_orb.root_poa();
+    let forwarder = Arc::new(ForwardInTurn {
+        to: std::sync::Mutex::new(Default::default()),
+    });
+    let poa = root
+        .create_poa(
+            "forwarding-in-turn",
+            Some(root.manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    poa.set_servant_manager(ServantManager::Activator(forwarder.clone()))
+        .unwrap();
+    let moved = poa
+        .create_reference_with_id(b"moved", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&moved))
+        .unwrap();
+    *forwarder.to.lock().unwrap() = [dead.clone(), target.clone()].into();
+    assert_eq!(long_call(&remote, "echo_long", 21).unwrap(), 21);
+    *forwarder.to.lock().unwrap() = [dead.clone(), target.clone()].into();
+    let mut poller = remote.send_poller(
+        "echo_long",
+        |w| {
+            w.write_long(22);
+            Ok(())
+        },
+        |reply| match reply {
+            ReplyBody::Result(r) => Ok(Ok(r.read_long()?)),
+            ReplyBody::UserException { .. } => panic!("no user exception"),
+        },
+    );
+    let polled: Result<i32, SystemException> = poller.take();
+    assert_eq!(polled.unwrap(), 22);
+    // Forwarded to the unreachable one every time: the call ends with its
+    // TRANSIENT once the returns are spent, not in a loop.
+    *forwarder.to.lock().unwrap() = [dead].into();
+    let e = long_call(&remote, "echo_long", 1).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.completed()),
+        (SystemExceptionKind::Transient, CompletionStatus::No)
+    );
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
 #[test]
 fn persistent_references_survive_a_server_restart() {
     use armillary::poa::{IdAssignmentPolicy, LifespanPolicy, Policy};
@@ -583,10 +684,24 @@ fn persistent_references_survive_a_server_restart() {
     drop(first);
     let (second, obj2) = start(port);
     assert_eq!(second.object_to_string(&obj2).len(), ior.len());
-    // The old reference reaches the new server.
+    // The old reference reaches the new server, and the new server's
+    // POA takes it as its own.
     assert_eq!(long_call(&remote, "echo_long", 2).unwrap(), 2);
+    let store = second.root_poa().find_poa("store").unwrap();
+    let in_second = second.string_to_object(&ior).unwrap();
+    assert_eq!(store.reference_to_id(&in_second).unwrap(), b"item");
+    // Another server with a persistent POA of the same name (so the same
+    // key) does not: the reference names another address.
+    let (third, _) = start(0);
+    let other_store = third.root_poa().find_poa("store").unwrap();
+    let in_third = third.string_to_object(&ior).unwrap();
+    assert_eq!(
+        other_store.reference_to_id(&in_third),
+        Err(armillary::poa::PoaError::WrongAdapter)
+    );
     orb.shutdown(WaitForCompletion::Yes).unwrap();
     second.shutdown(WaitForCompletion::Yes).unwrap();
+    third.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]

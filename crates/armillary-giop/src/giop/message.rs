@@ -437,13 +437,12 @@ fn status<T: Copy>(
     }))
 }
 
-/// Whether a message type's body is aligned to 8 in GIOP 1.2.
+/// Whether a message type's body is aligned to 8 in GIOP 1.2: a Request's
+/// and a Reply's are; a LocateReply's body follows its header at once
+/// (CORBA 3.0 §15.4.6.2: "marshaled immediately following the
+/// LocateReply header", as omniORB and TAO write and read it).
 fn body_aligned(version: GiopVersion, kind: MessageType) -> bool {
-    version >= GiopVersion::V1_2
-        && matches!(
-            kind,
-            MessageType::Request | MessageType::Reply | MessageType::LocateReply
-        )
+    version >= GiopVersion::V1_2 && matches!(kind, MessageType::Request | MessageType::Reply)
 }
 
 impl Message {

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use armillary_giop::cdr::codeset::CodeSets;
 use armillary_giop::ior::Ior;
-use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
+use armillary_giop::system_exception::{
+    minor, CompletionStatus, SystemException, SystemExceptionKind,
+};
 
 use crate::object::ReplyMessage;
 use crate::transport::client::ClientConnection;
@@ -34,24 +36,64 @@ pub(crate) struct Sent {
 
 /// Where a request goes next: its target (which forwards change), its
 /// addressing disposition, and the forwards and retries spent so far.
+///
+/// When the reference a call was forwarded to cannot be reached (the
+/// attempt failed before the server could run it: TRANSIENT or
+/// COMM_FAILURE, COMPLETED_NO), the call starts again at its own
+/// reference, as GIOP's object location asks ("restart the location
+/// process using the original address", CORBA 3.0 §15.6), so that a
+/// locator forwards it anew ([`fall_back`](Self::fall_back)).
 pub(crate) struct Progress<'a> {
-    /// The reference the next attempt goes to: the call's own (borrowed,
-    /// so that a synchronous call copies no IOR), or one it was forwarded
-    /// to.
-    pub(crate) target: Cow<'a, Ior>,
+    /// The call's own reference (borrowed, so that a synchronous call
+    /// copies no IOR).
+    original: Cow<'a, Ior>,
+    /// The reference the call was last forwarded to, while it goes there.
+    forwarded: Option<Ior>,
     pub(crate) addressing: i16,
     forwards: u32,
     retries: u32,
+    fallbacks: u32,
 }
+
+/// At most this many returns to the original reference after failures
+/// at forwarded ones, in one call (each return may be forwarded again,
+/// which the forward limit bounds too).
+const MAX_FALLBACKS: u32 = 8;
 
 impl<'a> Progress<'a> {
     pub(crate) fn new(target: &'a Ior) -> Self {
         Progress {
-            target: Cow::Borrowed(target),
+            original: Cow::Borrowed(target),
+            forwarded: None,
             addressing: 0,
             forwards: 0,
             retries: 0,
+            fallbacks: 0,
         }
+    }
+
+    /// The reference the next attempt goes to: the call's own, or the one
+    /// it was forwarded to.
+    pub(crate) fn target(&self) -> &Ior {
+        self.forwarded.as_ref().unwrap_or(&self.original)
+    }
+
+    /// After an attempt that failed with `error`: true when the call goes
+    /// back to its own reference and is sent again (it had been forwarded,
+    /// and the forwarded reference could not be reached before the server
+    /// could run the request), false when `error` ends the call.
+    pub(crate) fn fall_back(&mut self, error: &SystemException) -> bool {
+        let unreachable = matches!(
+            error.kind(),
+            SystemExceptionKind::Transient | SystemExceptionKind::CommFailure
+        ) && error.completed() == CompletionStatus::No;
+        if self.forwarded.is_none() || !unreachable || self.fallbacks >= MAX_FALLBACKS {
+            return false;
+        }
+        self.fallbacks += 1;
+        self.forwarded = None;
+        self.addressing = 0;
+        true
     }
 
     /// Takes in what an attempt came to: the reply (`Some`) when the call
@@ -61,10 +103,12 @@ impl<'a> Progress<'a> {
     /// asynchronous requests).
     pub(crate) fn owned(target: &Ior) -> Progress<'static> {
         Progress {
-            target: Cow::Owned(target.clone()),
+            original: Cow::Owned(target.clone()),
+            forwarded: None,
             addressing: 0,
             forwards: 0,
             retries: 0,
+            fallbacks: 0,
         }
     }
 
@@ -92,7 +136,7 @@ impl<'a> Progress<'a> {
                         CompletionStatus::No,
                     ));
                 }
-                self.target = Cow::Owned(to);
+                self.forwarded = Some(to);
             }
             Attempt::Retry => {
                 self.retries += 1;

@@ -96,13 +96,14 @@ impl RemoteDeferred {
             }
             let slot = Arc::new(DeferredSlot::new(self.asynchronous));
             let attempt = match self.core.send_once(
-                &self.progress.target,
+                self.progress.target(),
                 request,
                 self.progress.addressing,
                 self.deadline,
                 slot.dispatcher(),
                 self.start.as_ref(),
             ) {
+                Err(e) if self.progress.fall_back(&e) => continue,
                 Err(e) => break Flight::Done(Err(e)),
                 Ok(Ok(sent)) => {
                     self.sent_once = true;
@@ -124,6 +125,7 @@ impl RemoteDeferred {
     fn conclude(&mut self, attempt: Result<Attempt, SystemException>) -> Option<Flight> {
         let outcome = attempt.and_then(|a| self.progress.after(a, self.core.config.max_forwards));
         match outcome {
+            Err(e) if self.progress.fall_back(&e) => None,
             Err(e) => Some(Flight::Done(Err(e))),
             Ok(None) => None,
             Ok(Some(reply)) => {

@@ -589,13 +589,17 @@ impl Invoker for OrbCore {
                     CompletionStatus::No,
                 ));
             }
-            let attempt = self.invoke_once(
-                &progress.target,
+            let attempt = match self.invoke_once(
+                progress.target(),
                 request,
                 progress.addressing,
                 deadline,
                 start.as_ref(),
-            )?;
+            ) {
+                Ok(attempt) => attempt,
+                Err(e) if progress.fall_back(&e) => continue,
+                Err(e) => return Err(e),
+            };
             if let Some(reply) = progress.after(attempt, self.config.max_forwards)? {
                 return Ok(reply);
             }

@@ -62,13 +62,21 @@ impl ReferenceFactory for CoreFactory {
         }
     }
 
+    /// The key of the reference's first IIOP profile, when that profile
+    /// names an address this ORB's server publishes (a persistent POA's
+    /// key says only the POA's path, which another server may share).
     fn object_key(&self, reference: &ObjectRef) -> Option<Vec<u8>> {
-        reference
-            .ior()
-            .iiop_profiles()
-            .into_iter()
-            .next()
-            .map(|p| p.object_key)
+        let core = self.0.upgrade()?;
+        let server = core.server.lock();
+        let server = server.as_ref()?;
+        let (published, published_tls) = (server.published(), server.published_tls());
+        let profile = reference.ior().iiop_profiles().into_iter().next()?;
+        let address = (profile.host.clone(), profile.port);
+        // A server with TLS endpoints only publishes port 0 in the profile
+        // (see `make_reference`).
+        let ours = published.contains(&address)
+            || (profile.port == 0 && published_tls.iter().any(|(h, _)| *h == profile.host));
+        ours.then_some(profile.object_key)
     }
 }
 
