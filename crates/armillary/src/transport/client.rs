@@ -83,10 +83,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// hold up the ORB's shutdown); then the socket is shut regardless.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
-/// An idle connection that received a message more recently than this is
-/// reused without looking whether the server closed it: back-to-back calls
-/// skip the system call, and a server rarely dies between two of them (if
-/// it does, the call fails as if it had died during it).
+/// An idle connection known open more recently than this (it received a
+/// message, or a look found it open) is reused without looking whether the
+/// server closed it: back-to-back calls skip the system call, and a server
+/// rarely dies between two of them (if it does, the call fails as if it
+/// had died during it).
 const TRUST_RECENT: Duration = Duration::from_millis(1);
 
 /// Why a connection stopped.
@@ -113,8 +114,9 @@ pub(crate) struct ReadState {
     frames: u64,
     /// Replies handed to their dispatchers so far.
     delivered: u64,
-    /// When the last message arrived (or the connection opened).
-    last_received: Instant,
+    /// When the connection was last known open: a message arrived, a
+    /// look found it open, or it opened.
+    last_known_open: Instant,
     /// The read timeout currently set on the socket.
     read_timeout: Option<Duration>,
     leader: bool,
@@ -297,7 +299,7 @@ impl ClientConnection {
                 dispatchers: DispatcherTable::default(),
                 frames: 0,
                 delivered: 0,
-                last_received: Instant::now(),
+                last_known_open: Instant::now(),
                 read_timeout: None,
                 leader: false,
                 claimed: false,
@@ -348,8 +350,11 @@ impl ClientConnection {
     /// its end or failed. A server that died or closed an idle connection
     /// without CloseConnection leaves this state behind, and a request
     /// sent into it would fail as if the server had died in the middle of
-    /// it. Costs one non-blocking `recv(MSG_PEEK)`, skipped when a message
-    /// arrived in the last `TRUST_RECENT`.
+    /// it. Costs one non-blocking `recv(MSG_PEEK)`, skipped when the
+    /// connection was known open in the last `TRUST_RECENT` (a message
+    /// arrived, or an earlier look found it open: a stream of oneways,
+    /// which get no replies, looks once per `TRUST_RECENT`, not once per
+    /// request).
     fn is_dead_while_idle(&self) -> bool {
         let mut state = self.state.lock();
         if state.closed.is_some() {
@@ -357,7 +362,7 @@ impl ClientConnection {
         }
         if state.leader
             || !state.dispatchers.is_empty()
-            || state.last_received.elapsed() < TRUST_RECENT
+            || state.last_known_open.elapsed() < TRUST_RECENT
         {
             return false;
         }
@@ -367,6 +372,7 @@ impl ClientConnection {
             release(state);
             return true;
         }
+        state.last_known_open = Instant::now();
         false
     }
 
@@ -1175,7 +1181,7 @@ impl ClientConnection {
                     accept(state, frame);
                 }
                 if state.frames != before {
-                    state.last_received = Instant::now();
+                    state.last_known_open = Instant::now();
                 }
                 // The reply the decoder refused ends its request alone;
                 // the close ends the others.
