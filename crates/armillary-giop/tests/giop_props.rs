@@ -167,7 +167,10 @@ proptest! {
         prop_assert_eq!(msg.header.byte_order, o);
         prop_assert!(msg.stale_padding.is_empty());
         prop_assert_eq!(msg.encode(&bytes[msg.body_offset..]).unwrap(), bytes.clone());
-        if v >= GiopVersion::V1_2 && msg.body_offset < bytes.len() {
+        // GIOP 1.2 aligns a Request's and a Reply's body to 8, not a
+        // LocateReply's (it follows its header at once).
+        let aligned = matches!(fields, MessageBody::Request(_) | MessageBody::Reply(_));
+        if v >= GiopVersion::V1_2 && aligned && msg.body_offset < bytes.len() {
             prop_assert_eq!(msg.body_offset % 8, 0);
         }
     }
