@@ -16,13 +16,17 @@ use crate::{ByteOrder, GiopVersion};
 
 /// Cuts `data` into pieces (sizes taken from its first bytes), feeds them
 /// through a frame decoder with small limits, decodes every frame, and
-/// checks that decoded messages re-encode to the same bytes.
+/// checks that decoded messages re-encode to the same bytes. When the
+/// first byte is odd, a message over 64 KiB (the limit is then 128 KiB)
+/// is read the way a connection reads one, into the buffer the decoder
+/// lends ([`FrameDecoder::lend_for_read`]).
 pub fn frame_decoder(data: &[u8]) {
     let (sizes, stream) = data.split_at(data.len().min(4));
+    let lend = sizes.first().is_some_and(|b| b & 1 == 1);
     let mut decoder = FrameDecoder::new(FrameLimits {
-        max_message_size: 1 << 16,
+        max_message_size: if lend { 1 << 17 } else { 1 << 16 },
         max_fragments: 64,
-        max_pending_bytes: 1 << 17,
+        max_pending_bytes: 1 << 18,
         max_reassemblies: 8,
     });
     let mut at = 0;
@@ -31,9 +35,18 @@ pub fn frame_decoder(data: &[u8]) {
         let step = usize::from(sizes.get(i % sizes.len().max(1)).copied().unwrap_or(64)).max(1);
         let n = step.min(stream.len() - at);
         i += 1;
-        if decoder.handle_bytes(&stream[at..at + n]).is_err() {
+        let fed = match decoder.lend_for_read(if lend { n } else { 0 }) {
+            Some(mut lent) => {
+                let room = lent.room();
+                let n = n.min(room.len());
+                room[..n].copy_from_slice(&stream[at..at + n]);
+                decoder.handle_direct_read(lent, n).map(|()| n)
+            }
+            None => decoder.handle_bytes(&stream[at..at + n]).map(|()| n),
+        };
+        let Ok(n) = fed else {
             return;
-        }
+        };
         at += n;
         while let Some(frame) = decoder.poll_frame() {
             if let Ok((decoded, mut body)) = frame.decode() {

@@ -62,6 +62,20 @@ fn frame_decoder_regressions() {
         stream.extend(std::fs::read(f).unwrap());
     }
     fuzzing::frame_decoder(&stream);
+    // A message over 64 KiB, read into the buffer the decoder lends (odd
+    // first byte) and through `handle_bytes` (even), whole and cut short,
+    // then a small one after it.
+    let mut large = b"GIOP\x01\x02\x01\x00".to_vec();
+    large.extend_from_slice(&(100_000u32).to_le_bytes());
+    large.resize(12 + 100_000, 0x5a);
+    for first in [7u8, 8] {
+        for end in [large.len(), 70_000, 13] {
+            let mut stream = vec![first, 255, 3, 200];
+            stream.extend_from_slice(&large[..end]);
+            stream.extend_from_slice(b"GIOP\x01\x02\x01\x05\x00\x00\x00\x00");
+            fuzzing::frame_decoder(&stream);
+        }
+    }
 }
 
 #[test]
