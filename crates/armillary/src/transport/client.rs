@@ -135,6 +135,10 @@ pub(crate) struct ReadState {
     /// to see it does not wake for nothing).
     #[cfg(test)]
     reader_turns: u64,
+    /// How many times that thread woke while parked (tests watch that a
+    /// synchronous call does not wake it).
+    #[cfg(test)]
+    linger_wakeups: u64,
     closed: Option<Closed>,
 }
 
@@ -175,6 +179,11 @@ pub(crate) struct ClientConnection {
     outbox_drained: Condvar,
     state: Mutex<ReadState>,
     wake: Condvar,
+    /// Wakes the reader thread parked in [`linger`](Self::linger), and
+    /// nobody else: `wake` is signalled after every read, and a parked
+    /// reader woken by each synchronous call would cost every call a
+    /// thread switch.
+    reader_resume: Condvar,
     next_id: AtomicU32,
     /// The code sets of the connection, fixed by its first GIOP 1.1+
     /// request (which carries them in a CodeSets service context): GIOP
@@ -308,9 +317,12 @@ impl ClientConnection {
                 reader_waker: None,
                 #[cfg(test)]
                 reader_turns: 0,
+                #[cfg(test)]
+                linger_wakeups: 0,
                 closed: None,
             }),
             wake: Condvar::new(),
+            reader_resume: Condvar::new(),
             next_id: AtomicU32::new(1),
             codesets: std::sync::OnceLock::new(),
             codesets_announced: std::sync::atomic::AtomicBool::new(false),
@@ -385,6 +397,7 @@ impl ClientConnection {
             waker.wake();
         }
         self.wake.notify_all();
+        self.reader_resume.notify_all();
         self.outbox_ready.notify_all();
         self.outbox_drained.notify_all();
     }
@@ -856,7 +869,7 @@ impl ClientConnection {
             if state.reader {
                 // A parked reader takes the new requests on.
                 if state.reader_parked {
-                    self.wake.notify_all();
+                    self.reader_resume.notify_all();
                 }
                 return false;
             }
@@ -966,8 +979,12 @@ impl ClientConnection {
             if state.dispatchers.readerless() > 0 {
                 break true;
             }
-            if self.wake.wait_until(&mut state, until).timed_out() {
+            if self.reader_resume.wait_until(&mut state, until).timed_out() {
                 break state.closed.is_none() && state.dispatchers.readerless() > 0;
+            }
+            #[cfg(test)]
+            {
+                state.linger_wakeups += 1;
             }
         };
         state.reader_parked = false;
@@ -1895,7 +1912,8 @@ pub(crate) mod tests {
             std::thread::yield_now();
         }
         // ... so a synchronous caller reads its own reply, and needs no
-        // reader.
+        // reader; nor does it wake the parked one (a thread switch a call).
+        let wakeups = conn.state.lock().linger_wakeups;
         let sync = expect(&conn, 2);
         assert!(!conn.ensure_reader());
         server.write_all(&reply(2, 222)).unwrap();
@@ -1903,6 +1921,7 @@ pub(crate) mod tests {
             Awaited::Reply(frame) => assert_eq!(value(&frame), 222),
             _ => panic!("no reply to 2"),
         }
+        assert_eq!(conn.state.lock().linger_wakeups, wakeups);
         // The next asynchronous request wakes the same thread: none is
         // started for it.
         let again = Arc::new(DeferredSlot::new(true));
