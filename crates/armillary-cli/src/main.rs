@@ -4,9 +4,14 @@
 //! naming service and its client (`armillary naming`), the
 //! load-balancing locator (`armillary lb`) and the benchmarks
 //! (`armillary bench`).
+//!
+//! `-ORBTraceLevel 0..5`, anywhere on the command line, shows what the
+//! ORB reports on standard error (`RUST_LOG` wins where it is set): see
+//! `docs/tracing.md`.
 
 use std::process::ExitCode;
 
+use armillary::config::{OrbConfig, OrbOptionError, TraceLevel};
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
@@ -36,7 +41,15 @@ mod sync_throughput;
 
 /// Armillary, a CORBA ORB for Rust.
 #[derive(Debug, Parser)]
-#[command(name = "armillary", version, about)]
+#[command(
+    name = "armillary",
+    version,
+    about,
+    after_help = "-ORBTraceLevel 0..5, anywhere on the command line, shows what the ORB \
+                  reports on standard error: 1 errors, 2 warnings, 3 connections, 4 requests, \
+                  5 everything (0, the default: nothing). RUST_LOG (armillary=debug, ...) wins \
+                  where it is set."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -61,7 +74,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args = match trace_level(std::env::args()) {
+        Ok((level, args)) => {
+            armillary_quoter::logging::install_subscriber(level);
+            args
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     match cli.command {
         Command::Demo => demo_cmd::run(),
         Command::Ior(args) => ior_cmd::run(args),
@@ -70,6 +93,26 @@ fn main() -> ExitCode {
         Command::Naming(args) => naming_cmd::run(args),
         Command::Lb(args) => lb_cmd::run(args),
     }
+}
+
+/// Takes `-ORBTraceLevel N` (or `-ORBTraceLevel=N`) out of `args`, read
+/// as the ORB reads it, and returns the level with the other arguments.
+fn trace_level(
+    args: impl IntoIterator<Item = String>,
+) -> Result<(TraceLevel, Vec<String>), OrbOptionError> {
+    let mut config = OrbConfig::new();
+    let mut rest = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let option = arg.split('=').next().unwrap_or_default();
+        if option == "-ORBTraceLevel" || option == "-ORBtraceLevel" {
+            let value = if arg.contains('=') { None } else { args.next() };
+            config.apply_args(std::iter::once(arg).chain(value))?;
+        } else {
+            rest.push(arg);
+        }
+    }
+    Ok((config.get_trace_level(), rest))
 }
 
 // The IDL compiler builds and drops large token trees; mimalloc keeps that

@@ -34,6 +34,8 @@
 //! | `-ORBMaxQueuedReplyBytes BYTES` | reply bytes queued for a client that does not read them; beyond, the server stops reading it (default 16M) |
 //! | `-ORBMaxConnections N` | connections open at once; beyond, a new connection is closed at once (default 4096) |
 //! | `-ORBMaxConnectionThreads N` | thread per connection: most connection threads; beyond, a new connection is closed at once (default 1024) |
+//! | `-ORBTraceLevel 0..5` | how much the ORB reports through the `tracing` crate where the application installs a subscriber that honours it (the `armillary` command and the examples do): 0 nothing (the default), 1 errors, 2 warnings, 3 connections, 4 requests, 5 everything (see [`TraceLevel`] and [`crate::trace`]); the ORB itself installs no subscriber, and `RUST_LOG` wins where set |
+//! | `-ORBMetricsEndpoint HOST:PORT` | serve the server's counters and per-operation request metrics in the Prometheus text format at `http://HOST:PORT/metrics` (port 0 picks one: [`Orb::metrics_endpoint`](crate::Orb::metrics_endpoint)); none by default (see [`crate::metrics`]) |
 //!
 //! Sizes take a `K`, `M` or `G` suffix (powers of 1,024). Durations take
 //! a unit, `us`, `ms`, `s` or `m`, and may be fractional (`200ms`, `5s`,
@@ -494,6 +496,90 @@ impl From<std::net::SocketAddr> for ListenEndpoint {
     }
 }
 
+/// How much the ORB reports through the [`tracing`](https://docs.rs/tracing)
+/// crate (`-ORBTraceLevel 0..5`, in the spirit of omniORB's
+/// `-ORBtraceLevel`): each level adds the events of a `tracing` level (see
+/// [`crate::trace`] for every span and event).
+///
+/// The ORB emits its events whatever this says, and a library installs no
+/// subscriber: this is what an application that installs one reads to
+/// choose its filter ([`directive`](Self::directive)), as the `armillary`
+/// command and the examples do, a `RUST_LOG` filter taking precedence.
+///
+/// ```
+/// use armillary::config::{OrbConfig, TraceLevel};
+///
+/// let mut config = OrbConfig::new();
+/// config.apply_args(["-ORBTraceLevel", "4"]).unwrap();
+/// assert_eq!(config.get_trace_level(), TraceLevel::Requests);
+/// assert_eq!(config.get_trace_level().directive(), "armillary=debug");
+/// assert_eq!(TraceLevel::default(), TraceLevel::Off);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum TraceLevel {
+    /// 0: nothing (the default).
+    #[default]
+    Off,
+    /// 1: errors (`ERROR`): a servant that panicked.
+    Errors,
+    /// 2: warnings too (`WARN`): connections refused or broken,
+    /// MessageErrors, limits reached, dropped AMH responders, AMI replies
+    /// nobody handled.
+    Warnings,
+    /// 3: connections too (`INFO`): opened and closed, the metrics
+    /// endpoint.
+    Connections,
+    /// 4: requests too (`DEBUG`): a span per request on each side, with
+    /// its outcome; back-pressure.
+    Requests,
+    /// 5: everything (`TRACE`).
+    Everything,
+}
+
+impl TraceLevel {
+    /// Every level, by number.
+    const ALL: [TraceLevel; 6] = [
+        TraceLevel::Off,
+        TraceLevel::Errors,
+        TraceLevel::Warnings,
+        TraceLevel::Connections,
+        TraceLevel::Requests,
+        TraceLevel::Everything,
+    ];
+
+    /// The level numbered `number` (0 to 5), as `-ORBTraceLevel` takes it.
+    pub fn from_number(number: u8) -> Option<TraceLevel> {
+        Self::ALL.get(usize::from(number)).copied()
+    }
+
+    /// The level's number, 0 to 5.
+    pub fn number(self) -> u8 {
+        match self {
+            TraceLevel::Off => 0,
+            TraceLevel::Errors => 1,
+            TraceLevel::Warnings => 2,
+            TraceLevel::Connections => 3,
+            TraceLevel::Requests => 4,
+            TraceLevel::Everything => 5,
+        }
+    }
+
+    /// The `tracing` filter directive that shows the ORB's events of this
+    /// level (in the syntax of `RUST_LOG` and `tracing-subscriber`'s
+    /// `EnvFilter`): `armillary=off` … `armillary=trace`.
+    pub fn directive(self) -> &'static str {
+        match self {
+            TraceLevel::Off => "armillary=off",
+            TraceLevel::Errors => "armillary=error",
+            TraceLevel::Warnings => "armillary=warn",
+            TraceLevel::Connections => "armillary=info",
+            TraceLevel::Requests => "armillary=debug",
+            TraceLevel::Everything => "armillary=trace",
+        }
+    }
+}
+
 /// The highest GIOP version an ORB speaks and publishes in its references
 /// (`-ORBGIOPVersion`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -728,6 +814,10 @@ pub struct OrbConfig {
     /// The ORB initializers that register portable interceptors (set with
     /// `OrbConfig::orb_initializer`, in `crate::interceptors`).
     pub(crate) orb_initializers: InitializerSlot,
+    /// How much an application's subscriber shows (`-ORBTraceLevel`).
+    pub(crate) trace_level: TraceLevel,
+    /// Where the metrics are served (`-ORBMetricsEndpoint`), if anywhere.
+    pub(crate) metrics_endpoint: Option<ListenEndpoint>,
 }
 
 /// The ORB initializers an [`OrbConfig`] holds, each an
@@ -783,6 +873,8 @@ impl Default for OrbConfig {
             request_filter: crate::request_filter::FilterSlot::default(),
             lanes: Vec::new(),
             orb_initializers: InitializerSlot::default(),
+            trace_level: TraceLevel::Off,
+            metrics_endpoint: None,
         }
     }
 }
@@ -1047,6 +1139,27 @@ impl OrbConfig {
         self
     }
 
+    /// Sets how much an application's subscriber shows of what the ORB
+    /// reports (default [`TraceLevel::Off`]; `-ORBTraceLevel`). The ORB
+    /// installs no subscriber itself: see [`TraceLevel`].
+    pub fn trace_level(mut self, level: TraceLevel) -> Self {
+        self.trace_level = level;
+        self
+    }
+
+    /// Serves the metrics (the server's counters, and the count and
+    /// duration of its upcalls by operation and outcome) in the Prometheus
+    /// text format at `http://endpoint/metrics`, from a thread of its own
+    /// that the ORB's shutdown stops (`-ORBMetricsEndpoint HOST:PORT`; port
+    /// 0 lets the system choose: see
+    /// [`Orb::metrics_endpoint`](crate::Orb::metrics_endpoint)). Without
+    /// it (the default) nothing is counted per request. See
+    /// [`crate::metrics`].
+    pub fn metrics_endpoint(mut self, endpoint: impl Into<ListenEndpoint>) -> Self {
+        self.metrics_endpoint = Some(endpoint.into());
+        self
+    }
+
     /// The plain IIOP endpoints to listen on, in the order added.
     pub fn get_endpoints(&self) -> &[ListenEndpoint] {
         &self.endpoints
@@ -1212,6 +1325,17 @@ impl OrbConfig {
     /// The longest a call this ORB makes may take (`None`: no limit).
     pub fn get_call_timeout(&self) -> Option<Duration> {
         self.call_timeout
+    }
+
+    /// How much an application's subscriber shows (see [`TraceLevel`]).
+    pub fn get_trace_level(&self) -> TraceLevel {
+        self.trace_level
+    }
+
+    /// Where the metrics are served, if anywhere (see
+    /// [`metrics_endpoint`](Self::metrics_endpoint)).
+    pub fn get_metrics_endpoint(&self) -> Option<&ListenEndpoint> {
+        self.metrics_endpoint.as_ref()
     }
 
     /// The highest GIOP version, as the wire layer spells it.
@@ -1599,6 +1723,18 @@ impl OrbConfig {
                 "-ORBClientCallTimeout" => {
                     self.call_timeout = parse_duration(&option, &value()?, BareUnit::Milliseconds)?
                 }
+                "-ORBTraceLevel" | "-ORBtraceLevel" => {
+                    let v = value()?;
+                    self.trace_level = v
+                        .parse::<u8>()
+                        .ok()
+                        .and_then(TraceLevel::from_number)
+                        .ok_or_else(|| bad(&option, &v, "expected a level from 0 (off) to 5"))?;
+                }
+                "-ORBMetricsEndpoint" => {
+                    let v = value()?;
+                    self.metrics_endpoint = Some(host_port_endpoint(&option, &v, &v)?);
+                }
                 _ => return Err(OrbOptionError::Unknown(option)),
             }
         }
@@ -1924,6 +2060,10 @@ mod tests {
             ("-ORBMaxConnections", "-1"),
             ("-ORBMessageTimeout", "soon"),
             ("-ORBMaxPartialBytes", "99999999999999999999G"),
+            ("-ORBTraceLevel", "6"),
+            ("-ORBTraceLevel", "debug"),
+            ("-ORBMetricsEndpoint", "127.0.0.1:http"),
+            ("-ORBMetricsEndpoint", "[::1"),
         ] {
             assert!(
                 matches!(
@@ -2114,6 +2254,22 @@ mod tests {
                 OrbConfig::new().lane("slow", 3).lane("fast", 1),
             ),
             (
+                vec!["-ORBTraceLevel", "4"],
+                OrbConfig::new().trace_level(TraceLevel::Requests),
+            ),
+            (
+                vec!["-ORBtraceLevel=1"],
+                OrbConfig::new().trace_level(TraceLevel::Errors),
+            ),
+            (
+                vec!["-ORBMetricsEndpoint", "127.0.0.1:9464"],
+                OrbConfig::new().metrics_endpoint(ListenEndpoint::new("127.0.0.1", 9464)),
+            ),
+            (
+                vec!["-ORBMetricsEndpoint", "[::1]:0"],
+                OrbConfig::new().metrics_endpoint(ListenEndpoint::new("::1", 0)),
+            ),
+            (
                 vec![
                     "-ORBListenEndpoints",
                     "iiops://0.0.0.0:4433",
@@ -2208,6 +2364,20 @@ mod tests {
         assert_eq!(c.get_max_forwards(), 9);
         assert!(c.get_tls().get_require());
         assert_eq!(c.get_call_timeout(), Some(Duration::from_secs(10)));
+        assert_eq!(c.get_trace_level(), TraceLevel::Off);
+        assert_eq!(c.get_metrics_endpoint(), None);
+        let c = c
+            .trace_level(TraceLevel::Everything)
+            .metrics_endpoint(ListenEndpoint::new("127.0.0.1", 0));
+        assert_eq!(c.get_trace_level(), TraceLevel::Everything);
+        assert_eq!(
+            c.get_metrics_endpoint(),
+            Some(&ListenEndpoint::new("127.0.0.1", 0))
+        );
+        for n in 0..=5 {
+            assert_eq!(TraceLevel::from_number(n).map(TraceLevel::number), Some(n));
+        }
+        assert_eq!(TraceLevel::from_number(6), None);
     }
 
     #[test]

@@ -29,6 +29,14 @@
 //! bytes or decodes one (below). What generated code needs besides (the
 //! invocation hooks) is in [`runtime`], which is not for applications.
 //!
+//! What the ORB does (requests on each side, connections, refusals,
+//! panicking servants) is reported through the `tracing` crate: [`trace`]
+//! lists every span and event. Nothing is printed unless the application
+//! installs a subscriber (`-ORBTraceLevel` says how much it should show:
+//! [`config::TraceLevel`]). With `-ORBMetricsEndpoint` the server's
+//! counters and per-operation request metrics are served for Prometheus
+//! ([`metrics`]).
+//!
 //! [`SocketAddr`]: std::net::SocketAddr
 //!
 //! # Encoding values with CDR
@@ -174,6 +182,7 @@ mod idl_type;
 pub mod interceptors;
 mod invocation;
 mod local_server;
+pub mod metrics;
 mod net;
 mod object;
 mod object_id;
@@ -191,6 +200,7 @@ mod task_queue;
 mod thread_role;
 mod timeout;
 pub mod tls;
+pub mod trace;
 mod transport;
 
 pub use armillary_giop as giop;

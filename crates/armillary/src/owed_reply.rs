@@ -28,6 +28,10 @@
 //! service contexts. That is so for a oneway too, which writes nothing;
 //! not for a reply a panic unwinding through it answers (an interceptor
 //! panicking then would abort the process).
+//!
+//! An owed reply may also carry its upcall's [`UpcallRecord`] (its
+//! `tracing` span, and its metrics when the ORB serves them): whichever
+//! way it is answered, the record learns the outcome then.
 
 use std::sync::Arc;
 
@@ -41,6 +45,7 @@ use armillary_giop::{ByteOrder, GiopVersion};
 use crate::interceptors::{ServerInterception, ServerOutcome};
 use crate::object::ObjectRef;
 use crate::servant::ReplyKind;
+use crate::trace::{Outcome, UpcallRecord};
 
 /// Where a reply goes: the connection its request came on.
 pub(crate) trait ReplySink: Send + Sync {
@@ -59,6 +64,8 @@ pub(crate) struct OwedReply {
     owed: Option<Owed>,
     /// The server interceptors' view of the request, when intercepted.
     interception: Option<Box<ServerInterception>>,
+    /// The upcall's span and metrics, when something wants them.
+    record: Option<Box<UpcallRecord>>,
 }
 
 struct Owed {
@@ -93,6 +100,7 @@ impl OwedReply {
                 request_id,
             }),
             interception: None,
+            record: None,
         }
     }
 
@@ -101,6 +109,19 @@ impl OwedReply {
     pub(crate) fn intercepted(mut self, interception: Option<Box<ServerInterception>>) -> Self {
         self.interception = interception;
         self
+    }
+
+    /// Carries the upcall's `record` until the reply is written (see the
+    /// module docs).
+    pub(crate) fn record(&mut self, record: Option<Box<UpcallRecord>>) {
+        self.record = record;
+    }
+
+    /// Tells the upcall's record what the request came to.
+    fn settle(&mut self, outcome: Outcome, exception: Option<&SystemException>) {
+        if let Some(record) = self.record.take() {
+            record.finish(outcome, exception);
+        }
     }
 
     /// The request's interception, if it is intercepted.
@@ -132,6 +153,7 @@ impl OwedReply {
         OwedReply {
             owed: None,
             interception: None,
+            record: None,
         }
     }
 
@@ -172,6 +194,7 @@ impl OwedReply {
             self.conclude(outcome, Some((kind, body)));
             return;
         }
+        self.settle(kind.outcome(), None);
         if let Some(owed) = self.owed.take() {
             let message = reply_message(&owed, kind, body, |fields| {
                 MessageBuilder::new(owed.version, owed.order, fields)
@@ -206,6 +229,7 @@ impl OwedReply {
             let body = w.as_bytes().get(body_start..).unwrap_or_default();
             return self.reply(ReplyKind::Normal, body);
         }
+        self.settle(Outcome::Normal, None);
         if let (Some(owed), Some(message)) = (self.owed.take(), MessageBuilder::resume(w, shape)) {
             owed.sink.send_reply(message.finish(false));
         }
@@ -217,6 +241,7 @@ impl OwedReply {
             self.conclude(ServerOutcome::System(exception.clone()), None);
             return;
         }
+        self.settle(Outcome::SystemException, Some(exception));
         if let Some(owed) = self.owed.take() {
             owed.sink.send_reply(exception_message(&owed, exception));
         }
@@ -232,6 +257,12 @@ impl OwedReply {
             Some(interception) => interception.conclude(outcome),
             None => (outcome, Vec::new()),
         };
+        match &outcome {
+            ServerOutcome::Reply => self.settle(Outcome::Normal, None),
+            ServerOutcome::UserException(_) => self.settle(Outcome::UserException, None),
+            ServerOutcome::Forward(_) => self.settle(Outcome::LocationForward, None),
+            ServerOutcome::System(e) => self.settle(Outcome::SystemException, Some(e)),
+        }
         let Some(owed) = self.owed.take() else {
             return;
         };
@@ -281,20 +312,27 @@ fn body_reader<'a>(reply: &OwedReply, body: &'a [u8]) -> CdrReader<'a> {
 
 impl Drop for OwedReply {
     fn drop(&mut self) {
-        if self.owed.is_none() && self.interception.is_none() {
+        if self.owed.is_none() && self.interception.is_none() && self.record.is_none() {
             return;
         }
         let exception = if std::thread::panicking() {
             // No interceptor runs while a panic unwinds: one that panicked
             // too would abort the process.
             self.interception = None;
+            crate::trace::servant_panicked(None);
             SystemException::unknown(minor::SERVANT_PANICKED, CompletionStatus::Maybe)
         } else {
             SystemException::internal(minor::NO_REPLY, CompletionStatus::Maybe)
         };
+        if self.owed.is_none() && self.interception.is_none() {
+            // Nothing to write: a oneway's record only.
+            self.settle(Outcome::SystemException, Some(&exception));
+            return;
+        }
         if self.interception.is_some() {
             self.conclude(ServerOutcome::System(exception), None);
         } else if let Some(owed) = self.owed.take() {
+            self.settle(Outcome::SystemException, Some(&exception));
             owed.sink.send_reply(exception_message(&owed, &exception));
         }
     }

@@ -151,15 +151,17 @@ pub(crate) fn dispatch_contained(
 /// servant manager, an adapter activator): a panic in it ends the request
 /// with UNKNOWN ([`minor::SERVANT_PANICKED`], `completed`) instead of the
 /// thread that runs it. The panic hook has reported the panic (on
-/// standard error by default); the client learns of it through the
-/// exception.
+/// standard error by default), and so does the event
+/// `armillary.servant.panicked` (see [`crate::trace`]); the client learns
+/// of it through the exception.
 ///
 /// [`minor::SERVANT_PANICKED`]: armillary_giop::system_exception::minor::SERVANT_PANICKED
 pub(crate) fn contain<T, E: From<SystemException>>(
     completed: CompletionStatus,
     f: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        crate::trace::servant_panicked(Some(&*panic));
         Err(SystemException::unknown(
             armillary_giop::system_exception::minor::SERVANT_PANICKED,
             completed,
@@ -221,6 +223,18 @@ pub(crate) enum ReplyKind {
     UserException,
     /// SYSTEM_EXCEPTION.
     SystemException,
+}
+
+impl ReplyKind {
+    /// What a request answered this way came to, as traces and metrics
+    /// say it.
+    pub(crate) fn outcome(self) -> crate::trace::Outcome {
+        match self {
+            ReplyKind::Normal => crate::trace::Outcome::Normal,
+            ReplyKind::UserException => crate::trace::Outcome::UserException,
+            ReplyKind::SystemException => crate::trace::Outcome::SystemException,
+        }
+    }
 }
 
 /// One incoming request as a skeleton sees it: the operation, a reader at

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "endpoint",
             "error",
             "exception",
+            "metrics",
             "net",
             "object_id",
             "request_count",
@@ -33,6 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "thread_role",
             "timeout",
             "tls",
+            "trace",
         ],
     ),
     ("the reactor", &["reactor"]),
@@ -68,7 +70,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("the server transport", &["transport/server"]),
-    ("the ORB core", &["collocation", "invocation", "orb"]),
+    (
+        "the ORB core",
+        &["collocation", "invocation", "metrics/endpoint", "orb"],
+    ),
     ("the crate's facade", &["lib", "runtime"]),
 ];
 

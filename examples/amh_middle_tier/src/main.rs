@@ -17,12 +17,14 @@
 //!   shuts down: the program ends by itself (exit 0, or 1 on a wrong
 //!   answer).
 //!
-//! Run it with `cargo run -p armillary-amh-middle-tier`.
+//! Run it with `cargo run -p armillary-amh-middle-tier`; add
+//! `-- -ORBTraceLevel 4` (or set `RUST_LOG=armillary=debug`) to see every
+//! request of the three ORBs on standard error (`docs/tracing.md`).
 
 use std::sync::{Arc, Mutex};
 
 use armillary::ami::ExceptionHolder;
-use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::config::{ConcurrencyModel, OrbConfig, TraceLevel};
 use armillary::poa::PoaCurrent;
 use armillary::{Orb, SystemException, WaitForCompletion};
 
@@ -160,13 +162,41 @@ fn ask(form: &str, quoter: &Quoter) -> bool {
     right && matches!(unknown, Err(GetQuoteError::InvalidStockSymbol(_)))
 }
 
+/// Installs a `tracing` subscriber on standard error for `level`, or for
+/// `RUST_LOG` when it is set; nothing at level 0 without `RUST_LOG`. (The
+/// quoter example's `armillary_quoter::logging` is the same.)
+fn install_subscriber(level: TraceLevel) {
+    use tracing_subscriber::{fmt::format::FmtSpan, EnvFilter};
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => EnvFilter::new(spec),
+        _ if level == TraceLevel::Off => return,
+        _ => EnvFilter::new(level.directive()),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_span_events(FmtSpan::CLOSE)
+        .try_init();
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let sink_orb = server(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2)))?;
+    // `-ORB…` options on the command line apply to the three ORBs.
+    let mut options = OrbConfig::new();
+    let rest = options.apply_args(std::env::args().skip(1))?;
+    if let Some(unknown) = rest.first() {
+        return Err(format!("unknown argument {unknown:?} (only -ORB… options)").into());
+    }
+    install_subscriber(options.get_trace_level());
+    let sink_orb = server(options.clone().concurrency(ConcurrencyModel::ThreadPool(2)))?;
     let sink = QuoterSkeleton::new(Sink).activate(&sink_orb.root_poa())?;
 
     // The middle tier: one thread serves every request and every reply.
-    let middle_orb =
-        server(OrbConfig::new().concurrency(ConcurrencyModel::SingleThreadedReactive))?;
+    let middle_orb = server(
+        options
+            .clone()
+            .concurrency(ConcurrencyModel::SingleThreadedReactive),
+    )?;
     let to_sink = seen_by(&middle_orb, &sink_orb, &sink)?;
     let responder_form = QuoterAmhSkeleton::new(ResponderMiddleTier {
         sink: to_sink.clone(),
@@ -175,7 +205,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let async_form = QuoterAmhSkeleton::from_async(AsyncMiddleTier { sink: to_sink })
         .activate(&middle_orb.root_poa())?;
 
-    let client_orb = Orb::with_config(OrbConfig::default())?;
+    let client_orb = Orb::with_config(options)?;
     let right = ask(
         "responder form",
         &seen_by(&client_orb, &middle_orb, &responder_form)?,

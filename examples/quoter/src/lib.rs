@@ -9,11 +9,14 @@
 //!   it for prices;
 //! - [`demo`] runs the whole story in one process: a naming service, a
 //!   quoter server, and a client that finds the quoter by name and calls
-//!   it over IIOP (`armillary demo`).
+//!   it over IIOP (`armillary demo`);
+//! - [`logging`] installs the `tracing` subscriber that shows what the ORB
+//!   reports (`-ORBTraceLevel`, `RUST_LOG`).
 //!
 //! [`armillary_idl::Builder`]: https://docs.rs/armillary-idl
 
 pub mod demo;
+pub mod logging;
 mod servant;
 mod signals;
 

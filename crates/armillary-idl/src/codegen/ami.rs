@@ -26,7 +26,7 @@
 //! The handler's servant trait gives every method a default body, so that
 //! a handler implements only the replies it wants: a reply's method
 //! ignores the values, an `_excep` method hands the holder to
-//! `armillary::ami::unhandled_exception` (a line on standard error).
+//! `armillary::ami::unhandled_exception` (a warning through `tracing`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -282,7 +282,7 @@ impl Generator<'_> {
             );
             let excep_doc = format!(
                 " Receives the exception that {what} raised; `excep_holder.raise()` gives it \
-                 typed. Unless implemented, writes a line naming it to standard error \
+                 typed. Unless implemented, reports it as a warning through `tracing` \
                  (`armillary::ami::unhandled_exception`)."
             );
             let ignored: Vec<_> = params.iter().map(|p| ident(&p.name)).collect();

@@ -259,6 +259,9 @@ impl Drop for ResponseHandler {
             drop(p);
             return;
         }
+        if p.owed.is_owed() {
+            crate::trace::responder_dropped(&self.operation);
+        }
         p.owed.exception(&SystemException::no_response(
             minor::NO_REPLY,
             CompletionStatus::Maybe,

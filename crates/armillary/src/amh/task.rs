@@ -94,7 +94,10 @@ where
     let output = match polled {
         Ok(Poll::Pending) => return Poll::Pending,
         Ok(Poll::Ready(output)) => Some(output),
-        Err(_) => None,
+        Err(panic) => {
+            crate::trace::servant_panicked(Some(&*panic));
+            None
+        }
     };
     slot.future = None;
     let (Some(handler), Some(answer)) = (slot.handler.take(), slot.answer.take()) else {

@@ -83,7 +83,7 @@
 //! use armillary::SystemException;
 //!
 //! // A reply handler implements only the replies it wants: by default a
-//! // reply is ignored and an exception is reported on standard error.
+//! // reply is ignored and an exception is reported as a warning (tracing).
 //! struct PrintPrice;
 //! impl AmiQuoterHandlerServant for PrintPrice {
 //!     fn get_quote(&self, cents: i32) -> Result<(), SystemException> {

@@ -8,9 +8,12 @@
 //!   that call to this handler.
 //! - An exception (`<op>_excep(excep_holder)`) is a failure the
 //!   application may not expect, so it is not dropped silently:
-//!   [`unhandled_exception`] writes one line to standard error naming the
-//!   call and the exception. Implement `<op>_excep` to handle it (or, with
-//!   an empty body, to ignore it).
+//!   [`unhandled_exception`] reports it as a warning through `tracing`
+//!   (the event `armillary.ami.unhandled_exception`, see [`crate::trace`]),
+//!   one line naming the call and the exception, which a subscriber prints
+//!   (`-ORBTraceLevel 2` and above where the application honours it).
+//!   Implement `<op>_excep` to handle it (or, with an empty body, to
+//!   ignore it).
 //!
 //! Either way the handler's operation succeeds: the reply has been
 //! delivered, and the ORB that delivered it hears nothing more.
@@ -18,9 +21,11 @@
 use super::ExceptionHolder;
 
 /// What a reply handler's `<op>_excep` method does unless its servant
-/// implements it: writes one line to standard error saying that `call`
-/// (the IDL operation, `Stock::Quoter::get_quote`) raised the exception
-/// `holder` holds and that the handler has no `handler_method` for it.
+/// implements it: reports, as a warning-level `tracing` event
+/// (`armillary.ami.unhandled_exception`), that `call` (the IDL operation,
+/// `Stock::Quoter::get_quote`) raised the exception `holder` holds and
+/// that the handler has no `handler_method` for it. Nothing is printed
+/// unless the application installs a `tracing` subscriber.
 ///
 /// ```
 /// use armillary::ami::{unhandled_exception, ExceptionHolder};
@@ -31,10 +36,16 @@ use super::ExceptionHolder;
 /// unhandled_exception("Stock::Quoter::get_quote", "get_quote_excep", &holder);
 /// ```
 pub fn unhandled_exception<E>(call: &str, handler_method: &str, holder: &ExceptionHolder<E>) {
-    eprintln!("{}", message(call, handler_method, holder));
+    tracing::warn!(
+        name: crate::trace::AMI_UNHANDLED, target: "armillary::ami",
+        call,
+        handler_method,
+        exception = holder.repository_id().as_deref().unwrap_or("-"),
+        "{}", message(call, handler_method, holder)
+    );
 }
 
-/// The line [`unhandled_exception`] writes.
+/// The line [`unhandled_exception`] reports.
 fn message<E>(call: &str, handler_method: &str, holder: &ExceptionHolder<E>) -> String {
     let exception = holder
         .repository_id()

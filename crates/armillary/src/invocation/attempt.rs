@@ -32,6 +32,9 @@ pub(crate) struct Sent {
     /// The attempt's interception, when the call is intercepted: its
     /// ending point runs when the attempt is concluded.
     pub(crate) interception: Option<Box<crate::interceptors::ClientInterception>>,
+    /// The attempt's span (`crate::trace`; disabled when nobody wants it),
+    /// which learns its outcome when it is concluded.
+    pub(crate) span: tracing::Span,
 }
 
 /// Where a request goes next: its target (which forwards change), its
@@ -150,4 +153,24 @@ impl<'a> Progress<'a> {
         }
         Ok(None)
     }
+}
+
+/// What an attempt came to, as its span says it (`crate::trace`).
+pub(crate) fn trace_outcome(
+    attempt: &Result<Attempt, SystemException>,
+) -> (crate::trace::Outcome, Option<&SystemException>) {
+    use crate::object::ReplyOutcome;
+    use crate::trace::Outcome;
+    let outcome = match attempt {
+        Ok(Attempt::Done(Some(reply))) => match reply.outcome {
+            ReplyOutcome::Normal => Outcome::Normal,
+            ReplyOutcome::UserException => Outcome::UserException,
+        },
+        Ok(Attempt::Done(None)) => Outcome::Normal,
+        Ok(Attempt::Forward(_)) => Outcome::LocationForward,
+        Ok(Attempt::Readdress(_)) => Outcome::NeedsAddressingMode,
+        Ok(Attempt::Retry) => Outcome::Resent,
+        Err(e) => return (Outcome::SystemException, Some(e)),
+    };
+    (outcome, None)
 }

@@ -51,6 +51,11 @@ use crate::transport::reply::ReplyDispatcher;
 
 use crate::orb::core::shut_down_error;
 use crate::orb::OrbCore;
+use crate::trace::{Outcome, Side};
+
+/// The options the client's limit events name.
+const MAX_SIZE: &str = "-ORBMaxMessageSize";
+const MAX_OUT: &str = "-ORBClientMaxOutstanding";
 
 impl OrbCore {
     /// Waits for the reply to `id` on `conn` (its dispatcher fills `slot`)
@@ -148,6 +153,7 @@ impl OrbCore {
             Ok(sent) => sent,
             Err(attempt) => return Ok(attempt),
         };
+        let _in_request = sent.span.clone().entered();
         let awaited = self.wait_reply(&sent.conn, sent.id, &slot, deadline);
         self.finish(&mut sent, awaited, request.response_expected)
     }
@@ -242,6 +248,14 @@ impl OrbCore {
                 }
             };
             let id = conn.next_request_id();
+            let span = crate::trace::client_request(
+                request.operation,
+                id,
+                &profile.object_key,
+                conn.peer(),
+                conn.local_addr(),
+                version,
+            );
             if let Some(start) = start {
                 // Before the connection's code sets are fixed: a request
                 // an interceptor stops never leaves.
@@ -315,6 +329,10 @@ impl OrbCore {
                 if announces_codesets {
                     self.connections.evict(&conn);
                 }
+                let detail = format_args!("a request of {} bytes is not sent", bytes.len());
+                let limit = self.config.max_message_size;
+                let _in_request = span.enter();
+                crate::trace::limit_reached(Side::Client, conn.peer(), MAX_SIZE, limit, &detail);
                 return Err(SystemException::marshal(
                     minor::MESSAGE_SIZE_EXCEEDED,
                     CompletionStatus::No,
@@ -334,6 +352,10 @@ impl OrbCore {
                     self.config.client_max_outstanding,
                 )
             {
+                let detail = "a call timed out waiting for a reply slot";
+                let limit = self.config.client_max_outstanding;
+                let _in_request = span.enter();
+                crate::trace::limit_reached(Side::Client, conn.peer(), MAX_OUT, limit, &detail);
                 return Err(SystemException::timeout(
                     minor::CALL_TIMEOUT,
                     CompletionStatus::No,
@@ -360,6 +382,7 @@ impl OrbCore {
                 conn.codesets_announced.store(true, Ordering::SeqCst);
             }
             if !wait {
+                crate::trace::record_outcome(&span, Outcome::Oneway, None);
                 return Ok(Err(Attempt::Done(None)));
             }
             return Ok(Ok(Sent {
@@ -367,6 +390,7 @@ impl OrbCore {
                 id,
                 codesets,
                 interception: None,
+                span,
             }));
         }
         Err(last_error.unwrap_or_else(|| {
@@ -384,13 +408,22 @@ impl OrbCore {
         awaited: Awaited,
         response_expected: bool,
     ) -> Result<Attempt, SystemException> {
-        let Some(interception) = sent.interception.take() else {
-            return self.conclude_awaited(sent, awaited, response_expected, None);
+        let attempt = match sent.interception.take() {
+            None => self.conclude_awaited(sent, awaited, response_expected, None),
+            Some(interception) => {
+                let mut reply_contexts = Vec::new();
+                let attempt = self.conclude_awaited(
+                    sent,
+                    awaited,
+                    response_expected,
+                    Some(&mut reply_contexts),
+                );
+                self.end_attempt(interception, attempt, reply_contexts)
+            }
         };
-        let mut reply_contexts = Vec::new();
-        let attempt =
-            self.conclude_awaited(sent, awaited, response_expected, Some(&mut reply_contexts));
-        self.end_attempt(interception, attempt, reply_contexts)
+        let (outcome, exception) = attempt::trace_outcome(&attempt);
+        crate::trace::record_outcome(&sent.span, outcome, exception);
+        attempt
     }
 
     /// [`finish`](Self::finish) without interception; the reply's service

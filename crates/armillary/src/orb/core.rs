@@ -46,6 +46,10 @@ pub(crate) struct OrbCore {
     /// The portable interceptors and PICurrent slots the configuration's
     /// initializers registered (none: every hook is one branch).
     pub(crate) interceptors: Arc<crate::interceptors::Interceptors>,
+    /// Where the server counts its upcalls, with `-ORBMetricsEndpoint`.
+    pub(crate) request_metrics: Option<Arc<crate::metrics::RequestMetrics>>,
+    /// The metrics endpoint, while it runs (stopped at shutdown).
+    pub(crate) metrics_endpoint: Mutex<Option<crate::metrics::endpoint::MetricsEndpoint>>,
     pub(crate) shut_down: AtomicBool,
     pub(crate) shutdown_lock: Mutex<()>,
     pub(crate) shutdown_signal: Condvar,
@@ -113,6 +117,10 @@ impl OrbCore {
         // exactly once.
         self.callbacks.run_ready();
         self.deferred.clear();
+        let endpoint = self.metrics_endpoint.lock().take();
+        if let Some(mut endpoint) = endpoint {
+            endpoint.stop();
+        }
         let _guard = self.shutdown_lock.lock();
         self.shutdown_signal.notify_all();
     }
@@ -210,7 +218,7 @@ impl OrbCore {
             return Err(OrbError::Destroyed);
         }
         let adapter: Weak<dyn ObjectAdapter> = self.me.clone();
-        let server = Server::start(&self.config, adapter)?;
+        let server = Server::start(&self.config, adapter, self.request_metrics.clone())?;
         *slot = Some(server.clone());
         drop(slot);
         self.register_local(&server);
@@ -269,6 +277,30 @@ impl OrbCore {
             },
             self.clone(),
         )
+    }
+
+    /// Starts the metrics endpoint, when the configuration asks for one:
+    /// the server's counters (read from `core` at each scrape) and its
+    /// request metrics.
+    pub(crate) fn start_metrics_endpoint(core: &Arc<OrbCore>) -> Result<(), OrbError> {
+        let (Some(endpoint), Some(metrics)) =
+            (&core.config.metrics_endpoint, &core.request_metrics)
+        else {
+            return Ok(());
+        };
+        let mut registry = prometheus_client::registry::Registry::default();
+        metrics.register(&mut registry);
+        let weak = core.me.clone();
+        registry.register_collector(Box::new(crate::metrics::endpoint::ServerStatsCollector(
+            move || weak.upgrade()?.running_server().map(|s| s.stats()),
+        )));
+        let started = crate::metrics::endpoint::MetricsEndpoint::start(endpoint, registry)
+            .map_err(|source| OrbError::Listen {
+                endpoint: format!("metrics {}:{}", endpoint.host(), endpoint.port()),
+                source,
+            })?;
+        *core.metrics_endpoint.lock() = Some(started);
+        Ok(())
     }
 
     /// The server, if it has started (without starting it).

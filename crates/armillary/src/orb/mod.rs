@@ -213,6 +213,10 @@ impl Orb {
             config.max_message_size,
         );
         let interceptors = Arc::new(crate::interceptors::initialize(&config));
+        let request_metrics = config
+            .metrics_endpoint
+            .as_ref()
+            .map(|_| Arc::new(crate::metrics::RequestMetrics::new()));
         let core = Arc::new_cyclic(|me: &Weak<OrbCore>| {
             let (registry, root) =
                 PoaRegistry::new(orb_token(), Arc::new(CoreFactory(me.clone())), hold_limit);
@@ -230,6 +234,8 @@ impl Orb {
                 readers: Mutex::new(Vec::new()),
                 callbacks: crate::ami::CallbackQueue::default(),
                 interceptors,
+                request_metrics,
+                metrics_endpoint: Mutex::new(None),
                 shut_down: AtomicBool::new(false),
                 shutdown_lock: Mutex::new(()),
                 shutdown_signal: Condvar::new(),
@@ -243,6 +249,7 @@ impl Orb {
             handle: Arc::new(OrbHandle { core }),
         };
         let core = orb.core();
+        OrbCore::start_metrics_endpoint(core)?;
         if !core.config.endpoints.is_empty() || core.config.tls.is_server() {
             core.server()?;
         }
@@ -627,8 +634,22 @@ impl Orb {
 
     /// What the server side has done and holds now (connections, accept
     /// calls, memory held by partly received messages); `None` before the
-    /// server has started.
+    /// server has started. With `-ORBMetricsEndpoint` they are served for
+    /// scraping too (see [`crate::metrics`]).
     pub fn server_stats(&self) -> Option<ServerStats> {
         self.core().server.lock().as_ref().map(|s| s.stats())
+    }
+
+    /// The address the metrics endpoint listens on
+    /// (`-ORBMetricsEndpoint`, [`OrbConfig::metrics_endpoint`]): the port
+    /// the system picked when the configuration asked for port 0. `None`
+    /// without one, and after [`shutdown`](Self::shutdown), which closes
+    /// it.
+    pub fn metrics_endpoint(&self) -> Option<std::net::SocketAddr> {
+        self.core()
+            .metrics_endpoint
+            .lock()
+            .as_ref()
+            .map(|e| e.address())
     }
 }

@@ -74,6 +74,7 @@ use super::tls::{is_tls_refusal, ClientStream, TlsClientStream};
 use super::wait::{Serving, Waiter};
 use crate::net;
 use crate::reactor::{EventHandler, Reactor};
+use crate::trace::{HostPort, Side};
 
 /// How long opening a connection may take when the call has no deadline.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -199,10 +200,20 @@ pub(crate) struct ClientConnection {
     /// [`watch_with`](Self::watch_with)), with the connection's token in
     /// each.
     watched_by: Mutex<Vec<(std::sync::Weak<Reactor>, mio::Token)>>,
+    /// This end's address (what the server sees as its peer: traces name
+    /// it).
+    local: Option<std::net::SocketAddr>,
 }
 
 impl Drop for ClientConnection {
     fn drop(&mut self) {
+        let reason = match self.state.get_mut().closed {
+            Some(Closed::Orderly) => "orderly",
+            Some(Closed::Broken) => "broken",
+            Some(Closed::Refused) => "tls_refused",
+            None => "dropped",
+        };
+        crate::trace::connection_closed(Side::Client, self.peer(), reason);
         // The socket is still open here: take it out of the reactors.
         #[cfg(unix)]
         for (reactor, token) in self.watched_by.get_mut().drain(..) {
@@ -295,6 +306,8 @@ impl ClientConnection {
             .socket()
             .set_write_timeout(None)
             .map_err(|_| transient())?;
+        let local = stream.socket().local_addr().ok();
+        crate::trace::connection_opened(Side::Client, HostPort(host, port), local, tls.is_some());
         Ok(Arc::new(ClientConnection {
             endpoint: (host.to_owned(), port, tls.is_some()),
             stream,
@@ -327,7 +340,18 @@ impl ClientConnection {
             codesets: std::sync::OnceLock::new(),
             codesets_announced: std::sync::atomic::AtomicBool::new(false),
             watched_by: Mutex::new(Vec::new()),
+            local,
         }))
+    }
+
+    /// The server's `host:port`, as traces name it.
+    pub(crate) fn peer(&self) -> HostPort<'_> {
+        HostPort(&self.endpoint.0, self.endpoint.1)
+    }
+
+    /// This end's address, as the server sees it.
+    pub(crate) fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.local
     }
 
     /// Takes the connection for one request if it carries none (no reply
@@ -701,6 +725,9 @@ impl ClientConnection {
                         },
                     };
                     state.dispatchers.settle(id, outcome);
+                }
+                if state.closed.is_none() {
+                    crate::trace::connection_broken(Side::Client, self.peer(), &"a write failed");
                 }
                 self.end(&mut state, Closed::Broken);
                 self.outbox.lock().written();
@@ -1178,6 +1205,13 @@ impl ClientConnection {
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
             Ok(0) | Err(_) => {
+                if state.closed.is_none() {
+                    let why = read
+                        .as_ref()
+                        .err()
+                        .map_or(ENDED, |e| e as &dyn std::fmt::Display);
+                    crate::trace::connection_broken(Side::Client, self.peer(), why);
+                }
                 state.closed.get_or_insert(Closed::Broken);
             }
             Ok(n) => {
@@ -1190,12 +1224,15 @@ impl ClientConnection {
                     if matches!(e, FrameError::TooLarge { .. }) {
                         too_large = state.decoder.refused_request_id();
                     }
+                    crate::trace::frame_refused(Side::Client, self.peer(), &e, None);
                     state.closed = Some(Closed::Broken);
                 }
                 let before = state.frames;
                 while let Some(frame) = state.decoder.poll_frame() {
                     state.frames += 1;
-                    accept(state, frame);
+                    if accept(state, frame) == Some(MessageType::MessageError) {
+                        crate::trace::message_error_received(self.peer());
+                    }
                 }
                 if state.frames != before {
                     state.last_known_open = Instant::now();
@@ -1316,11 +1353,12 @@ fn run(handoffs: Vec<Handoff>) {
 
 /// Takes one message the leader read: a reply goes to its dispatcher (or,
 /// when none is bound, is dropped: a oneway's, or one whose owner gave up
-/// or timed out); anything else closes the connection.
-fn accept(state: &mut ReadState, frame: Frame) {
+/// or timed out); anything else closes the connection. Returns the
+/// message's type.
+fn accept(state: &mut ReadState, frame: Frame) -> Option<MessageType> {
     let Ok(header) = armillary_giop::giop::MessageHeader::decode(&frame.bytes) else {
         state.closed = Some(Closed::Broken);
-        return;
+        return None;
     };
     match header.message_type {
         MessageType::Reply | MessageType::LocateReply => {
@@ -1340,7 +1378,11 @@ fn accept(state: &mut ReadState, frame: Frame) {
         // on a client connection without bidirectional GIOP.
         _ => state.closed = Some(Closed::Broken),
     }
+    Some(header.message_type)
 }
+
+/// What a read that found the end of the stream says.
+const ENDED: &dyn std::fmt::Display = &"the server closed the connection without CloseConnection";
 
 /// The cached connections to one endpoint. Its lock is held while a
 /// connection is chosen or opened, so callers that need the same endpoint

@@ -27,7 +27,13 @@ fn main() -> ExitCode {
 }
 
 fn ask() -> Result<(), String> {
-    let (orb, args) = Orb::init(std::env::args()).map_err(|e| e.to_string())?;
+    let mut config = armillary::config::OrbConfig::new();
+    let args = config
+        .apply_args(std::env::args())
+        .map_err(|e| e.to_string())?;
+    // `-ORBTraceLevel 4` (or RUST_LOG) shows each request on standard error.
+    armillary_quoter::logging::install_subscriber(config.get_trace_level());
+    let orb = Orb::with_config(config).map_err(|e| e.to_string())?;
     let result = ask_with(&orb, &args);
     orb.shutdown(WaitForCompletion::Yes)
         .map_err(|e| e.to_string())?;

@@ -5,6 +5,9 @@
 //! quoter-server [--endpoint iiop://HOST:PORT] [--ior-file FILE] [-ORB<option> VALUE]...
 //! ```
 //!
+//! `-ORBTraceLevel 3` (or `RUST_LOG=armillary=info`) reports connections
+//! on standard error, `4` every request too (`docs/tracing.md`).
+//!
 //! It prints its IOR on standard output (and writes it to `--ior-file`).
 //! The object key is `Quoter`, so a client may also use
 //! `corbaloc:iiop:HOST:PORT/Quoter`. SIGINT or SIGTERM shuts the ORB down
@@ -56,7 +59,10 @@ fn serve() -> Result<(), String> {
             _ => orb_args.push(arg),
         }
     }
-    let (orb, rest) = Orb::init(orb_args).map_err(|e| e.to_string())?;
+    let mut config = armillary::config::OrbConfig::new();
+    let rest = config.apply_args(orb_args).map_err(|e| e.to_string())?;
+    armillary_quoter::logging::install_subscriber(config.get_trace_level());
+    let orb = Orb::with_config(config).map_err(|e| e.to_string())?;
     if let Some(unknown) = rest.get(1) {
         return Err(format!("unknown argument {unknown:?}\n{USAGE}"));
     }

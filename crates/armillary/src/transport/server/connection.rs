@@ -58,6 +58,7 @@ use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
 use crate::task_queue::TaskQueue;
 use crate::thread_role;
+use crate::trace::{Addr, Side, UpcallRecord};
 
 /// The frames one read completed: most often one (a synchronous client
 /// sends its next request after the reply), kept inline so that the
@@ -304,6 +305,7 @@ impl EventHandler for ServerConnection {
             gate.busy = true;
         }
         if self.message_overdue() || self.is_refused() {
+            self.trace_overdue();
             self.message_error(reactor);
         } else if self.is_idle() {
             self.close_orderly(reactor);
@@ -518,6 +520,7 @@ impl ServerConnection {
             if let Ok(b) =
                 MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::MessageError)
             {
+                crate::trace::message_error_sent(self.peer, version);
                 self.send(reactor, b.finish(false));
             }
         }
@@ -699,6 +702,7 @@ impl ServerConnection {
                 self.serve(reactor, frame, msg, self.in_progress(reactor));
             }
             if self.message_overdue() {
+                self.trace_overdue();
                 self.refuse();
             }
             if self.eof.load(Ordering::SeqCst) || self.is_refused() {
@@ -760,6 +764,7 @@ impl ServerConnection {
             if self.blocking_reader.is_none() && self.over_limits(already + frames.len()) {
                 // Back-pressure: read on once the requests are answered
                 // and the replies written (`take_resumable`).
+                self.trace_backpressure();
                 self.read_paused.store(true, Ordering::SeqCst);
                 return frames;
             }
@@ -845,6 +850,7 @@ impl ServerConnection {
                     let (pending, idle) = (decoder.pending_bytes(), decoder.is_idle());
                     drop(decoder);
                     if !self.account_partial(pending, idle, frames.len() > before) {
+                        self.trace_partial_refused();
                         self.refuse();
                         return frames;
                     }
@@ -872,7 +878,8 @@ impl ServerConnection {
                     return frames
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => {
+                Err(e) => {
+                    crate::trace::connection_broken(Side::Server, Addr(self.peer), &e);
                     self.close(reactor);
                     return frames;
                 }
@@ -885,6 +892,12 @@ impl ServerConnection {
     /// ORB does not speak, in the highest version both sides understand,
     /// as GIOP asks.
     fn frame_error(&self, e: &FrameError) {
+        crate::trace::frame_refused(
+            Side::Server,
+            Addr(self.peer),
+            e,
+            Some(&self.shared.limits.frame),
+        );
         if let FrameError::Header {
             source: GiopError::UnsupportedVersion(v),
             ..
@@ -908,7 +921,8 @@ impl ServerConnection {
         for frame in frames {
             match frame.message() {
                 Ok(msg) if client_may_send(&msg.body) => messages.push((frame, msg)),
-                _ => {
+                other => {
+                    crate::trace::message_rejected(self.peer, &RejectedMessage(other.err()));
                     self.refuse();
                     break;
                 }
@@ -1305,6 +1319,12 @@ impl ServerConnection {
             .copied()
             .unwrap_or(self.shared().default_label);
         let (mut reply, tasks) = owed;
+        let record =
+            UpcallRecord::start(self.shared.metrics.as_ref(), h, version, self.peer, || {
+                target_key(&h.target)
+            });
+        let _in_request = record.as_ref().map(|r| r.span().clone().entered());
+        reply.record(record);
         // The servant writes its results straight into the reply message
         // (one buffer for the reply); a oneway's writer only if it writes.
         let (writer, message) = match reply.prepare() {
@@ -1580,8 +1600,9 @@ impl ServerConnection {
                 Err(e) if e.kind() == ErrorKind::WouldBlock && self.blocking_reader.is_none() => {
                     break
                 }
-                Err(_) => {
+                Err(e) => {
                     drop(out);
+                    crate::trace::connection_broken(Side::Server, Addr(self.peer), &e);
                     self.close(reactor);
                     return;
                 }
@@ -1667,6 +1688,7 @@ impl ServerConnection {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        crate::trace::connection_closed(Side::Server, Addr(self.peer), self.close_reason());
         // Give back what a partly received message held, before the peer
         // can see the close: once it has, it may rightly expect another
         // connection to fit in the budget this one freed.
@@ -1734,5 +1756,94 @@ impl Drop for InProgress {
         } else {
             self.conn.schedule_deadline(&self.reactor);
         }
+    }
+}
+
+/// Why a message read was refused, for its event: it did not decode, or
+/// a client may not send it.
+struct RejectedMessage(Option<GiopError>);
+
+impl std::fmt::Display for RejectedMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(e) => write!(f, "a message that does not decode: {e}"),
+            None => f.write_str("a message a client may not send (a reply or a lone fragment)"),
+        }
+    }
+}
+
+/// The events of a connection (see `crate::trace`).
+impl ServerConnection {
+    /// The client's address.
+    pub(super) fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// Why the connection is closing, as its closed event says.
+    fn close_reason(&self) -> &'static str {
+        if self.message_error_sent.load(Ordering::SeqCst) {
+            "message_error"
+        } else if self.eof.load(Ordering::SeqCst) {
+            "peer_closed"
+        } else {
+            "closed"
+        }
+    }
+
+    /// A message overdue: the message timeout is reached.
+    #[cold]
+    fn trace_overdue(&self) {
+        if !tracing::level_enabled!(tracing::Level::WARN) {
+            return;
+        }
+        if let (Some(limit), true) = (self.shared.limits.message_timeout, self.message_overdue()) {
+            let detail = format_args!("a message not finished within {limit:?}");
+            crate::trace::limit_reached(
+                Side::Server,
+                Addr(self.peer),
+                "-ORBMessageTimeout",
+                limit.as_millis().try_into().unwrap_or(usize::MAX),
+                &detail,
+            );
+        }
+    }
+
+    /// Refused after a read: over the budget of partly received messages,
+    /// or overdue.
+    #[cold]
+    fn trace_partial_refused(&self) {
+        if !tracing::level_enabled!(tracing::Level::WARN) {
+            return;
+        }
+        if self.message_overdue() {
+            return self.trace_overdue();
+        }
+        let limit = self.shared.limits.max_partial_bytes;
+        let detail = format_args!("partly received messages hold more than {limit} bytes");
+        crate::trace::limit_reached(
+            Side::Server,
+            Addr(self.peer),
+            "-ORBMaxPartialBytes",
+            limit,
+            &detail,
+        );
+    }
+
+    /// Reading stops for back-pressure.
+    #[cold]
+    fn trace_backpressure(&self) {
+        if !tracing::level_enabled!(tracing::Level::DEBUG) {
+            return;
+        }
+        let limits = &self.shared.limits;
+        let (limit, value) = if self.outgoing.lock().len() >= limits.max_queued_reply_bytes {
+            ("-ORBMaxQueuedReplyBytes", limits.max_queued_reply_bytes)
+        } else {
+            (
+                "-ORBMaxOutstandingRequests",
+                limits.max_outstanding_requests,
+            )
+        };
+        crate::trace::backpressure(self.peer, limit, value);
     }
 }

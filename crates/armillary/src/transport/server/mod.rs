@@ -147,6 +147,9 @@ struct Shared {
     /// How replies label a union's default member for a client whose
     /// TypeCodes have not shown its form (`-ORBUnionDefaultLabel`).
     default_label: DefaultLabelForm,
+    /// Where upcalls are counted, when the ORB serves its metrics
+    /// (`-ORBMetricsEndpoint`); `None`: no work per request.
+    metrics: Option<Arc<crate::metrics::RequestMetrics>>,
 }
 
 impl Shared {
@@ -229,10 +232,12 @@ fn exhausted(e: &std::io::Error) -> bool {
 
 impl Server {
     /// Opens the listeners `config` asks for and starts the threads of its
-    /// concurrency model; requests go through `adapter`.
+    /// concurrency model; requests go through `adapter`, and upcalls are
+    /// counted in `metrics` when there are any.
     pub(crate) fn start(
         config: &OrbConfig,
         adapter: Weak<dyn ObjectAdapter>,
+        metrics: Option<Arc<crate::metrics::RequestMetrics>>,
     ) -> Result<Arc<Server>, OrbError> {
         let concurrency = concurrency::for_config(config).map_err(|source| OrbError::Listen {
             endpoint: "thread".into(),
@@ -259,6 +264,7 @@ impl Server {
                 source,
             })?,
             next_connection: AtomicU64::new(0),
+            metrics,
         });
         let mut endpoints = config.endpoints.clone();
         let tls_endpoints = &config.tls.endpoints;
@@ -577,6 +583,13 @@ impl Acceptor {
         if full {
             // Closed at once rather than left in the backlog.
             self.shared.refused.fetch_add(1, Ordering::SeqCst);
+            let (limit, value) =
+                if self.shared.open.load(Ordering::SeqCst) >= limits.max_connections {
+                    ("-ORBMaxConnections", limits.max_connections)
+                } else {
+                    ("-ORBMaxConnectionThreads", limits.max_connection_threads)
+                };
+            crate::trace::connection_refused(|| stream.peer_addr().ok(), limit, value);
             return;
         }
         let _ = stream.set_nodelay(true);
@@ -625,6 +638,12 @@ impl Acceptor {
         if conn.register(reactor).is_err() {
             return;
         }
+        crate::trace::connection_opened(
+            crate::trace::Side::Server,
+            crate::trace::Addr(conn.peer()),
+            None,
+            self.tls.is_some(),
+        );
         if let Some(server) = self.server.upgrade() {
             let mut list = server.connections.lock();
             list.retain(|w| w.strong_count() > 0);
