@@ -124,10 +124,15 @@ fn serve_and_call(server: &Orb, out: &mut dyn Write) -> Result<(), DemoError> {
     writeln!(out, "[server] bound Stock/Quoter in the naming service")?;
 
     // --- The client side: a second ORB, over IIOP. ----------------------
-    let client = Orb::with_config(OrbConfig::default()).map_err(|source| DemoError::Orb {
-        which: "client",
-        source,
-    })?;
+    // (Without `Collocation::None` the two ORBs of one process would call
+    // each other through the POA, not over the wire: see
+    // `armillary::config::Collocation`.)
+    let client =
+        Orb::with_config(OrbConfig::default().collocation(armillary::config::Collocation::None))
+            .map_err(|source| DemoError::Orb {
+                which: "client",
+                source,
+            })?;
     let result = call(&client, &naming_url, out);
     client
         .shutdown(WaitForCompletion::Yes)
