@@ -20,6 +20,21 @@ if [ "$need_omniorb" = 1 ]; then
   $SUDO apt-get install -y -qq libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver pkg-config g++ >/dev/null
 fi
 
+# Java and Maven, for the JacORB peers (armillary_testkit::jacorb fetches
+# JacORB from Maven Central and compiles tests/interop/java).
+need_java=0
+for tool in java javac mvn; do
+  command -v "$tool" >/dev/null 2>&1 || need_java=1
+done
+if [ "$need_java" = 1 ]; then
+  echo "== installing Java and Maven (default-jdk-headless maven)"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq default-jdk-headless maven >/dev/null
+fi
+
 # omniORBpy 4.3 from PyPI, the second omniORB of the interop tests, in a
 # virtual environment beside Cargo's output (armillary_testkit::omniorbpy
 # uses it, and makes it itself when it is missing).

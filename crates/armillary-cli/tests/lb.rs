@@ -392,6 +392,66 @@ fn omniorb_call(client: &mut LinePeer) -> String {
     client.next_line("the replica that answered")
 }
 
+/// JacORB's `LbClient` (`tests/interop/java`), calling through the group
+/// reference in `group_file`: a line in, the name of the replica that
+/// answered out.
+fn jacorb_client(jacorb: &armillary_testkit::jacorb::Jacorb, group_file: &Path) -> LinePeer {
+    let mut command = jacorb.command("LbClient");
+    command.arg(group_file);
+    LinePeer::spawn(command)
+}
+
+/// A Java ORB follows the locator too: JacORB clients (by the Dynamic
+/// Invocation Interface, on a group reference) are forwarded to a
+/// replica each and keep it; when a client's replica dies, its next call
+/// is answered by a live one.
+#[test]
+fn jacorb_clients_follow_the_forward_and_come_back_when_their_replica_dies() {
+    let Some(jacorb) = armillary_testkit::jacorb::jacorb() else {
+        return;
+    };
+    let dir = fresh_dir("jacorb");
+    let lb = LbServer::start("round-robin");
+    let mut workers: BTreeMap<String, Peer> = ["w1", "w2"]
+        .into_iter()
+        .map(|name| (name.to_owned(), start_worker(&dir, &lb.url, "work", name).0))
+        .collect();
+    let orb = Orb::with_config(OrbConfig::default()).unwrap();
+    let group = lb.locator(&orb).group_reference("work").unwrap();
+    let group_file = dir.join("group.ior");
+    std::fs::write(&group_file, orb.object_to_string(&group) + "\n").unwrap();
+
+    let mut clients: Vec<LinePeer> = (0..2).map(|_| jacorb_client(jacorb, &group_file)).collect();
+    let mut theirs = Vec::new();
+    for client in &mut clients {
+        let first = omniorb_call(client);
+        assert!(workers.contains_key(&first), "{first:?}");
+        for _ in 0..3 {
+            assert_eq!(omniorb_call(client), first);
+        }
+        theirs.push(first);
+    }
+    let mut sorted = theirs.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["w1", "w2"], "round robin: a replica each");
+
+    let killed = theirs[0].clone();
+    let mut victim = workers.remove(&killed).unwrap();
+    victim.0.kill().unwrap();
+    victim.0.wait().unwrap();
+    let next = omniorb_call(&mut clients[0]);
+    assert!(
+        workers.contains_key(&next),
+        "after {killed} died the JacORB client got {next:?}"
+    );
+    assert_eq!(omniorb_call(&mut clients[1]), theirs[1]);
+    for client in &mut clients {
+        client.close_stdin();
+        assert!(client.wait_exit().success());
+    }
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+}
+
 #[test]
 fn omniorb_clients_follow_the_forward_and_come_back_when_their_replica_dies() {
     if !armillary_testkit::omniorb_available() {

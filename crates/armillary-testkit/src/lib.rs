@@ -5,8 +5,9 @@
 //! children whose output is read line by line, [`LinePeer`]), GIOP
 //! messages read off a raw socket (`giop`), a raw GIOP server that records
 //! requests and answers when told (`raw`), test certificates for TLS
-//! (`tls`), and omniORB's naming service on a port of its own
-//! ([`OmniNames`]).
+//! (`tls`), omniORB's naming service on a port of its own
+//! ([`OmniNames`]), and JacORB with its Java peers (`jacorb`, from
+//! `tests/interop/java`).
 //!
 //! Not for production code: it panics with a message saying what to
 //! install whenever the test environment is incomplete.
@@ -14,6 +15,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod giop;
+pub mod jacorb;
 pub mod omniorbpy;
 pub mod raw;
 pub mod tls;
