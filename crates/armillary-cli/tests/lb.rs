@@ -453,8 +453,7 @@ fn jacorb_clients_follow_the_forward_and_come_back_when_their_replica_dies() {
             break answer;
         }
         assert!(
-            failures.len() < 3
-                && (answer.contains("COMM_FAILURE") || answer.contains("TRANSIENT")),
+            failures.len() < 3 && (answer.contains("COMM_FAILURE") || answer.contains("TRANSIENT")),
             "after {killed} died the JacORB client got {answer:?} (before: {failures:?})"
         );
         failures.push(answer);
