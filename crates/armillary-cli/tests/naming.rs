@@ -8,19 +8,17 @@
 //! `ARMILLARY_SKIP_OMNIORB=1` to skip them. Every wait is bounded: a
 //! child that does not answer in time fails the test.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use armillary::config::OrbConfig;
 use armillary::{ObjectRef, Orb, WaitForCompletion};
 use armillary_naming::cos_naming::naming_context::NotFoundReason;
 use armillary_naming::cos_naming::naming_context_ext::ResolveStrError;
 use armillary_naming::cos_naming::{Name, NamingContext, NamingContextExt};
-use armillary_testkit::{LinePeer, OmniNames, Peer, WAIT_LIMIT};
+use armillary_testkit::{run_to_end, Finished, LinePeer, OmniNames};
 
 const ARMILLARY: &str = env!("CARGO_BIN_EXE_armillary");
 
@@ -28,58 +26,14 @@ fn n(sn: &str) -> Name {
     armillary_naming::name::to_name(sn).unwrap()
 }
 
-/// What a finished child printed.
-#[derive(Debug)]
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `command` to its end; fails the test if it takes longer than
-/// [`WAIT_LIMIT`] (it is killed then).
-fn run(command: &mut Command) -> Output {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
-    let read = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
-    let mut peer = Peer(child);
-    let deadline = Instant::now() + WAIT_LIMIT;
-    let status = loop {
-        if let Some(status) = peer.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "{command:?} did not finish");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
-    Output {
-        code: status.code().unwrap_or(-1),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
 /// `armillary naming ARGS` (with `--ns URL` when `ns` is given).
-fn naming(ns: Option<&str>, args: &[&str]) -> Output {
+fn naming(ns: Option<&str>, args: &[&str]) -> Finished {
     let mut command = Command::new(ARMILLARY);
     command.arg("naming").args(args);
     if let Some(url) = ns {
         command.args(["--ns", url]);
     }
-    run(&mut command)
+    run_to_end(&mut command)
 }
 
 /// `naming`, which must succeed; its standard output.
@@ -245,7 +199,7 @@ fn serve_answers_the_client_commands() {
         "error: no naming service: give --ns URL, or -ORBInitRef NameService=URL after --\n"
     );
     // ... or one named by -ORBInitRef.
-    let out = run(Command::new(ARMILLARY).args([
+    let out = run_to_end(Command::new(ARMILLARY).args([
         "naming",
         "list",
         "--",
@@ -382,7 +336,7 @@ enum Answer {
     NotFound,
 }
 
-fn answer(out: &Output) -> Answer {
+fn answer(out: &Finished) -> Answer {
     match (out.code, out.stderr.as_str()) {
         (0, _) => Answer::Done,
         (1, e) if e.starts_with("error: name already bound:") => Answer::AlreadyBound,
@@ -494,11 +448,13 @@ fn client_processes_bind_and_unbind_at_once() {
 }
 
 /// `nameclt` with `url` as its NameService.
-fn nameclt(url: &str, args: &[&str]) -> Output {
-    run(Command::new("nameclt")
-        .arg("-ORBInitRef")
-        .arg(format!("NameService={url}"))
-        .args(args))
+fn nameclt(url: &str, args: &[&str]) -> Finished {
+    run_to_end(
+        Command::new("nameclt")
+            .arg("-ORBInitRef")
+            .arg(format!("NameService={url}"))
+            .args(args),
+    )
 }
 
 #[test]
@@ -536,9 +492,11 @@ fn omniorb_cpp_client_drives_armillary_naming_serve() {
     let served = serve("iiop://127.0.0.1:0", &store_args(&dir.path("names.db")));
     let ns = served.corbaloc.as_str();
     naming_ok(ns, &["bind", "from-rust", &object("x")]);
-    let out = run(Command::new(peers.join("naming_client"))
-        .arg("-ORBInitRef")
-        .arg(format!("NameService={ns}")));
+    let out = run_to_end(
+        Command::new(peers.join("naming_client"))
+            .arg("-ORBInitRef")
+            .arg(format!("NameService={ns}")),
+    );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains(" passed, 0 failed"), "{}", out.stdout);
     let listing = naming_ok(ns, &["list", "cpp.ctx"]);
@@ -591,7 +549,7 @@ fn the_cli_drives_omninames() {
         (1, "error: context not empty: apps.ctx/sub\n")
     );
     // The service through -ORBInitRef.
-    let out = run(Command::new(ARMILLARY).args([
+    let out = run_to_end(Command::new(ARMILLARY).args([
         "naming",
         "unbind",
         "apps.ctx/sub/x",

@@ -8,9 +8,7 @@
 //! process that does not finish in time is killed and the test fails.
 
 use armillary::WaitForCompletion;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use armillary::config::{ConcurrencyModel, OrbConfig};
 use armillary::Orb;
@@ -18,10 +16,7 @@ use armillary_naming::cos_naming::naming_context::{
     AlreadyBound, BindError, DestroyError, NotEmpty, NotFound, NotFoundReason, ResolveError,
 };
 use armillary_naming::cos_naming::{Name, NameComponent, NamingContext, NamingContextExt};
-use armillary_testkit::{OmniNames, Peer};
-
-/// How long a child process may take.
-const LIMIT: Duration = Duration::from_secs(30);
+use armillary_testkit::{run_to_end, Finished, OmniNames};
 
 fn orb() -> Orb {
     Orb::with_config(OrbConfig::new().concurrency(ConcurrencyModel::ThreadPool(2))).unwrap()
@@ -38,59 +33,21 @@ fn component(id: &str, kind: &str) -> NameComponent {
     }
 }
 
-/// What a finished child printed.
-struct Output {
-    success: bool,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `command` to its end, killing it (and failing) after [`LIMIT`].
-fn run(command: &mut Command) -> Output {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the omniORB tools are installed");
-    let read = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
-    let mut peer = Peer(child);
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        if let Some(status) = peer.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "{command:?} did not finish");
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        success: status.success(),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
-
 /// `nameclt` with the naming service at `port` as its NameService.
-fn nameclt(port: u16, args: &[&str]) -> Output {
-    let output = run(Command::new("nameclt")
-        .arg("-ORBInitRef")
-        .arg(format!(
-            "NameService=corbaloc:iiop:127.0.0.1:{port}/NameService"
-        ))
-        .args(args));
+fn nameclt(port: u16, args: &[&str]) -> Finished {
+    let output = run_to_end(
+        Command::new("nameclt")
+            .arg("-ORBInitRef")
+            .arg(format!(
+                "NameService=corbaloc:iiop:127.0.0.1:{port}/NameService"
+            ))
+            .args(args),
+    );
     eprintln!(
         "nameclt {args:?}: {}\n{}{}",
-        output.success, output.stdout, output.stderr
+        output.success(),
+        output.stdout,
+        output.stderr
     );
     output
 }
@@ -109,37 +66,37 @@ fn nameclt_drives_armillary_naming() {
     let x_ior = orb.object_to_string(&x);
 
     let out = nameclt(port, &["bind_new_context", "apps.ctx"]);
-    assert!(out.success);
+    assert!(out.success());
     let apps = orb.string_to_object(out.stdout.trim()).unwrap();
     assert_eq!(root.resolve_str("apps.ctx").unwrap(), apps);
 
-    assert!(nameclt(port, &["bind", "apps.ctx/x.obj", &x_ior]).success);
+    assert!(nameclt(port, &["bind", "apps.ctx/x.obj", &x_ior]).success());
     assert_eq!(root.resolve_str("apps.ctx/x.obj").unwrap(), x);
     for i in 0..12 {
         root.bind(&n(&format!("apps.ctx/o{i:02}")), &x).unwrap();
     }
     let out = nameclt(port, &["resolve", "apps.ctx/x.obj"]);
-    assert!(out.success);
+    assert!(out.success());
     assert_eq!(orb.string_to_object(out.stdout.trim()).unwrap(), x);
 
     // nameclt lists through the binding iterator.
     let out = nameclt(port, &["list", "apps.ctx"]);
-    assert!(out.success);
+    assert!(out.success());
     for name in ["x.obj", "o00", "o11"] {
         assert!(out.stdout.contains(name), "{name} in {}", out.stdout);
     }
     let out = nameclt(port, &["list"]);
-    assert!(out.success);
+    assert!(out.success());
     assert!(out.stdout.contains("apps.ctx"), "{}", out.stdout);
 
     // An empty context lists as empty.
-    assert!(nameclt(port, &["bind_new_context", "empty"]).success);
+    assert!(nameclt(port, &["bind_new_context", "empty"]).success());
     let out = nameclt(port, &["list", "empty"]);
-    assert!(out.success);
+    assert!(out.success());
 
     // Errors come back as exceptions nameclt understands.
     let out = nameclt(port, &["bind", "apps.ctx/x.obj", &x_ior]);
-    assert!(!out.success);
+    assert!(!out.success());
     assert!(
         (out.stdout.clone() + &out.stderr).contains("AlreadyBound"),
         "{}{}",
@@ -147,7 +104,7 @@ fn nameclt_drives_armillary_naming() {
         out.stderr
     );
     let out = nameclt(port, &["resolve", "apps.ctx/missing"]);
-    assert!(!out.success);
+    assert!(!out.success());
     assert!(
         (out.stdout.clone() + &out.stderr).contains("NotFound"),
         "{}{}",
@@ -155,26 +112,24 @@ fn nameclt_drives_armillary_naming() {
         out.stderr
     );
 
-    assert!(
-        nameclt(
-            port,
-            &[
-                "-advanced",
-                "rebind",
-                "apps.ctx/x.obj",
-                &orb.object_to_string(&apps)
-            ]
-        )
-        .success
-    );
+    assert!(nameclt(
+        port,
+        &[
+            "-advanced",
+            "rebind",
+            "apps.ctx/x.obj",
+            &orb.object_to_string(&apps)
+        ]
+    )
+    .success());
     assert_eq!(root.resolve_str("apps.ctx/x.obj").unwrap(), apps);
-    assert!(nameclt(port, &["unbind", "apps.ctx/x.obj"]).success);
+    assert!(nameclt(port, &["unbind", "apps.ctx/x.obj"]).success());
     assert!(matches!(
         root.resolve_str("apps.ctx/x.obj"),
         Err(armillary_naming::cos_naming::naming_context_ext::ResolveStrError::NotFound(_))
     ));
     // remove_context unbinds and destroys.
-    assert!(nameclt(port, &["remove_context", "empty"]).success);
+    assert!(nameclt(port, &["remove_context", "empty"]).success());
     assert!(root.resolve_str("empty").is_err());
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }

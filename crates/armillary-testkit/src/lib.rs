@@ -253,6 +253,63 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// What a command run to its end with [`run_to_end`] left: its exit code
+/// (-1 when a signal ended it) and everything it printed.
+#[derive(Debug)]
+pub struct Finished {
+    /// The exit code, or -1.
+    pub code: i32,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+impl Finished {
+    /// Whether it exited with code 0.
+    pub fn success(&self) -> bool {
+        self.code == 0
+    }
+}
+
+/// Runs `command` (no standard input) to its end, collecting what it
+/// prints; fails the test if it takes longer than [`WAIT_LIMIT`] (it is
+/// killed then).
+pub fn run_to_end(command: &mut Command) -> Finished {
+    use std::io::Read;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let mut peer = Peer(child);
+    let deadline = Instant::now() + WAIT_LIMIT;
+    let status = loop {
+        if let Some(status) = peer.0.try_wait().expect("the child's status") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "{command:?} did not finish");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Finished {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().expect("its standard output"),
+        stderr: stderr.join().expect("its standard error"),
+    }
+}
+
 /// Waits (up to [`WAIT_LIMIT`]) for a peer to write a line to `path`, and
 /// returns it trimmed.
 pub fn wait_for_file(path: &Path) -> String {
