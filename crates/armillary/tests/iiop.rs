@@ -475,81 +475,9 @@ fn idle_connections_are_closed_and_calls_still_succeed() {
     server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
-/// Forwards every request for an object to `to` (ForwardRequest).
-struct Forwarder {
-    to: std::sync::Mutex<Option<ObjectRef>>,
-}
-
-impl armillary::poa::ServantActivator for Forwarder {
-    fn incarnate(
-        &self,
-        _oid: &armillary::poa::ObjectId,
-        _poa: &armillary::poa::Poa,
-    ) -> Result<Arc<dyn Servant>, armillary::poa::ServantManagerError> {
-        match self.to.lock().unwrap().clone() {
-            Some(to) => Err(armillary::poa::ServantManagerError::Forward(to)),
-            None => Err(SystemException::transient(0, CompletionStatus::No).into()),
-        }
-    }
-
-    fn etherealize(
-        &self,
-        _: &armillary::poa::ObjectId,
-        _: &armillary::poa::Poa,
-        _: Arc<dyn Servant>,
-        _: bool,
-        _: bool,
-    ) {
-    }
-}
-
-#[test]
-fn location_forward_is_followed_transparently_and_bounded() {
-    use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
-    let (server_orb, target) =
-        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
-    let root = server_orb.root_poa();
-    let forwarder = Arc::new(Forwarder {
-        to: std::sync::Mutex::new(Some(target.clone())),
-    });
-    let poa = root
-        .create_poa(
-            "forwarding",
-            Some(root.manager()),
-            &[
-                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
-                Policy::IdAssignment(IdAssignmentPolicy::UserId),
-            ],
-        )
-        .unwrap();
-    poa.set_servant_manager(ServantManager::Activator(forwarder.clone()))
-        .unwrap();
-    let moved = poa
-        .create_reference_with_id(b"moved", "IDL:Test/Echo:1.0")
-        .unwrap();
-    let orb = client(GiopVersion::V1_2);
-    let remote = orb
-        .string_to_object(&server_orb.object_to_string(&moved))
-        .unwrap();
-    assert_eq!(long_call(&remote, "echo_long", 21).unwrap(), 21);
-    // A forward to itself loops until the hop limit: TRANSIENT, not a hang.
-    *forwarder.to.lock().unwrap() = Some(moved.clone());
-    let looping = poa
-        .create_reference_with_id(b"loop", "IDL:Test/Echo:1.0")
-        .unwrap();
-    let remote = orb
-        .string_to_object(&server_orb.object_to_string(&looping))
-        .unwrap();
-    assert_eq!(
-        long_call(&remote, "echo_long", 1).unwrap_err().kind(),
-        SystemExceptionKind::Transient
-    );
-    orb.shutdown(WaitForCompletion::Yes).unwrap();
-    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
-}
-
-/// Forwards each request for an object to the next reference of a list,
-/// the last one for good.
+/// Forwards each request for an object (ForwardRequest) to the next
+/// reference of a list, the last one for good; TRANSIENT when the list is
+/// empty.
 struct ForwardInTurn {
     to: std::sync::Mutex<std::collections::VecDeque<ObjectRef>>,
 }
@@ -578,6 +506,51 @@ impl armillary::poa::ServantActivator for ForwardInTurn {
         _: bool,
     ) {
     }
+}
+
+#[test]
+fn location_forward_is_followed_transparently_and_bounded() {
+    use armillary::poa::{IdAssignmentPolicy, Policy, RequestProcessingPolicy, ServantManager};
+    let (server_orb, target) =
+        server(OrbConfig::new().collocation(armillary::config::Collocation::None));
+    let root = server_orb.root_poa();
+    let forwarder = Arc::new(ForwardInTurn {
+        to: std::sync::Mutex::new([target.clone()].into()),
+    });
+    let poa = root
+        .create_poa(
+            "forwarding",
+            Some(root.manager()),
+            &[
+                Policy::RequestProcessing(RequestProcessingPolicy::UseServantManager),
+                Policy::IdAssignment(IdAssignmentPolicy::UserId),
+            ],
+        )
+        .unwrap();
+    poa.set_servant_manager(ServantManager::Activator(forwarder.clone()))
+        .unwrap();
+    let moved = poa
+        .create_reference_with_id(b"moved", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let orb = client(GiopVersion::V1_2);
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&moved))
+        .unwrap();
+    assert_eq!(long_call(&remote, "echo_long", 21).unwrap(), 21);
+    // A forward to itself loops until the hop limit: TRANSIENT, not a hang.
+    *forwarder.to.lock().unwrap() = [moved.clone()].into();
+    let looping = poa
+        .create_reference_with_id(b"loop", "IDL:Test/Echo:1.0")
+        .unwrap();
+    let remote = orb
+        .string_to_object(&server_orb.object_to_string(&looping))
+        .unwrap();
+    assert_eq!(
+        long_call(&remote, "echo_long", 1).unwrap_err().kind(),
+        SystemExceptionKind::Transient
+    );
+    orb.shutdown(WaitForCompletion::Yes).unwrap();
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// CORBA 3.0 §15.6: a client whose forwarded reference cannot be reached
@@ -936,8 +909,8 @@ fn locate_requests_from_the_client() {
             ],
         )
         .unwrap();
-    poa.set_servant_manager(ServantManager::Activator(Arc::new(Forwarder {
-        to: std::sync::Mutex::new(Some(obj.clone())),
+    poa.set_servant_manager(ServantManager::Activator(Arc::new(ForwardInTurn {
+        to: std::sync::Mutex::new([obj.clone()].into()),
     })))
     .unwrap();
     let moved = poa
