@@ -62,8 +62,9 @@ enum BenchCommand {
         #[arg(long, default_value = "0")]
         cpus: String,
         /// The Armillary server's concurrency model (`-ORBConcurrency`):
-        /// reactive, thread-pool:N, thread-per-connection or application.
-        #[arg(long, default_value = "reactive")]
+        /// reactive, thread-pool:N, thread-per-connection[:N] or
+        /// application; the ORB's default when not given.
+        #[arg(long, default_value_t = crate::bench_process::default_concurrency())]
         concurrency: String,
     },
     /// The server concurrency models in the Visibroker and MICO threading
@@ -161,7 +162,7 @@ enum BenchCommand {
     ServeEcho {
         #[arg(long)]
         ior_file: PathBuf,
-        #[arg(long, default_value = "reactive")]
+        #[arg(long, default_value_t = crate::bench_process::default_concurrency())]
         concurrency: String,
     },
     /// (internal) A raw TCP server: a reply after every

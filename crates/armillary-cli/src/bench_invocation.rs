@@ -155,8 +155,9 @@ pub struct InvocationOptions {
     /// CPUs of the latency phase (taskset list, e.g. `0`), or `none`.
     #[arg(long, default_value = "0")]
     cpus: String,
-    /// The Armillary server's concurrency model (`-ORBConcurrency`).
-    #[arg(long, default_value = "reactive")]
+    /// The Armillary server's concurrency model (`-ORBConcurrency`); the
+    /// ORB's default when not given.
+    #[arg(long, default_value_t = crate::bench_process::default_concurrency())]
     concurrency: String,
     /// Write the results as JSON to this file.
     #[arg(long)]

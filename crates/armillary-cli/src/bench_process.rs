@@ -156,6 +156,15 @@ pub(crate) fn raw_ping_pongs(
     Ok(())
 }
 
+/// The `-ORBConcurrency` spelling of the ORB's default server model
+/// (`thread-per-connection:64`): what an Armillary benchmark server runs
+/// unless told otherwise.
+pub(crate) fn default_concurrency() -> String {
+    armillary::config::OrbConfig::new()
+        .get_concurrency()
+        .to_string()
+}
+
 /// A command running `program`, on the CPUs `cpus` (a `taskset` list)
 /// when given: `taskset -c CPUS PROGRAM`, which may widen the CPUs the
 /// child inherits (a pinned benchmark's unpinned phase).

@@ -2,16 +2,16 @@
 //! and raw TCP in one run (issue 23), on four figures:
 //! - `latency`: `echo_longlong` round trips one at a time, each timed;
 //!   p50 and p99 over every call of every round. Contenders: Armillary
-//!   with its server in the default model (`reactive`) and in
+//!   with its server in the default model (`thread-per-connection:64`) and in
 //!   `thread-per-connection`, omniORB, and raw TCP (a ping-pong of the
 //!   GIOP request's and reply's sizes).
 //! - `throughput`: two-way `echo_longlong` calls per second from 1, 2 and
 //!   8 client threads sharing one object reference, in a client process
-//!   of their own. Contenders: Armillary (its default client, server
-//!   `reactive`) and omniORB (its default client: one call per connection
-//!   at a time, so it opens a connection per busy thread, up to 5 to a
-//!   server, `maxGIOPConnectionPerServer`; its default server, a thread
-//!   per connection).
+//!   of their own. Contenders: Armillary (its default client and server)
+//!   and omniORB (its default client: one call per connection at a time,
+//!   so it opens a connection per busy thread, up to 5 to a server,
+//!   `maxGIOPConnectionPerServer`; its default server, a thread per
+//!   connection).
 //! - `oneway`: oneway `ping` calls per second from one thread, timed from
 //!   the first to the two-way `oneway_count` that shows the server has run
 //!   them all (read again until it has, within a minute). Contenders:
@@ -445,7 +445,7 @@ fn report_json(
         },
         "pinning": pinning,
         "throughput_pinning": throughput_pinning,
-        "armillary_server_concurrency": "reactive",
+        "armillary_server_concurrency": crate::bench_process::default_concurrency(),
         "statistic": "latency: percentiles of every call of every round; \
                       rates: the median of the rounds' rates",
         "bytes_unit": "MB/s: bytes sent plus bytes received, 10^6 a MB",

@@ -5,8 +5,8 @@
 //!
 //! The servers:
 //! - Armillary's `bench serve-echo` (`echo_peer`) twice on the benchmark's
-//!   CPUs, in the default model (`reactive`) and in
-//!   `thread-per-connection`, and once more, `reactive`, on the
+//!   CPUs, in the default model (`thread-per-connection:64`) and in
+//!   `thread-per-connection`, and once more, in the default model, on the
 //!   throughput CPUs;
 //! - omniORB's `interop_server` once on the benchmark's CPUs and once on
 //!   the throughput CPUs (when omniORB's peers can be had);
@@ -125,7 +125,7 @@ struct OmniorbRig {
 pub(crate) struct Rig {
     _servers: Vec<Peer>,
     orb: Orb,
-    reactive: Everything,
+    default: Everything,
     thread_per_connection: Everything,
     /// The IOR of the Armillary server on the throughput CPUs.
     throughput_ior: String,
@@ -152,11 +152,12 @@ impl Rig {
     ) -> Result<Rig, String> {
         let wide = throughput_cpus.as_deref();
         let mut servers = Vec::new();
-        let (server, reactive_ior) = echo_peer::start(dir, "reactive", "reactive", None)?;
+        let default = crate::bench_process::default_concurrency();
+        let (server, default_ior) = echo_peer::start(dir, "default", &default, None)?;
         servers.push(server);
         let (server, tpc_ior) = echo_peer::start(dir, "tpc", "thread-per-connection", None)?;
         servers.push(server);
-        let (server, throughput_ior) = echo_peer::start(dir, "throughput", "reactive", wide)?;
+        let (server, throughput_ior) = echo_peer::start(dir, "throughput", &default, wide)?;
         servers.push(server);
         let omniorb = match omniorb {
             Some(peers) => {
@@ -183,11 +184,11 @@ impl Rig {
                 .map_err(|e| format!("the Armillary echo server failed: {e}"))?;
             Ok(echo)
         };
-        let reactive = stub(&reactive_ior)?;
+        let default = stub(&default_ior)?;
         let thread_per_connection = stub(&tpc_ior)?;
 
-        let (request, reply) = message_sizes(reactive.as_object());
-        let ping = request_size(reactive.as_object(), "ping", false, |w| w.write_long(0));
+        let (request, reply) = message_sizes(default.as_object());
+        let ping = request_size(default.as_object(), "ping", false, |w| w.write_long(0));
         let count = reply_size(|w| w.write_long(0));
         let mut connect = |name: &str, shape: RawShape| -> Result<(TcpStream, RawShape), String> {
             let (server, port) = start_raw_server(dir, name, shape)?;
@@ -212,7 +213,7 @@ impl Rig {
         let mut rig = Rig {
             _servers: servers,
             orb,
-            reactive,
+            default,
             thread_per_connection,
             throughput_ior,
             throughput_cpus,
@@ -255,7 +256,7 @@ impl Rig {
         let wide = self.throughput_cpus.as_deref();
         match (contender, turn) {
             (Contender::Armillary, Turn::Latency { calls }) => {
-                armillary_latency(&self.reactive, calls)
+                armillary_latency(&self.default, calls)
             }
             (Contender::ArmillaryThreadPerConnection, Turn::Latency { calls }) => {
                 armillary_latency(&self.thread_per_connection, calls)
@@ -280,10 +281,10 @@ impl Rig {
                 Ok(Measured::Rate(Elapsed::parse(&out)?.rate()))
             }
             (Contender::Armillary, Turn::Oneway { calls }) => {
-                armillary_oneways(&self.reactive, calls)
+                armillary_oneways(&self.default, calls)
             }
             (Contender::Armillary, Turn::Bytes { size, calls }) => {
-                let echo = &self.reactive;
+                let echo = &self.default;
                 timed_octet_echoes(size, calls, |payload, reply| {
                     *reply = echo.echo_octets(payload).map_err(|e| e.to_string())?;
                     Ok(())

@@ -10,14 +10,15 @@
 //! | `-ORBGIOPVersion 1.0\|1.1\|1.2` | the highest GIOP version to speak (default 1.2) |
 //! | `-ORBNativeCharCodeSet UTF-8\|ISO-8859-1` | native char code set |
 //! | `-ORBNativeWCharCodeSet UTF-16\|UCS-2` | native wchar code set |
-//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object\|locality:N` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
+//! | `-ORBConcurrency reactive\|thread-pool:N\|thread-per-connection[:N]\|application\|thread-per-request[:CAP]\|worker-pool:N[:QUEUE]\|thread-per-object\|locality:N` | server concurrency model; `thread-pool`, `thread-per-request` and `worker-pool` (and `application` with several driving threads) do not keep the order of a connection's requests, oneways included (see [`ConcurrencyModel`]) |
 //! | `-ORBIdleTimeout DURATION` | close connections idle this long (default 180s; 0: never; a bare number is seconds) |
 //! | `-ORBHoldLimit N` | requests a holding POA manager queues |
 //! | `-ORBClientCallTimeout DURATION` | the longest a call this ORB makes may take, from its start to its reply (0: no limit, the default); a late call fails with TIMEOUT (`minor::CALL_TIMEOUT`); a thread ([`CallTimeout`](crate::CallTimeout)) or a reference ([`ObjectRef::with_call_timeout`](crate::ObjectRef::with_call_timeout)) may override it; a bare number is milliseconds |
 //! | `-ORBLane NAME:THREADS` | a lane, a pool of threads a [`RequestFilter`](crate::RequestFilter) may route requests to; repeatable |
 //! | `-ORBClientMaxOutstanding N` (also `-ORBMaxOutstanding`) | requests this ORB may have awaiting their reply on one client connection; a caller beyond blocks until one is answered or its call timeout passes (then TIMEOUT, `minor::CALL_TIMEOUT`, COMPLETED_NO) (default 1024) |
 //! | `-ORBCollocation none\|thru-poa\|direct` | how a call reaches an object this process serves: through its POA without IIOP or CDR (`thru-poa`, the default), straight to the servant (`direct`), or over loopback IIOP as if remote (`none`); a reference may override it (see [`Collocation`]) |
-//! | `-ORBTransportMux exclusive\|muxed` | whether requests to one server share a connection (`muxed`, the default) or each takes a connection of its own, idle ones reused (`exclusive`, at most 64 per server; see [`TransportMux`]) |
+//! | `-ORBTransportMux exclusive-calls\|exclusive\|muxed` | whether each synchronous call to a server takes a connection of its own, idle ones reused, deferred and asynchronous requests sharing one (`exclusive-calls`, the default), every request takes one of its own (`exclusive`), or all share one (`muxed`); at most `-ORBMaxConnectionsPerServer` per server, beyond which requests share them; see [`TransportMux`] |
+//! | `-ORBMaxConnectionsPerServer N` | connections the exclusive transports open to one server (default 8), as omniORB's `maxGIOPConnectionPerServer` |
 //! | `-ORBUnionDefaultLabel discriminator\|zero-octet` | how this ORB's TypeCodes label a union's default member for a peer whose form it does not know: a zero of the discriminator's type (the default; omniORB and TAO read it) or the zero octet (JacORB and the JDK ORB read it); see [`UnionDefaultLabel`] |
 //! | `-ORBWaitStrategy read\|reactor\|lf` | how a thread waits for a reply: reading its connection, or serving the ORB meanwhile inside upcalls (so that nested callbacks never deadlock); default `lf`; `read` is accepted only with the thread-pool and thread-per-request models, where another thread serves a nested call (see [`WaitStrategy`]) |
 //! | `-ORBListenEndpoints iiops://host:port` (also `ssliop://host:port`, `-ORBEndpoint giop:ssl:host:port`) | where the server listens for IIOP over TLS; repeatable |
@@ -76,6 +77,7 @@ use armillary_giop::GiopVersion;
 /// |---|---|
 /// | [`SingleThreadedReactive`](Self::SingleThreadedReactive) | one at a time, in the order they arrived |
 /// | [`ThreadPerConnection`](Self::ThreadPerConnection) | one at a time, in the order they arrived |
+/// | [`ThreadPerConnectionUpTo`](Self::ThreadPerConnectionUpTo) (the default) | one at a time, in the order they arrived |
 /// | [`ApplicationThreads`](Self::ApplicationThreads) | in order while one thread drives the ORB; as in a pool when several do |
 /// | [`ThreadPool`](Self::ThreadPool) | in no guaranteed order, possibly at the same time |
 /// | [`ThreadPerRequest`](Self::ThreadPerRequest) | in no guaranteed order, possibly at the same time |
@@ -118,8 +120,24 @@ pub enum ConcurrencyModel {
     /// behind another's upcall while a thread is free.
     ThreadPool(usize),
     /// Every connection gets a thread that blocks reading it and runs its
-    /// requests (the reactor only accepts), in the order they arrived.
+    /// requests (the reactor only accepts), in the order they arrived. A
+    /// connection beyond
+    /// [`max_connection_threads`](OrbConfig::max_connection_threads) is
+    /// refused.
     ThreadPerConnection,
+    /// The default: thread per connection for the first N connections
+    /// open at a time (at most
+    /// [`max_connection_threads`](OrbConfig::max_connection_threads));
+    /// one reactor thread reads the connections beyond them and runs their
+    /// requests, as [`SingleThreadedReactive`](Self::SingleThreadedReactive)
+    /// does. A connection keeps the reader it got when it was accepted.
+    /// Every connection's requests run one at a time, in the order they
+    /// arrived; different connections' run at the same time (those the
+    /// reactor reads, one after another). omniORB's default is the same
+    /// shape: while connections are few, each is read by a thread blocked
+    /// on it, which answers a request with no event loop in between
+    /// (`-ORBConcurrency thread-per-connection:N`).
+    ThreadPerConnectionUpTo(usize),
     /// The ORB starts no server threads: the application's own threads run
     /// the reactor in [`Orb::run`](crate::Orb::run) or, one unit of work at
     /// a time, in [`Orb::perform_work`](crate::Orb::perform_work). Requests
@@ -173,8 +191,12 @@ impl ConcurrencyModel {
     /// names no queue length.
     pub const DEFAULT_WORKER_QUEUE: usize = 1024;
 
+    /// Connections the default model gives threads of their own
+    /// ([`ThreadPerConnectionUpTo`](Self::ThreadPerConnectionUpTo)).
+    pub const DEFAULT_CONNECTION_THREADS: usize = 64;
+
     /// Parses an `-ORBConcurrency` value (`reactive`, `thread-pool:N`,
-    /// `thread-per-connection`, `application`, `thread-per-request[:CAP]`,
+    /// `thread-per-connection[:N]`, `application`, `thread-per-request[:CAP]`,
     /// `worker-pool:N[:QUEUE]`, `thread-per-object`, `locality:N`); `None` when it is
     /// none of these or a count is 0.
     ///
@@ -198,6 +220,7 @@ impl ConcurrencyModel {
         Some(match (name, args.as_slice()) {
             ("reactive", []) => ConcurrencyModel::SingleThreadedReactive,
             ("thread-per-connection", []) => ConcurrencyModel::ThreadPerConnection,
+            ("thread-per-connection", [n]) => ConcurrencyModel::ThreadPerConnectionUpTo(count(n)?),
             ("application", []) => ConcurrencyModel::ApplicationThreads,
             ("thread-per-object", []) => ConcurrencyModel::ThreadPerObject,
             ("thread-pool", [n]) => ConcurrencyModel::ThreadPool(count(n)?),
@@ -232,6 +255,7 @@ impl ConcurrencyModel {
             ConcurrencyModel::SingleThreadedReactive,
             ConcurrencyModel::ThreadPool(threads),
             ConcurrencyModel::ThreadPerConnection,
+            ConcurrencyModel::ThreadPerConnectionUpTo(Self::DEFAULT_CONNECTION_THREADS),
             ConcurrencyModel::ApplicationThreads,
             ConcurrencyModel::ThreadPerRequest(None),
             ConcurrencyModel::WorkerPool {
@@ -251,6 +275,7 @@ impl std::fmt::Display for ConcurrencyModel {
             ConcurrencyModel::SingleThreadedReactive => f.write_str("reactive"),
             ConcurrencyModel::ThreadPool(n) => write!(f, "thread-pool:{n}"),
             ConcurrencyModel::ThreadPerConnection => f.write_str("thread-per-connection"),
+            ConcurrencyModel::ThreadPerConnectionUpTo(n) => write!(f, "thread-per-connection:{n}"),
             ConcurrencyModel::ApplicationThreads => f.write_str("application"),
             ConcurrencyModel::ThreadPerRequest(None) => f.write_str("thread-per-request"),
             ConcurrencyModel::ThreadPerRequest(Some(cap)) => {
@@ -345,6 +370,7 @@ impl WaitStrategy {
             // only worker).
             ConcurrencyModel::SingleThreadedReactive
             | ConcurrencyModel::ThreadPerConnection
+            | ConcurrencyModel::ThreadPerConnectionUpTo(_)
             | ConcurrencyModel::ApplicationThreads
             | ConcurrencyModel::WorkerPool { .. }
             | ConcurrencyModel::ThreadPerObject
@@ -366,17 +392,28 @@ impl WaitStrategy {
 ///
 /// | mux | requests to one endpoint |
 /// |---|---|
-/// | [`Muxed`](Self::Muxed) | share one connection, any number at once; replies are matched to requests by id (the default: fewest connections) |
-/// | [`Exclusive`](Self::Exclusive) | one at a time per connection: a request takes an idle cached connection or opens another; at most 64 per endpoint, beyond which requests share them |
+/// | [`ExclusiveCalls`](Self::ExclusiveCalls) (the default) | a synchronous call (or oneway) as with `Exclusive`; deferred and asynchronous requests (DII deferred, AMI), whose replies the ORB reads for them, share one connection as with `Muxed` |
+/// | [`Exclusive`](Self::Exclusive) | one at a time per connection: a request takes an idle cached connection or opens another; at most [`max_connections_per_server`](OrbConfig::max_connections_per_server) per endpoint (default 8), beyond which requests share them |
+/// | [`Muxed`](Self::Muxed) | share one connection, any number at once; replies are matched to requests by id (fewest connections) |
 ///
-/// Oneways count as busy only while they are written.
+/// Oneways count as busy only while they are written. Exclusive
+/// synchronous calls are the default because a caller then reads its own reply
+/// from its own connection (no hand-over between threads), and a server
+/// reading each connection on a thread of its own (the default model)
+/// serves concurrent callers in parallel: omniORB's defaults
+/// (`oneCallPerConnection`, `maxGIOPConnectionPerServer`) have the same
+/// shape.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TransportMux {
+    /// One synchronous call at a time per connection, deferred and
+    /// asynchronous requests sharing one (`exclusive-calls`; the
+    /// default).
+    #[default]
+    ExclusiveCalls,
     /// One request at a time per connection (`exclusive`).
     Exclusive,
-    /// Many requests per connection (`muxed`; the default).
-    #[default]
+    /// Many requests per connection (`muxed`).
     Muxed,
 }
 
@@ -803,6 +840,8 @@ pub struct OrbConfig {
     pub(crate) wait_strategy: WaitStrategy,
     /// Whether requests share connections.
     pub(crate) transport_mux: TransportMux,
+    /// Most connections the exclusive transport opens to one endpoint.
+    pub(crate) max_connections_per_server: usize,
     pub(crate) collocation: Collocation,
     /// How TypeCodes label a union's default member for a peer whose
     /// form is not known.
@@ -851,7 +890,9 @@ impl Default for OrbConfig {
             max_giop_version: MaxGiopVersion::default(),
             char_code_set: CharCodeSet::default(),
             wchar_code_set: WcharCodeSet::default(),
-            concurrency: ConcurrencyModel::SingleThreadedReactive,
+            concurrency: ConcurrencyModel::ThreadPerConnectionUpTo(
+                ConcurrencyModel::DEFAULT_CONNECTION_THREADS,
+            ),
             idle_timeout: Some(Duration::from_secs(180)),
             message_timeout: Some(Duration::from_secs(5)),
             max_message_size: 64 << 20,
@@ -867,7 +908,8 @@ impl Default for OrbConfig {
             call_timeout: None,
             client_max_outstanding: 1024,
             wait_strategy: WaitStrategy::LeaderFollowers,
-            transport_mux: TransportMux::Muxed,
+            transport_mux: TransportMux::ExclusiveCalls,
+            max_connections_per_server: 8,
             collocation: Collocation::ThruPoa,
             union_default_label: UnionDefaultLabel::Discriminator,
             request_filter: crate::request_filter::FilterSlot::default(),
@@ -949,7 +991,8 @@ impl OrbConfig {
     }
 
     /// Sets the server concurrency model (default
-    /// [`SingleThreadedReactive`](ConcurrencyModel::SingleThreadedReactive),
+    /// [`ThreadPerConnectionUpTo`](ConcurrencyModel::ThreadPerConnectionUpTo)`(64)`:
+    /// thread per connection, the reactor beyond 64 connections;
     /// `-ORBConcurrency`).
     pub fn concurrency(mut self, model: ConcurrencyModel) -> Self {
         self.concurrency = model;
@@ -1027,9 +1070,11 @@ impl OrbConfig {
     }
 
     /// Sets the most connection threads under
-    /// [`ThreadPerConnection`](ConcurrencyModel::ThreadPerConnection); a
-    /// connection beyond it is accepted and closed at once (default
-    /// 1,024, at least 1; `-ORBMaxConnectionThreads`).
+    /// [`ThreadPerConnection`](ConcurrencyModel::ThreadPerConnection), where
+    /// a connection beyond it is accepted and closed at once, and under
+    /// [`ThreadPerConnectionUpTo`](ConcurrencyModel::ThreadPerConnectionUpTo),
+    /// where the reactor reads it (default 1,024, at least 1;
+    /// `-ORBMaxConnectionThreads`).
     pub fn max_connection_threads(mut self, count: usize) -> Self {
         self.max_connection_threads = count.max(1);
         self
@@ -1077,9 +1122,17 @@ impl OrbConfig {
     }
 
     /// Sets whether requests to one server share a connection (default
-    /// [`TransportMux::Muxed`]; `-ORBTransportMux`).
+    /// [`TransportMux::ExclusiveCalls`]; `-ORBTransportMux`).
     pub fn transport_mux(mut self, mux: TransportMux) -> Self {
         self.transport_mux = mux;
+        self
+    }
+
+    /// Sets the most connections the exclusive transports open to one
+    /// server (endpoint); with all of them busy, a request shares one
+    /// (default 8, at least 1; `-ORBMaxConnectionsPerServer`).
+    pub fn max_connections_per_server(mut self, count: usize) -> Self {
+        self.max_connections_per_server = count.max(1);
         self
     }
 
@@ -1251,6 +1304,11 @@ impl OrbConfig {
     /// The most connection threads under thread per connection.
     pub fn get_max_connection_threads(&self) -> usize {
         self.max_connection_threads
+    }
+
+    /// The most connections the exclusive transport opens to one server.
+    pub fn get_max_connections_per_server(&self) -> usize {
+        self.max_connections_per_server
     }
 
     /// The most requests a holding POA manager queues.
@@ -1672,9 +1730,16 @@ impl OrbConfig {
                 "-ORBTransportMux" => {
                     let v = value()?;
                     self.transport_mux = match v.as_str() {
+                        "exclusive-calls" => TransportMux::ExclusiveCalls,
                         "exclusive" => TransportMux::Exclusive,
                         "muxed" => TransportMux::Muxed,
-                        _ => return Err(bad(&option, &v, "expected exclusive or muxed")),
+                        _ => {
+                            return Err(bad(
+                                &option,
+                                &v,
+                                "expected exclusive-calls, exclusive or muxed",
+                            ))
+                        }
                     };
                 }
                 "-ORBUnionDefaultLabel" => {
@@ -1709,6 +1774,9 @@ impl OrbConfig {
                 "-ORBMaxConnections" => self.max_connections = parse_count(&option, &value()?)?,
                 "-ORBMaxConnectionThreads" => {
                     self.max_connection_threads = parse_count(&option, &value()?)?
+                }
+                "-ORBMaxConnectionsPerServer" => {
+                    self.max_connections_per_server = parse_count(&option, &value()?)?
                 }
                 "-ORBHoldLimit" => {
                     let v = value()?;
@@ -1790,6 +1858,10 @@ mod tests {
             (
                 "thread-per-connection",
                 ConcurrencyModel::ThreadPerConnection,
+            ),
+            (
+                "thread-per-connection:8",
+                ConcurrencyModel::ThreadPerConnectionUpTo(8),
             ),
             ("application", ConcurrencyModel::ApplicationThreads),
             ("locality:3", ConcurrencyModel::Locality(3)),
@@ -2039,6 +2111,8 @@ mod tests {
             "10",
             "-ORBMaxConnectionThreads",
             "3",
+            "-ORBMaxConnectionsPerServer",
+            "2",
             "-ORBIdleTimeout",
             "0",
             "-ORBMessageTimeout",
@@ -2052,6 +2126,7 @@ mod tests {
         assert_eq!(c.max_queued_reply_bytes, 64 << 10);
         assert_eq!(c.max_connections, 10);
         assert_eq!(c.max_connection_threads, 3);
+        assert_eq!(c.max_connections_per_server, 2);
         assert_eq!(c.idle_timeout, None);
         assert_eq!(c.message_timeout, Some(Duration::from_millis(500)));
         for (option, value) in [
@@ -2188,22 +2263,31 @@ mod tests {
                 OrbConfig::new().client_max_outstanding(8),
             ),
             (
+                // `exclusive-calls` is the default: shown after another
+                // option.
+                vec![
+                    "-ORBTransportMux",
+                    "muxed",
+                    "-ORBConcurrency",
+                    "thread-pool:2",
+                    "-ORBTransportMux",
+                    "exclusive-calls",
+                ],
+                OrbConfig::new()
+                    .concurrency(ConcurrencyModel::ThreadPool(2))
+                    .transport_mux(TransportMux::ExclusiveCalls),
+            ),
+            (
                 vec!["-ORBTransportMux", "exclusive"],
                 OrbConfig::new().transport_mux(TransportMux::Exclusive),
             ),
             (
-                // `muxed` is the default: shown after another option.
-                vec![
-                    "-ORBTransportMux",
-                    "exclusive",
-                    "-ORBConcurrency",
-                    "thread-pool:2",
-                    "-ORBTransportMux",
-                    "muxed",
-                ],
-                OrbConfig::new()
-                    .concurrency(ConcurrencyModel::ThreadPool(2))
-                    .transport_mux(TransportMux::Muxed),
+                vec!["-ORBTransportMux", "muxed"],
+                OrbConfig::new().transport_mux(TransportMux::Muxed),
+            ),
+            (
+                vec!["-ORBMaxConnectionsPerServer", "2"],
+                OrbConfig::new().max_connections_per_server(2),
             ),
             (
                 vec!["-ORBUnionDefaultLabel", "zero-octet"],

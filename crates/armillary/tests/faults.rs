@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::config::{ConcurrencyModel, OrbConfig, TransportMux};
 use armillary::giop::giop::{
     FrameDecoder, FrameLimits, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus,
 };
@@ -107,12 +107,13 @@ fn hang(obj: &ObjectRef) -> Result<i32, SystemException> {
 }
 
 fn client(call_timeout: Option<Duration>) -> Orb {
-    Orb::with_config(
-        OrbConfig::new()
-            .collocation(armillary::config::Collocation::None)
-            .call_timeout(call_timeout),
-    )
-    .unwrap()
+    Orb::with_config(client_config(call_timeout)).unwrap()
+}
+
+fn client_config(call_timeout: Option<Duration>) -> OrbConfig {
+    OrbConfig::new()
+        .collocation(armillary::config::Collocation::None)
+        .call_timeout(call_timeout)
 }
 
 fn assert_exception(
@@ -400,7 +401,8 @@ fn requests_pending_at_a_close_connection_are_sent_again_and_run_once() {
     const CALLS: i32 = 6;
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let orb = client(None);
+    // Every call on one connection (the muxed transport).
+    let orb = Orb::with_config(client_config(None).transport_mux(TransportMux::Muxed)).unwrap();
     let obj = reference_at(&orb, port, "Echo");
     let callers: Vec<_> = (0..CALLS)
         .map(|v| {
@@ -503,8 +505,13 @@ fn a_server_that_stops_reading_times_out_the_send() {
 fn a_late_reply_is_dropped_and_the_connection_serves_other_calls() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    // Long enough for the other call's round trip to land inside it.
-    let orb = client(Some(Duration::from_secs(2)));
+    // Long enough for the other call's round trip to land inside it. The
+    // two calls share one connection (the muxed transport): the late
+    // reply arrives where another call is read.
+    let orb = Orb::with_config(
+        client_config(Some(Duration::from_secs(2))).transport_mux(TransportMux::Muxed),
+    )
+    .unwrap();
     let obj = reference_at(&orb, port, "Echo");
     let (hung_tx, hung_rx) = mpsc::channel();
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -661,13 +668,14 @@ fn the_call_timeout_option_is_read_from_orb_init() {
 /// A client ORB whose messages may be at most 64 KiB (and whose calls
 /// end after a minute: only a broken client reaches that).
 fn limited_client() -> Orb {
-    Orb::with_config(
-        OrbConfig::new()
-            .collocation(armillary::config::Collocation::None)
-            .max_message_size(64 << 10)
-            .call_timeout(Duration::from_secs(60)),
-    )
-    .unwrap()
+    Orb::with_config(limited_config()).unwrap()
+}
+
+fn limited_config() -> OrbConfig {
+    OrbConfig::new()
+        .collocation(armillary::config::Collocation::None)
+        .max_message_size(64 << 10)
+        .call_timeout(Duration::from_secs(60))
 }
 
 /// The long argument of an `echo_long` request the held server received.
@@ -679,7 +687,9 @@ fn echoed(request: &armillary_testkit::raw::Received) -> i32 {
 #[test]
 fn a_reply_beyond_the_message_size_limit_ends_its_call_with_marshal_and_closes_the_connection() {
     let server = HeldServer::start();
-    let orb = limited_client();
+    // Both calls on one connection (the muxed transport), so that the
+    // close reaches the other.
+    let orb = Orb::with_config(limited_config().transport_mux(TransportMux::Muxed)).unwrap();
     let obj = reference_at(&orb, server.port(), "held");
     let calls: Vec<_> = (1..=2)
         .map(|v| {

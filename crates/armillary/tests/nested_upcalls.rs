@@ -615,8 +615,8 @@ fn many_clients_through_one_thread_do_not_overflow_its_stack() {
         .unwrap();
     let middle_ior = middle.object_to_string(&poa.id_to_reference(&id).unwrap());
 
-    // A connection per client (the exclusive transport opens up to 64 to
-    // one endpoint, so an ORB per 60 clients): requests of one connection
+    // A connection per client (the exclusive transport, up to 64 to one
+    // endpoint, so an ORB per 60 clients): requests of one connection
     // are served in turn, one after the other's upcall.
     let clients: Vec<Orb> = (0..CLIENTS / 60)
         .map(|_| {
@@ -624,6 +624,7 @@ fn many_clients_through_one_thread_do_not_overflow_its_stack() {
                 OrbConfig::new()
                     .collocation(armillary::config::Collocation::None)
                     .transport_mux(TransportMux::Exclusive)
+                    .max_connections_per_server(64)
                     .call_timeout(CALL_TIMEOUT * 3),
             )
             .unwrap()

@@ -543,6 +543,8 @@ fn ordered_models_run_a_oneway_before_the_next_request() {
     for concurrency in [
         ConcurrencyModel::SingleThreadedReactive,
         ConcurrencyModel::ThreadPerConnection,
+        // The client's connection on a thread, the raw one on the reactor.
+        ConcurrencyModel::ThreadPerConnectionUpTo(1),
         ConcurrencyModel::ApplicationThreads,
     ] {
         let (server_orb, _, obj) = server(model(concurrency));
@@ -591,6 +593,57 @@ fn ordered_models_run_a_oneway_before_the_next_request() {
             driver.join().unwrap();
         }
     }
+}
+
+/// The default model, thread per connection up to N: the first N
+/// connections open at a time are each read by a thread of their own,
+/// those beyond by the one reactor thread; a thread freed by a closed
+/// connection goes to the next connection accepted.
+#[test]
+fn thread_per_connection_up_to_n_reads_the_rest_on_the_reactor() {
+    assert_eq!(
+        OrbConfig::new().get_concurrency(),
+        ConcurrencyModel::ThreadPerConnectionUpTo(ConcurrencyModel::DEFAULT_CONNECTION_THREADS)
+    );
+    let (server_orb, echo, obj) =
+        server(model(ConcurrencyModel::ThreadPerConnectionUpTo(2)).idle_timeout(None));
+    let key = key_of(&obj);
+    let stats = || server_orb.server_stats().unwrap();
+    // One call on a connection; returns the thread its upcall ran on.
+    let call = |raw: &mut TcpStream, id: u32| {
+        raw.write_all(&raw_request(id, &key, "echo_long", id as i32))
+            .unwrap();
+        assert_eq!(read_long_reply(raw, id), id as i32);
+        *echo.upcall_threads().last().unwrap()
+    };
+    let mut raws: Vec<TcpStream> = Vec::new();
+    let mut threads = Vec::new();
+    for n in 0..4u32 {
+        let mut raw = raw_connection(&server_orb);
+        threads.push(call(&mut raw, n + 1));
+        raws.push(raw);
+        assert_eq!(stats().connection_threads, (n as usize + 1).min(2));
+    }
+    assert_eq!(stats().connections_open, 4);
+    // Two threads of their own, and the reactor's for the other two.
+    assert_ne!(threads[0], threads[1]);
+    assert_eq!(threads[2], threads[3]);
+    assert!(!threads[..2].contains(&threads[2]));
+    // Each connection goes on being read where it was first.
+    for (i, raw) in raws.iter_mut().enumerate() {
+        assert_eq!(call(raw, 10 + i as u32), threads[i]);
+    }
+    // A closed threaded connection's thread ends; the next connection
+    // accepted gets a thread again.
+    drop(raws.remove(0));
+    wait_until("the first connection's thread ends", || {
+        stats().connection_threads == 1
+    });
+    let mut fresh = raw_connection(&server_orb);
+    let on = call(&mut fresh, 20);
+    assert_eq!(stats().connection_threads, 2);
+    assert!(!threads[1..].contains(&on));
+    server_orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 /// A thread pool keeps no order between a connection's requests: while a

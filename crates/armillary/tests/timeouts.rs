@@ -12,7 +12,7 @@
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-use armillary::config::OrbConfig;
+use armillary::config::{OrbConfig, TransportMux};
 use armillary::giop::giop::SyncScope;
 use armillary::{
     minor, Any, CallTimeout, CompletionStatus, Interface, ObjectRef, Orb, SystemException,
@@ -262,9 +262,13 @@ fn overrides_reach_typed_stubs_dii_and_synchronised_oneways() {
 fn a_late_reply_is_dropped_and_the_connection_serves_on() {
     bounded(|| {
         let server = HeldServer::start();
-        let orb =
-            Orb::with_config(OrbConfig::new().collocation(armillary::config::Collocation::None))
-                .unwrap();
+        // Every request on one connection (the muxed transport).
+        let orb = Orb::with_config(
+            OrbConfig::new()
+                .collocation(armillary::config::Collocation::None)
+                .transport_mux(TransportMux::Muxed),
+        )
+        .unwrap();
         let obj = reference(&server, &orb);
         // A deferred request without a timeout keeps the connection in use.
         let mut deferred = echo_request(&obj, 1);
@@ -337,6 +341,8 @@ fn requests_beyond_the_outstanding_limit_wait_for_a_reply() {
         let orb = Orb::with_config(
             OrbConfig::new()
                 .collocation(armillary::config::Collocation::None)
+                // The limit is one connection's: every request on one.
+                .transport_mux(TransportMux::Muxed)
                 .client_max_outstanding(LIMIT),
         )
         .unwrap();

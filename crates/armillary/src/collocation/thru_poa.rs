@@ -351,6 +351,7 @@ fn hands_off(model: Option<ConcurrencyModel>) -> bool {
         | Some(ConcurrencyModel::SingleThreadedReactive)
         | Some(ConcurrencyModel::ThreadPool(_))
         | Some(ConcurrencyModel::ThreadPerConnection)
+        | Some(ConcurrencyModel::ThreadPerConnectionUpTo(_))
         | Some(ConcurrencyModel::ApplicationThreads) => false,
         Some(ConcurrencyModel::ThreadPerRequest(_))
         | Some(ConcurrencyModel::WorkerPool { .. })

@@ -16,6 +16,7 @@ use super::{Attempt, CallStart, Progress, Sent};
 use crate::object::{OutgoingRequest, ReplyMessage};
 use crate::orb::OrbCore;
 use crate::pending::{InFlight, PendingReply, WaitFor};
+use crate::transport::mux::Caller;
 use crate::transport::reply::callback::Notify;
 use crate::transport::reply::deferred::DeferredSlot;
 
@@ -98,8 +99,7 @@ impl RemoteDeferred {
             let attempt = match self.core.send_once(
                 self.progress.target(),
                 request,
-                self.progress.addressing,
-                self.deadline,
+                (self.progress.addressing, Caller::Defers, self.deadline),
                 slot.dispatcher(),
                 self.start.as_ref(),
             ) {

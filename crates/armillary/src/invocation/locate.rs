@@ -10,6 +10,7 @@ use armillary_giop::{ByteOrder, CdrDecode};
 
 use crate::object::{Location, ObjectRef};
 use crate::transport::client::{Awaited, Closed, SendError};
+use crate::transport::mux::Caller;
 use crate::transport::outbox::Outgoing;
 use crate::transport::reply::sync::SyncSlot;
 
@@ -33,7 +34,7 @@ impl OrbCore {
         .into_iter()
         .next()
         .ok_or_else(|| SystemException::transient(minor::CONNECT_FAILED, CompletionStatus::No))?;
-        let conn = self.connection(&route, deadline)?;
+        let conn = self.connection(&route, Caller::Waits, deadline)?;
         let id = conn.next_request_id();
         let fields = MessageBody::LocateRequest {
             request_id: id,

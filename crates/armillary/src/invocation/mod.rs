@@ -45,6 +45,7 @@ use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
 use crate::object::{Invoker, Location, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::pending::PendingReply;
 use crate::transport::client::{Awaited, Checkout, ClientConnection, Closed, SendError};
+use crate::transport::mux::Caller;
 use crate::transport::outbox::Outgoing;
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::reply::ReplyDispatcher;
@@ -95,14 +96,16 @@ impl OrbCore {
         self.running_server().map(|server| server.reactor().clone())
     }
 
-    /// The connection to `route` for a call that must end by `deadline`.
+    /// The connection to `route` for a request whose caller `caller`,
+    /// that must end by `deadline`.
     pub(crate) fn connection(
         &self,
         route: &crate::transport::tls::Route,
+        caller: Caller,
         deadline: Option<Instant>,
     ) -> Result<Checkout, SystemException> {
         self.connections
-            .get(&route.host, route.port, route.tls, deadline)
+            .get((&route.host, route.port, route.tls), caller, deadline)
     }
 
     /// What a reply wait that ran out of time means for the call and the
@@ -145,8 +148,7 @@ impl OrbCore {
         let mut sent = match self.send_once(
             target,
             request,
-            addressing,
-            deadline,
+            (addressing, Caller::Waits, deadline),
             slot.dispatcher(),
             start,
         )? {
@@ -159,7 +161,9 @@ impl OrbCore {
     }
 
     /// Sends one attempt at `request` on `target` (see
-    /// [`invoke_once`](Self::invoke_once)), its reply to go to
+    /// [`invoke_once`](Self::invoke_once)), with `how` its addressing
+    /// disposition, how its caller waits for the reply (which the
+    /// transport mux weighs) and its deadline, its reply to go to
     /// `dispatcher`: the request as sent, or what the attempt already came
     /// to (a oneway is done once written; a request that could not be
     /// written whole is retried). With `start` (the call is intercepted),
@@ -171,20 +175,12 @@ impl OrbCore {
         &self,
         target: &Ior,
         request: &OutgoingRequest<'_>,
-        addressing: i16,
-        deadline: Option<Instant>,
+        how: (i16, Caller, Option<Instant>),
         dispatcher: Arc<dyn ReplyDispatcher>,
         start: Option<&CallStart>,
     ) -> Result<Result<Sent, Attempt>, SystemException> {
         let mut interception = None;
-        let result = self.send_attempt(
-            target,
-            request,
-            (addressing, deadline),
-            dispatcher,
-            start,
-            &mut interception,
-        );
+        let result = self.send_attempt(target, request, how, dispatcher, start, &mut interception);
         let Some(interception) = interception else {
             return match (start, result) {
                 // No connection for it: its interceptors still see it
@@ -219,7 +215,7 @@ impl OrbCore {
         &self,
         target: &Ior,
         request: &OutgoingRequest<'_>,
-        (addressing, deadline): (i16, Option<Instant>),
+        (addressing, caller, deadline): (i16, Caller, Option<Instant>),
         dispatcher: Arc<dyn ReplyDispatcher>,
         start: Option<&CallStart>,
         interception: &mut Option<Box<crate::interceptors::ClientInterception>>,
@@ -240,7 +236,7 @@ impl OrbCore {
         let mut last_error = None;
         let routes = usable.routes.as_ref().map_err(Clone::clone)?;
         for route in routes {
-            let conn = match self.connection(route, deadline) {
+            let conn = match self.connection(route, caller, deadline) {
                 Ok(c) => c,
                 Err(e) => {
                     last_error = Some(e);

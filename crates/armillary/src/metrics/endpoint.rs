@@ -331,6 +331,11 @@ where
                 stats.connections_open,
             ),
             (
+                "armillary_server_connection_threads",
+                "Connections a thread of their own reads now",
+                stats.connection_threads,
+            ),
+            (
                 "armillary_server_partial_bytes",
                 "Bytes the partly received messages of every connection hold now",
                 stats.partial_bytes,

@@ -128,7 +128,7 @@ pub struct Policies {
     /// ORB's, the default). The ORB's model still decides which threads
     /// read the connections; the POA's decides where its requests run
     /// once read. A model that runs requests on the thread that read them
-    /// (`SingleThreadedReactive`, `ThreadPool`, `ThreadPerConnection`,
+    /// (`SingleThreadedReactive`, `ThreadPool`, `ThreadPerConnection[UpTo]`,
     /// `ApplicationThreads`) runs them there; `ThreadPerRequest`,
     /// `WorkerPool` and `ThreadPerObject` hand them to their own threads,
     /// started on the POA's first request and shared by every POA that

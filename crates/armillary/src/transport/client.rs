@@ -65,6 +65,7 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::mux::{Caller, Taken};
 use super::outbox::{Batch, Departure, Outbox, Outgoing, Stop, Stopped, Verdict};
 use super::reply::sync::SyncSlot;
 pub(crate) use super::reply::Awaited;
@@ -701,9 +702,13 @@ impl ClientConnection {
                 self.outbox.lock().left();
                 // Requests whose deadline passed while they were written
                 // (whoever found it passed left them to this thread) end
-                // now; a caller may wait for that.
+                // now; a caller may wait for that. (The clock is read only
+                // for a batch with a deadline.)
+                let Some(earliest) = batch.deadline_from(0) else {
+                    return Ok(());
+                };
                 let now = Instant::now();
-                if batch.deadline_from(0).is_some_and(|d| d <= now) {
+                if earliest <= now {
                     let mut state = self.state.lock();
                     let frames = state.frames;
                     for id in batch.overdue(now) {
@@ -847,8 +852,9 @@ impl ClientConnection {
             if done(&mut state) || state.closed.is_some() {
                 break true;
             }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| d <= now) {
+            // (The clock is read only for a call with a deadline.)
+            let now = deadline.map(|_| Instant::now());
+            if deadline.is_some_and(|d| Some(d) <= now) {
                 break false;
             }
             if state.leader {
@@ -862,7 +868,9 @@ impl ClientConnection {
             }
             // Lead: read no longer than our own deadline allows (1 ms at
             // least: a zero timeout means none).
-            let timeout = deadline.map(|d| (d - now).max(Duration::from_millis(1)));
+            let timeout = deadline
+                .zip(now)
+                .map(|(d, now)| (d - now).max(Duration::from_millis(1)));
             self.lead_once(&mut state, timeout);
             // Callbacks the read made ready run now, with the connection
             // free for another leader meanwhile.
@@ -1430,13 +1438,12 @@ impl ConnectionCache {
     }
 
     /// A live connection to `host:port` (over TLS with `tls`) for one
-    /// request: a cached one the mux lets it use, or a new one (opened
-    /// within `deadline` when there is one).
+    /// request whose caller `caller`: a cached one the mux lets it use, or
+    /// a new one (opened within `deadline` when there is one).
     pub(crate) fn get(
         &self,
-        host: &str,
-        port: u16,
-        tls: bool,
+        (host, port, tls): (&str, u16, bool),
+        caller: Caller,
         deadline: Option<Instant>,
     ) -> Result<Checkout, SystemException> {
         let config = match (tls, &self.tls) {
@@ -1475,9 +1482,10 @@ impl ConnectionCache {
         let mut i = 0;
         while i < list.len() {
             let c = &list[i];
-            if self.mux.take(c) {
+            let taken = self.mux.take(c, caller);
+            if taken != Taken::No {
                 if !c.is_dead_while_idle() {
-                    return Ok(Checkout(c.clone(), true));
+                    return Ok(Checkout(c.clone(), taken == Taken::Claimed));
                 }
                 list.remove(i);
                 continue;
@@ -1498,9 +1506,9 @@ impl ConnectionCache {
         };
         let fresh =
             ClientConnection::open(host, port, config, connect_timeout, self.max_message_size)?;
-        let took = self.mux.take(&fresh);
+        let claimed = self.mux.take(&fresh, caller) == Taken::Claimed;
         list.push(fresh.clone());
-        Ok(Checkout(fresh, took))
+        Ok(Checkout(fresh, claimed))
     }
 
     /// Drops `conn` from the cache (it failed or closed).
@@ -1679,9 +1687,20 @@ pub(crate) mod tests {
         // The connections wait in the listener's backlog: enough here.
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let get = |cache: &ConnectionCache| cache.get("127.0.0.1", port, false, None).unwrap();
+        let get = |cache: &ConnectionCache| {
+            cache
+                .get(("127.0.0.1", port, false), Caller::Waits, None)
+                .unwrap()
+        };
 
-        let cache = ConnectionCache::new(None, Box::new(Exclusive), 1 << 20);
+        let cache = ConnectionCache::new(
+            None,
+            Box::new(Exclusive {
+                max_per_endpoint: 64,
+                deferred_share: false,
+            }),
+            1 << 20,
+        );
         let first = get(&cache);
         let _slot = expect(&first, 1);
         // A reply is awaited on the first: the next request opens another.

@@ -1,32 +1,47 @@
-//! The exclusive transport: a connection carries one request at a time.
+//! The exclusive transports: a connection carries one request at a time.
 //! A request takes an idle cached connection to its endpoint (no reply
 //! awaited on it, nobody reading it), or opens one more while all are
 //! busy; a connection whose reply has come is idle again and reused. Each
 //! caller then reads its own socket (no hand-over of replies between
 //! threads), at the price of a connection per concurrent caller.
 //!
-//! Bounded: at most [`MAX_PER_ENDPOINT`] connections per endpoint; beyond,
-//! a request shares a busy one (as the muxed transport does), so that a
-//! burst of callers cannot open connections without limit. Connections
-//! close as any do: when the server closes them (idle timeout) or the
-//! ORB shuts down.
+//! Two forms: every request so (`-ORBTransportMux exclusive`), or only
+//! synchronous calls and oneways (`exclusive-calls`, the default), while
+//! deferred and asynchronous requests, whose replies the ORB reads for
+//! them, share the first connection as on a muxed one: a burst of them
+//! then needs neither a connection nor a reader thread each.
+//!
+//! Bounded: at most `-ORBMaxConnectionsPerServer` connections per
+//! endpoint (8 by default); beyond, a request shares a busy one (as the
+//! muxed transport does), so that a burst of callers cannot open
+//! connections without limit. Connections close as any do: when the
+//! server closes them (idle timeout) or the ORB shuts down.
 
-use super::TransportMux;
+use super::{Caller, Taken, TransportMux};
 use crate::transport::client::ClientConnection;
 
-/// Most connections the exclusive transport keeps to one endpoint.
-pub(crate) const MAX_PER_ENDPOINT: usize = 64;
-
-/// One request per connection (`-ORBTransportMux exclusive`).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Exclusive;
+/// One request per connection (`-ORBTransportMux exclusive`), or one
+/// synchronous call per connection (`exclusive-calls`, the default).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Exclusive {
+    /// Most connections to one endpoint.
+    pub(crate) max_per_endpoint: usize,
+    /// Whether deferred and asynchronous requests share a connection.
+    pub(crate) deferred_share: bool,
+}
 
 impl TransportMux for Exclusive {
-    fn take(&self, conn: &ClientConnection) -> bool {
-        conn.claim_if_idle()
+    fn take(&self, conn: &ClientConnection, caller: Caller) -> Taken {
+        if caller == Caller::Defers && self.deferred_share {
+            Taken::Shared
+        } else if conn.claim_if_idle() {
+            Taken::Claimed
+        } else {
+            Taken::No
+        }
     }
 
     fn max_per_endpoint(&self) -> usize {
-        MAX_PER_ENDPOINT
+        self.max_per_endpoint
     }
 }

@@ -55,7 +55,7 @@ use parking_lot::Mutex;
 
 pub(crate) use adapter::{Located, ObjectAdapter};
 pub(crate) use concurrency::driven_by_application;
-use concurrency::ServerConcurrency;
+use concurrency::{ConnectionThreads, ServerConcurrency};
 use connection::{ConnStream, ServerConnection};
 
 use crate::completion::WaitForCompletion;
@@ -117,6 +117,9 @@ pub struct ServerStats {
     pub connections_refused: u64,
     /// Connections open now.
     pub connections_open: usize,
+    /// Of those, the ones a thread of their own reads (thread per
+    /// connection, and the default model's first connections).
+    pub connection_threads: usize,
     /// Bytes the partly received messages of every connection hold now.
     pub partial_bytes: usize,
     /// Waits for the server's events (by its threads, by application
@@ -179,6 +182,7 @@ impl Shared {
             accept_failures: self.accept_failures.load(Ordering::SeqCst),
             connections_refused: self.refused.load(Ordering::SeqCst),
             connections_open: self.open.load(Ordering::SeqCst),
+            connection_threads: self.threads.load(Ordering::SeqCst),
             partial_bytes: self.partial_bytes.load(Ordering::SeqCst),
         }
     }
@@ -576,10 +580,11 @@ impl Acceptor {
     /// connection (or thread) limit is reached.
     fn admit(&self, reactor: &Arc<Reactor>, stream: TcpStream) {
         let limits = &self.shared.limits;
-        let per_thread = self.concurrency.thread_per_connection();
+        let threads = self.concurrency.connection_threads();
+        let running = self.shared.threads.load(Ordering::SeqCst);
+        let per_thread = threads.gives_thread(running, limits.max_connection_threads);
         let full = self.shared.open.load(Ordering::SeqCst) >= limits.max_connections
-            || (per_thread
-                && self.shared.threads.load(Ordering::SeqCst) >= limits.max_connection_threads);
+            || (threads == ConnectionThreads::Every && running >= limits.max_connection_threads);
         if full {
             // Closed at once rather than left in the backlog.
             self.shared.refused.fetch_add(1, Ordering::SeqCst);

@@ -20,8 +20,8 @@
 //!   ([`reactor_threads`](ServerConcurrency::reactor_threads)), whether
 //!   the application's threads drive it instead
 //!   ([`driven_by_application`](ServerConcurrency::driven_by_application)),
-//!   and whether each connection is read by a blocking thread of its own
-//!   ([`thread_per_connection`](ServerConcurrency::thread_per_connection));
+//!   and which connections are read by a blocking thread of their own
+//!   ([`connection_threads`](ServerConcurrency::connection_threads));
 //! - where a request runs once it was read and resolved to a servant
 //!   ([`schedule`](ServerConcurrency::schedule)): on the thread that read
 //!   it, or handed to another.
@@ -65,11 +65,11 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
         false
     }
 
-    /// Whether every accepted connection gets a thread of its own that
-    /// blocks reading it (the reactor then only accepts). Such a
-    /// connection counts against `max_connection_threads`.
-    fn thread_per_connection(&self) -> bool {
-        false
+    /// Which accepted connections get a thread of their own that blocks
+    /// reading them (the reactor reads the others). Such a connection
+    /// counts against `max_connection_threads`.
+    fn connection_threads(&self) -> ConnectionThreads {
+        ConnectionThreads::None
     }
 
     /// Whether the thread that read several requests at once may hold the
@@ -119,6 +119,32 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
     fn connection_closed(&self, _connection: u64) {}
 }
 
+/// Which connections a model reads on threads of their own (see
+/// [`ServerConcurrency::connection_threads`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnectionThreads {
+    /// None: the reactor reads every connection.
+    None,
+    /// Every connection; one that would pass `max_connection_threads` is
+    /// refused.
+    Every,
+    /// The first `n` open at a time (and at most `max_connection_threads`);
+    /// the reactor reads those accepted beyond.
+    UpTo(usize),
+}
+
+impl ConnectionThreads {
+    /// Whether a connection accepted while `running` connection threads
+    /// run gets a thread, with `max` the server's limit.
+    pub(crate) fn gives_thread(self, running: usize, max: usize) -> bool {
+        match self {
+            ConnectionThreads::None => false,
+            ConnectionThreads::Every => true,
+            ConnectionThreads::UpTo(n) => running < n.min(max),
+        }
+    }
+}
+
 /// The model `config` asks for, with the POA-level choices routed on top
 /// of it: the one place that maps the configuration to the models. Fails
 /// when a model's threads cannot be started.
@@ -141,7 +167,10 @@ fn for_model(model: ConcurrencyModel) -> std::io::Result<Arc<dyn ServerConcurren
     Ok(match model {
         ConcurrencyModel::ThreadPool(n) => Arc::new(thread_pool::ThreadPool::new(n)),
         ConcurrencyModel::ThreadPerConnection => {
-            Arc::new(thread_per_connection::ThreadPerConnection)
+            Arc::new(thread_per_connection::ThreadPerConnection::every())
+        }
+        ConcurrencyModel::ThreadPerConnectionUpTo(n) => {
+            Arc::new(thread_per_connection::ThreadPerConnection::up_to(n))
         }
         ConcurrencyModel::ApplicationThreads => Arc::new(application::ApplicationThreads),
         ConcurrencyModel::Locality(n) => Arc::new(locality::Locality::new(n)),

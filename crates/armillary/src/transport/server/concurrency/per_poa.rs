@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{busy, for_model, ResolvedRequest, ServerConcurrency};
+use super::{busy, for_model, ConnectionThreads, ResolvedRequest, ServerConcurrency};
 use crate::completion::WaitForCompletion;
 use crate::config::ConcurrencyModel;
 use crate::poa::Poa;
@@ -62,8 +62,8 @@ impl ServerConcurrency for PerPoa {
         self.orb.driven_by_application()
     }
 
-    fn thread_per_connection(&self) -> bool {
-        self.orb.thread_per_connection()
+    fn connection_threads(&self) -> ConnectionThreads {
+        self.orb.connection_threads()
     }
 
     /// The ORB's model decides: it reads, and a held reply is only ever

@@ -1,21 +1,56 @@
-//! Thread per connection: every connection gets a thread that blocks
-//! reading it and runs its requests in the order they arrived; the one
-//! reactor thread only accepts (and runs posted work). Replies are written
-//! blocking, which is this model's back-pressure.
+//! Thread per connection: a connection gets a thread that blocks reading
+//! it and runs its requests in the order they arrived; the one reactor
+//! thread accepts (and runs posted work). Replies are written blocking,
+//! which is this model's back-pressure.
+//!
+//! In its bounded form (`ThreadPerConnectionUpTo`, the default model) only
+//! the first N connections open at a time get threads; the reactor thread
+//! reads those accepted beyond and runs their requests, as the
+//! single-threaded reactive model does (and so may write the replies of
+//! requests read together at once). omniORB's server has the same shape:
+//! a blocked reader answers with no event loop in between, which is the
+//! shortest path a request can take while connections are few.
 
-use super::ServerConcurrency;
+use super::{ConnectionThreads, ServerConcurrency};
 
-/// A blocking reader thread per connection runs that connection's
-/// requests.
+/// A blocking reader thread per connection (up to a bound, or for
+/// every connection) runs that connection's requests.
 #[derive(Debug)]
-pub(crate) struct ThreadPerConnection;
+pub(crate) struct ThreadPerConnection {
+    threads: ConnectionThreads,
+}
+
+impl ThreadPerConnection {
+    /// A thread for every connection; those beyond `max_connection_threads`
+    /// are refused.
+    pub(crate) fn every() -> ThreadPerConnection {
+        ThreadPerConnection {
+            threads: ConnectionThreads::Every,
+        }
+    }
+
+    /// Threads for the first `n` connections open at a time; the reactor
+    /// reads the others.
+    pub(crate) fn up_to(n: usize) -> ThreadPerConnection {
+        ThreadPerConnection {
+            threads: ConnectionThreads::UpTo(n.max(1)),
+        }
+    }
+}
 
 impl ServerConcurrency for ThreadPerConnection {
     fn reactor_threads(&self) -> usize {
         1
     }
 
-    fn thread_per_connection(&self) -> bool {
-        true
+    fn connection_threads(&self) -> ConnectionThreads {
+        self.threads
+    }
+
+    /// The reactor thread reads and runs every request of the connections
+    /// it reads, one after another (a connection thread never holds
+    /// replies: it writes each as its request ends).
+    fn coalesces_replies(&self) -> bool {
+        self.threads != ConnectionThreads::Every
     }
 }
