@@ -571,7 +571,7 @@ pub(crate) struct GroupedBars {
 const GROUPED_LEGEND_WIDTH: u32 = 190;
 
 /// `x` in four significant figures at most and a suffix, without
-/// trailing zeros: `950`, `12.35k`, `4.56M`, `1M`.
+/// trailing zeros: `16.34`, `950`, `12.35k`, `4.56M`, `1M`.
 fn compact(x: f64) -> String {
     let (scaled, suffix) = match x.abs() {
         a if a >= 1e9 => (x / 1e9, "G"),
@@ -579,13 +579,9 @@ fn compact(x: f64) -> String {
         a if a >= 1e3 => (x / 1e3, "k"),
         _ => (x, ""),
     };
-    // 1 to 999.9 before the suffix: three decimals at most, one fewer
-    // per digit before the point.
-    let decimals = if suffix.is_empty() {
-        0
-    } else {
-        3 - (scaled.abs().log10().floor().clamp(0.0, 3.0) as usize)
-    };
+    // Three decimals at most, one fewer per digit before the point (so
+    // that 16.3 µs and 16.2 µs do not both read 16).
+    let decimals = 3 - (scaled.abs().log10().floor().clamp(0.0, 3.0) as usize);
     let digits = format!("{scaled:.decimals$}");
     let digits = if digits.contains('.') {
         digits.trim_end_matches('0').trim_end_matches('.')
@@ -803,6 +799,8 @@ mod tests {
     #[test]
     fn compact_numbers_keep_four_figures_at_most() {
         assert_eq!(compact(950.0), "950");
+        assert_eq!(compact(16.34), "16.34");
+        assert_eq!(compact(0.0), "0");
         assert_eq!(compact(12_345.0), "12.35k");
         assert_eq!(compact(123_456.0), "123.5k");
         assert_eq!(compact(38_795_026.0), "38.8M");
