@@ -1,10 +1,11 @@
 //! Replies to requests read together are written together (the reactive
-//! model, `ServerConcurrency::coalesces_replies`), and a held reply never
-//! waits on a call its thread makes.
+//! and thread-per-connection models, the default among them:
+//! `ServerConcurrency::coalesces_replies`), and a held reply never waits
+//! on a call its thread makes.
 //!
 //! A raw client writes several GIOP requests in one write, so that the
-//! server reads them in one read: under the single-threaded reactive model
-//! every reply then comes in one write, which the client reads whole in
+//! server reads them in one read: under those models every reply then
+//! comes in one write, which the client reads whole in
 //! its first read (a loopback write this small arrives at once). In every
 //! model the replies are right, whatever their number, sizes and GIOP
 //! versions. And a servant that calls another object while its thread
@@ -298,9 +299,24 @@ fn pipelined(key: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// The models whose reading thread runs what it read in turn, and so
+/// writes the replies of requests read together at once.
+const COALESCING: [ConcurrencyModel; 3] = [
+    ConcurrencyModel::SingleThreadedReactive,
+    ConcurrencyModel::ThreadPerConnection,
+    // The default; a connection of its own thread.
+    ConcurrencyModel::ThreadPerConnectionUpTo(64),
+];
+
 #[test]
-fn the_reactive_server_answers_requests_read_together_in_one_write() {
-    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+fn the_coalescing_models_answer_requests_read_together_in_one_write() {
+    for model in COALESCING {
+        answers_requests_read_together_in_one_write(model);
+    }
+}
+
+fn answers_requests_read_together_in_one_write(model: ConcurrencyModel) {
+    let setup = Setup::start(model);
     let mut c = setup.connect();
     // The connection's first request, answered alone.
     c.write_all(&request(
@@ -324,7 +340,7 @@ fn the_reactive_server_answers_requests_read_together_in_one_write() {
     assert_eq!(
         replies.len(),
         20,
-        "the first read brings every reply, written at once"
+        "the first read brings every reply, written at once ({model})"
     );
     for (i, reply) in replies.iter().enumerate() {
         assert_eq!(reply_long(reply), (i as u32, i as i32 * 7));
@@ -387,7 +403,13 @@ fn replies_read_together_are_all_right_in_every_model() {
 /// that the echo's reply comes while `operation`'s servant waits on the
 /// gate (which the test opens only once it has that reply).
 fn held_reply_goes_out_before_the_servant_waits(operation: &str) {
-    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+    for model in COALESCING {
+        held_reply_goes_out_before_the_servant_waits_in(model, operation);
+    }
+}
+
+fn held_reply_goes_out_before_the_servant_waits_in(model: ConcurrencyModel, operation: &str) {
+    let setup = Setup::start(model);
     let mut c = setup.connect();
     let key = &setup.key;
     let batch = [
@@ -417,7 +439,7 @@ fn held_reply_goes_out_before_the_servant_waits(operation: &str) {
     assert_eq!(
         reply_long(&second),
         (2, 1),
-        "the gate opened while {operation} waited on it"
+        "the gate opened while {operation} waited on it ({model})"
     );
 }
 
@@ -439,11 +461,19 @@ fn a_servant_blocking_on_a_future_first_writes_the_replies_its_thread_holds() {
 /// servant waits (the chain would wait for it until its call timeout).
 #[test]
 fn a_nested_request_on_the_held_connection_is_answered_while_its_caller_waits() {
-    let setup = Setup::start(ConcurrencyModel::SingleThreadedReactive);
+    for model in COALESCING {
+        nested_request_on_the_held_connection(model);
+    }
+}
+
+fn nested_request_on_the_held_connection(model: ConcurrencyModel) {
+    let setup = Setup::start(model);
     let client = Orb::with_config(
         OrbConfig::new()
             .collocation(armillary::config::Collocation::None)
             .concurrency(ConcurrencyModel::ThreadPool(2))
+            // The futures below share one connection.
+            .transport_mux(armillary::config::TransportMux::Muxed)
             .call_timeout(DEADLINE),
     )
     .unwrap();

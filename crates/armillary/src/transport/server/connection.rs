@@ -698,8 +698,19 @@ impl ServerConnection {
                 self.close_orderly(reactor);
                 return;
             }
+            // Replies to requests read together go out together, as the
+            // reactive model writes them (see `coalesces_replies`).
+            let hold = messages.len() > 1
+                && self.concurrency.coalesces_replies()
+                && self.hold_replies(reactor);
             for (frame, msg) in messages {
+                if hold {
+                    self.write_held_if_older(reactor, HOLD_LIMIT);
+                }
                 self.serve(reactor, frame, msg, self.in_progress(reactor));
+            }
+            if hold {
+                self.release_replies(reactor);
             }
             if self.message_overdue() {
                 self.trace_overdue();

@@ -75,10 +75,12 @@ pub(crate) trait ServerConcurrency: Send + Sync + fmt::Debug {
     /// Whether the thread that read several requests at once may hold the
     /// replies of those it runs itself and write them together once it
     /// has run them all (one write instead of one per reply; see
-    /// `ServerConnection::read_ready`). Only a model whose one thread reads
-    /// and runs every request in turn may: there a request behind a
-    /// blocked upcall waits for it anyway, and a thread that blocks
-    /// waiting for a reply of its own writes what it holds first.
+    /// `ServerConnection::read_ready` and `serve_blocking`). Only a model
+    /// whose reading thread runs every request of the connection it read
+    /// in turn may (the reactive model's one thread, a connection's own
+    /// thread): there a request behind a blocked upcall waits for it
+    /// anyway, and a thread that blocks waiting for a reply of its own
+    /// writes what it holds first.
     fn coalesces_replies(&self) -> bool {
         false
     }

@@ -1,13 +1,14 @@
 //! Thread per connection: a connection gets a thread that blocks reading
 //! it and runs its requests in the order they arrived; the one reactor
 //! thread accepts (and runs posted work). Replies are written blocking,
-//! which is this model's back-pressure.
+//! which is this model's back-pressure; those of requests read together
+//! are written together (pipelined asynchronous requests: one write for
+//! many replies).
 //!
 //! In its bounded form (`ThreadPerConnectionUpTo`, the default model) only
 //! the first N connections open at a time get threads; the reactor thread
 //! reads those accepted beyond and runs their requests, as the
-//! single-threaded reactive model does (and so may write the replies of
-//! requests read together at once). omniORB's server has the same shape:
+//! single-threaded reactive model does. omniORB's server has the same shape:
 //! a blocked reader answers with no event loop in between, which is the
 //! shortest path a request can take while connections are few.
 
@@ -47,10 +48,10 @@ impl ServerConcurrency for ThreadPerConnection {
         self.threads
     }
 
-    /// The reactor thread reads and runs every request of the connections
-    /// it reads, one after another (a connection thread never holds
-    /// replies: it writes each as its request ends).
+    /// A connection's thread runs every request it read, one after
+    /// another, and so does the reactor thread for the connections it
+    /// reads: the replies of requests read together are written together.
     fn coalesces_replies(&self) -> bool {
-        self.threads != ConnectionThreads::Every
+        true
     }
 }
