@@ -254,69 +254,6 @@ pub(crate) struct Panel {
     pub(crate) series: Vec<Series>,
 }
 
-/// Draws `panels` as line charts, two per row, into the SVG file `path`.
-pub(crate) fn plot_svg(path: &Path, panels: &[Panel]) -> Result<(), String> {
-    let rows = panels.len().div_ceil(2).max(1);
-    let cols = if panels.len() > 1 { 2 } else { 1 };
-    let size = (560 * cols as u32, 380 * rows as u32);
-    let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
-    let root = SVGBackend::new(path, size).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let areas = root.split_evenly((rows, cols));
-    for (panel, area) in panels.iter().zip(areas.iter()) {
-        let points = panel.series.iter().flat_map(|s| s.points.iter());
-        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-        for &(x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
-            x0 = x0.min(x);
-            x1 = x1.max(x);
-            y1 = y1.max(y);
-        }
-        if x0 > x1 {
-            (x0, x1) = (0.0, 1.0);
-        }
-        if x0 == x1 {
-            (x0, x1) = (x0 - 1.0, x1 + 1.0);
-        }
-        let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
-        let mut chart = ChartBuilder::on(area)
-            .caption(&panel.caption, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(32)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc(panel.x_label.as_str())
-            .y_desc(panel.y_label.as_str())
-            .draw()
-            .map_err(|e| fail(&e))?;
-        for (i, series) in panel.series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(series.points.iter().copied(), color))
-                .map_err(|e| fail(&e))?
-                .label(series.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-            chart
-                .draw_series(
-                    series
-                        .points
-                        .iter()
-                        .map(|&p| Circle::new(p, 2, color.filled())),
-                )
-                .map_err(|e| fail(&e))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| fail(&e))?;
-    }
-    root.present().map_err(|e| fail(&e))
-}
-
 /// Colours of [`plot_lines_svg`]'s lines, in order (Tableau 10: distinct,
 /// and all dark enough to read on white).
 const LINE_COLOURS: [RGBColor; 10] = [
@@ -332,13 +269,18 @@ const LINE_COLOURS: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-/// Width of the legend beside each chart of [`plot_lines_svg`].
+/// Width of the legend beside each chart of [`plot_lines_svg`], at least
+/// (wider for longer names).
 const LEGEND_WIDTH: u32 = 150;
 
+/// Pixels a character of the legend's 13-point font takes, about.
+const LEGEND_CHAR_WIDTH: u32 = 7;
+
 /// Draws `panels` as line charts, two per row, into the SVG file `path`,
-/// each with its legend beside it (never over a line), every line in a
-/// colour of its own; the series named `reference` (an ideal, say), if
-/// any, in black and dashed. A panel whose index is in `log_y` has a
+/// each with its legend beside it (never over a line, as wide as its
+/// longest name), every line in a colour of its own (past ten colours,
+/// dashed); the series named `reference` (an ideal, say), if any, in
+/// black, dashed finely. A panel whose index is in `log_y` has a
 /// logarithmic value axis (its values must be positive; others are left
 /// out).
 pub(crate) fn plot_lines_svg(
@@ -349,14 +291,24 @@ pub(crate) fn plot_lines_svg(
 ) -> Result<(), String> {
     let rows = panels.len().div_ceil(2).max(1);
     let cols = if panels.len() > 1 { 2 } else { 1 };
-    let size = ((560 + LEGEND_WIDTH) * cols as u32, 400 * rows as u32);
+    let longest = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .map(|s| s.name.chars().count() as u32)
+        .max()
+        .unwrap_or(0);
+    let legend_width = (longest * LEGEND_CHAR_WIDTH + 40).max(LEGEND_WIDTH);
+    // Tall enough for the longest legend too.
+    let entries = panels.iter().map(|p| p.series.len()).max().unwrap_or(0) as u32;
+    let height = (60 + 20 * entries).max(400);
+    let size = ((560 + legend_width) * cols as u32, height * rows as u32);
     let fail = |e: &dyn std::fmt::Display| format!("cannot plot {}: {e}", path.display());
     let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let areas = root.split_evenly((rows, cols));
     for (index, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
         let (plot_area, legend_area) =
-            area.split_horizontally(area.dim_in_pixel().0 - LEGEND_WIDTH);
+            area.split_horizontally(area.dim_in_pixel().0 - legend_width);
         // On a logarithmic axis the chart is of log10(y), labelled 10^v.
         let log = log_y.contains(&index);
         let value = |y: f64| if log { y.log10() } else { y };
@@ -418,8 +370,8 @@ pub(crate) fn plot_lines_svg(
             .y_label_formatter(&y_tick)
             .draw()
             .map_err(|e| fail(&e))?;
-        let mut colours = LINE_COLOURS.iter().cycle();
-        let mut legend: Vec<(String, ShapeStyle, bool)> = Vec::new();
+        let mut drawn = 0;
+        let mut legend: Vec<(String, ShapeStyle, Dash)> = Vec::new();
         for series in &panel.series {
             let points: Vec<(f64, f64)> = series
                 .points
@@ -432,32 +384,45 @@ pub(crate) fn plot_lines_svg(
                 chart
                     .draw_series(DashedLineSeries::new(points, 6, 4, style))
                     .map_err(|e| fail(&e))?;
-                legend.push((series.name.clone(), style, true));
+                legend.push((series.name.clone(), style, Dash::Reference));
                 continue;
             }
-            let colour = colours.next().copied().unwrap_or(BLACK);
+            let colour = LINE_COLOURS[drawn % LINE_COLOURS.len()];
+            let dash = if (drawn / LINE_COLOURS.len()) % 2 == 1 {
+                Dash::Long
+            } else {
+                Dash::Solid
+            };
+            drawn += 1;
             let style = colour.stroke_width(2);
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), style))
-                .map_err(|e| fail(&e))?;
+            match dash {
+                Dash::Long => chart
+                    .draw_series(DashedLineSeries::new(points.iter().copied(), 10, 5, style))
+                    .map(|_| ()),
+                _ => chart
+                    .draw_series(LineSeries::new(points.iter().copied(), style))
+                    .map(|_| ()),
+            }
+            .map_err(|e| fail(&e))?;
             chart
                 .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
                 .map_err(|e| fail(&e))?;
-            legend.push((series.name.clone(), style, false));
+            legend.push((series.name.clone(), style, dash));
         }
         // The legend, beside the chart, level with its top.
-        for (i, (name, style, dashed)) in legend.iter().enumerate() {
+        for (i, (name, style, dash)) in legend.iter().enumerate() {
             let y = 40 + 20 * i as i32;
-            if *dashed {
-                for x in [4, 14] {
-                    legend_area
-                        .draw(&PathElement::new(vec![(x, y), (x + 6, y)], *style))
-                        .map_err(|e| fail(&e))?;
-                }
-            } else {
+            let pieces: &[(i32, i32)] = match dash {
+                Dash::Solid => &[(4, 24)],
+                Dash::Long => &[(4, 12), (17, 24)],
+                Dash::Reference => &[(4, 10), (14, 20)],
+            };
+            for &(from, to) in pieces {
                 legend_area
-                    .draw(&PathElement::new(vec![(4, y), (24, y)], *style))
+                    .draw(&PathElement::new(vec![(from, y), (to, y)], *style))
                     .map_err(|e| fail(&e))?;
+            }
+            if *dash != Dash::Reference {
                 legend_area
                     .draw(&Circle::new((14, y), 3, style.color.filled()))
                     .map_err(|e| fail(&e))?;
@@ -472,6 +437,17 @@ pub(crate) fn plot_lines_svg(
         }
     }
     root.present().map_err(|e| fail(&e))
+}
+
+/// How a line of [`plot_lines_svg`] is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dash {
+    /// Solid, in a colour: the first ten lines.
+    Solid,
+    /// Long dashes, in a colour: the next ten.
+    Long,
+    /// Short black dashes: the reference line.
+    Reference,
 }
 
 /// One bar chart: a caption, the value axis' label and a (name, value)

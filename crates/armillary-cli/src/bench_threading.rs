@@ -52,7 +52,9 @@ use armillary::{ObjectRef, Orb, Servant, ServerRequest, WaitForCompletion};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::bench_report::{plot_svg, print_table, progress, write_json, Latencies, Panel, Series};
+use crate::bench_report::{
+    plot_lines_svg, print_table, progress, write_json, Latencies, Panel, Series,
+};
 
 /// `armillary bench threading …`
 #[derive(Debug, Args)]
@@ -1059,7 +1061,7 @@ pub fn run(args: ThreadingArgs) -> Result<ExitCode, String> {
         )?;
     }
     if let Some(path) = &args.plot {
-        plot_svg(path, &panels(&records, &experiments))?;
+        plot_lines_svg(path, &panels(&records, &experiments), None, &[])?;
     }
     Ok(ExitCode::SUCCESS)
 }
