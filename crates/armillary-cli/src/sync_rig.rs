@@ -152,12 +152,12 @@ impl Rig {
     ) -> Result<Rig, String> {
         let wide = throughput_cpus.as_deref();
         let mut servers = Vec::new();
-        let default = crate::bench_process::default_concurrency();
-        let (server, default_ior) = echo_peer::start(dir, "default", &default, None)?;
+        let default_model = crate::bench_process::default_concurrency();
+        let (server, default_ior) = echo_peer::start(dir, "default", &default_model, None)?;
         servers.push(server);
         let (server, tpc_ior) = echo_peer::start(dir, "tpc", "thread-per-connection", None)?;
         servers.push(server);
-        let (server, throughput_ior) = echo_peer::start(dir, "throughput", &default, wide)?;
+        let (server, throughput_ior) = echo_peer::start(dir, "throughput", &default_model, wide)?;
         servers.push(server);
         let omniorb = match omniorb {
             Some(peers) => {

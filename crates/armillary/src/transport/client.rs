@@ -852,9 +852,10 @@ impl ClientConnection {
             if done(&mut state) || state.closed.is_some() {
                 break true;
             }
-            // (The clock is read only for a call with a deadline.)
-            let now = deadline.map(|_| Instant::now());
-            if deadline.is_some_and(|d| Some(d) <= now) {
+            // The time left, for a call with a deadline (the clock is read
+            // only then).
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|left| left.is_zero()) {
                 break false;
             }
             if state.leader {
@@ -868,9 +869,7 @@ impl ClientConnection {
             }
             // Lead: read no longer than our own deadline allows (1 ms at
             // least: a zero timeout means none).
-            let timeout = deadline
-                .zip(now)
-                .map(|(d, now)| (d - now).max(Duration::from_millis(1)));
+            let timeout = left.map(|left| left.max(Duration::from_millis(1)));
             self.lead_once(&mut state, timeout);
             // Callbacks the read made ready run now, with the connection
             // free for another leader meanwhile.

@@ -442,18 +442,7 @@ impl ServerConnection {
                     self.hand_to_follower(reactor, frame, msg);
                 }
             }
-            let hold = messages.len() > 1
-                && self.concurrency.coalesces_replies()
-                && self.hold_replies(reactor);
-            for (frame, msg) in messages {
-                if hold {
-                    self.write_held_if_older(reactor, HOLD_LIMIT);
-                }
-                self.serve(reactor, frame, msg, self.counted(reactor));
-            }
-            if hold {
-                self.release_replies(reactor);
-            }
+            self.serve_read(reactor, messages, || self.counted(reactor));
             self.close_if_finished(reactor);
             if !self.take_resumable() {
                 self.schedule_deadline(reactor);
@@ -698,20 +687,7 @@ impl ServerConnection {
                 self.close_orderly(reactor);
                 return;
             }
-            // Replies to requests read together go out together, as the
-            // reactive model writes them (see `coalesces_replies`).
-            let hold = messages.len() > 1
-                && self.concurrency.coalesces_replies()
-                && self.hold_replies(reactor);
-            for (frame, msg) in messages {
-                if hold {
-                    self.write_held_if_older(reactor, HOLD_LIMIT);
-                }
-                self.serve(reactor, frame, msg, self.in_progress(reactor));
-            }
-            if hold {
-                self.release_replies(reactor);
-            }
+            self.serve_read(reactor, messages, || self.in_progress(reactor));
             if self.message_overdue() {
                 self.trace_overdue();
                 self.refuse();
@@ -940,6 +916,30 @@ impl ServerConnection {
             }
         }
         messages
+    }
+
+    /// Serves the messages of one read in turn, `in_progress` giving each
+    /// its guard. Where the model allows it (`coalesces_replies`), the
+    /// replies of several go out together: held while they run and
+    /// written at the end (see the module docs).
+    fn serve_read(
+        &self,
+        reactor: &Arc<Reactor>,
+        messages: ReadMessages,
+        in_progress: impl Fn() -> Option<InProgress>,
+    ) {
+        let hold = messages.len() > 1
+            && self.concurrency.coalesces_replies()
+            && self.hold_replies(reactor);
+        for (frame, msg) in messages {
+            if hold {
+                self.write_held_if_older(reactor, HOLD_LIMIT);
+            }
+            self.serve(reactor, frame, msg, in_progress());
+        }
+        if hold {
+            self.release_replies(reactor);
+        }
     }
 
     /// Serves one message read: where the request filter routes it (the
