@@ -9,8 +9,8 @@
 //! bench collocation`) into `collocation_bench.rs`, and
 //! `omniorb-peers/idl/sync_bench.idl` (a link to
 //! `tests/interop/idl/sync_bench.idl`: the echo server of `armillary bench
-//! latency`, `invocation` and `sync`, and `sync`'s stub) into
-//! `sync_bench.rs`, and
+//! latency`, `invocation` and `sync`, and `sync`'s stub; its
+//! `sequence<octet>` as `armillary::Bytes`) into `sync_bench.rs`, and
 //! `omniorb-peers/idl/lb_worker.idl` (a link to
 //! `tests/interop/idl/lb_worker.idl`: the replica of `armillary lb
 //! worker` and `armillary bench lb`) into `lb_worker.rs`.
@@ -36,6 +36,9 @@ fn main() {
         if let Err(e) = armillary_idl::Builder::new()
             .file(idl_dir.join(format!("{name}.idl")))
             .out_name(name)
+            // `bench sync`'s echo server answers with the octets it was
+            // given, as a slice of the request: no copy on its way in.
+            .octet_sequences_as_bytes(name == "sync_bench")
             .compile()
         {
             // The diagnostics, rustc-style, then fail the build.

@@ -61,6 +61,15 @@ fn main() {
             .amh("Amh::Calculator")
             .amh("Amh::Mixed::slow"),
     );
+    // idl/bytes.idl: every sequence<octet> as armillary::Bytes, and AMH
+    // for one operation (its responder takes Bytes too).
+    build(
+        "bytes",
+        Builder::new()
+            .file(root.join("crates/armillary-codegen-tests/idl/bytes.idl"))
+            .octet_sequences_as_bytes(true)
+            .amh("Octets::Store::echo"),
+    );
     build(
         "names",
         Builder::new().file(root.join("crates/armillary-codegen-tests/idl/names.idl")),

@@ -85,6 +85,11 @@ struct CompileArgs {
     /// interface's others staying synchronous. Repeat for more paths.
     #[arg(long, value_name = "PATH")]
     amh: Vec<String>,
+    /// Map every `sequence<octet>` to `armillary::Bytes` instead of
+    /// `Vec<u8>`: a received one of 1 KiB or more is a slice of the
+    /// message it came in, not a copy.
+    #[arg(long)]
+    bytes: bool,
 }
 
 fn define_arg(text: &str) -> Result<(String, Option<String>), DefineError> {
@@ -140,6 +145,7 @@ fn compile_files(args: &CompileArgs, out: &mut dyn Write, err: &mut dyn Write) -
         .files(args.frontend.files.iter().cloned())
         .lenient(args.frontend.lenient)
         .ami(!args.no_ami)
+        .octet_sequences_as_bytes(args.bytes)
         .out_dir(&args.out);
     for path in &args.amh {
         builder = builder.amh(path);
@@ -356,6 +362,46 @@ mod tests {
             );
         }
         assert!(without.contains("pub fn get("), "{without}");
+    }
+
+    #[test]
+    fn bytes_maps_octet_sequences_to_bytes() {
+        let dir = scratch_dir("bytes");
+        let main = dir.join("b.idl");
+        std::fs::write(
+            &main,
+            "module B { typedef sequence<octet> Blob; typedef sequence<octet, 8> Tag; \
+             typedef sequence<long> Longs; struct S { Blob b; sequence<octet> anon; }; \
+             interface I { Blob swap(in Blob b, out Tag t, inout Blob io); }; };\n",
+        )
+        .unwrap();
+        let compile = |extra: &[&str]| {
+            let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            args.push(main.to_str().unwrap());
+            let (outcome, _, err) = execute_args(&args);
+            assert_eq!(outcome, Outcome::Success, "{err}");
+            std::fs::read_to_string(dir.join("b.rs")).unwrap()
+        };
+        let plain = compile(&[]);
+        assert!(
+            plain.contains("pub type Blob = ::std::vec::Vec<u8>;"),
+            "{plain}"
+        );
+        assert!(!plain.contains("armillary::Bytes"), "{plain}");
+        let bytes = compile(&["--bytes"]);
+        for item in [
+            "pub type Blob = ::armillary::Bytes;",
+            "pub type Tag = ::armillary::Bytes;",
+            "pub anon: ::armillary::Bytes,",
+            "pub type Longs = ::std::vec::Vec<i32>;",
+            "r.read_octet_seq_shared()?",
+            "bound: 8",
+        ] {
+            assert!(bytes.contains(item), "{item} missing:\n{bytes}");
+        }
+        // Stubs still take a slice.
+        assert!(bytes.contains("b: &[u8]"), "{bytes}");
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl Rig {
             (Contender::RawTcp, Turn::Bytes { size, calls }) => {
                 let i = SIZES.iter().position(|s| s.2 == size).unwrap_or(0);
                 let stream = &mut self.raw_bytes[i];
-                timed_octet_echoes(size, calls, |payload, reply| {
+                timed_octet_echoes(size, calls, |payload, reply: &mut Vec<u8>| {
                     reply.resize(payload.len(), 0);
                     stream.write_all(payload).map_err(|e| e.to_string())?;
                     stream.read_exact(reply).map_err(|e| e.to_string())
@@ -389,13 +389,13 @@ fn raw_oneways(stream: &mut TcpStream, shape: RawShape, calls: usize) -> Result<
 /// in its second argument), each timed on its own and checked (the check
 /// not timed): MB/s, counting the bytes sent and received (10⁶ bytes a
 /// MB).
-fn timed_octet_echoes(
+fn timed_octet_echoes<R: Default + AsRef<[u8]>>(
     size: usize,
     calls: usize,
-    mut echo: impl FnMut(&[u8], &mut Vec<u8>) -> Result<(), String>,
+    mut echo: impl FnMut(&[u8], &mut R) -> Result<(), String>,
 ) -> Result<Measured, String> {
     let mut payload: Vec<u8> = (0..size).map(|j| (j * 7 + 3) as u8).collect();
-    let mut reply = Vec::new();
+    let mut reply = R::default();
     let mut total = Duration::ZERO;
     for i in 0..calls as u64 {
         // Each call's payload differs in its first octets: a stale reply
@@ -406,7 +406,7 @@ fn timed_octet_echoes(
         let t = Instant::now();
         echo(&payload, &mut reply)?;
         total += t.elapsed();
-        if reply != payload {
+        if reply.as_ref() != payload {
             return Err(format!("an echo of {size} octets returned other octets"));
         }
     }

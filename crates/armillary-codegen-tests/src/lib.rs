@@ -42,6 +42,13 @@ pub mod traits {
     armillary::include_idl!("traits");
 }
 
+/// `idl/bytes.idl`, compiled with `Builder::octet_sequences_as_bytes`:
+/// every `sequence<octet>` is [`armillary::Bytes`].
+#[warn(clippy::pedantic)]
+pub mod bytes {
+    armillary::include_idl!("bytes");
+}
+
 /// `idl/amh.idl`: AMH for a derived interface selected whole, and for one
 /// operation of an interface whose other operation stays synchronous.
 ///

@@ -180,7 +180,7 @@ fn frames(stream: &[u8], splits: &mut dyn FnMut(usize) -> usize) -> Vec<Vec<u8>>
         decoder.handle_bytes(&stream[at..at + n]).unwrap();
         at += n;
         while let Some(f) = decoder.poll_frame() {
-            out.push(f.bytes);
+            out.push(f.bytes.to_vec());
         }
     }
     assert!(decoder.is_idle());

@@ -161,6 +161,24 @@ impl Builder {
         self
     }
 
+    /// Whether every `sequence<octet>` maps to `armillary::Bytes` instead
+    /// of `Vec<u8>` (default: `false`), as `prost-build`'s `bytes` does: a
+    /// received sequence of 1 KiB or more is then a slice of the message
+    /// it came in rather than a copy. See
+    /// [`Options::octet_sequences_as_bytes`].
+    ///
+    /// ```no_run
+    /// armillary_idl::Builder::new()
+    ///     .file("storage.idl")
+    ///     .octet_sequences_as_bytes(true)
+    ///     .compile()
+    ///     .unwrap_or_else(|e| panic!("{e}"));
+    /// ```
+    pub fn octet_sequences_as_bytes(mut self, on: bool) -> Self {
+        self.options = std::mem::take(&mut self.options).octet_sequences_as_bytes(on);
+        self
+    }
+
     /// Whether [`Builder::compile`] keeps its warnings to itself (default:
     /// `false`, it prints them). [`Builder::generate`] returns them either
     /// way.

@@ -350,7 +350,7 @@ fn read_requests(mut stream: TcpStream, conn: usize, shared: &Shared, tx: &Sende
                     version: msg.header.version,
                     header: h.clone(),
                     body_offset: msg.body_offset,
-                    bytes: frame.bytes.clone(),
+                    bytes: frame.bytes.to_vec(),
                 });
             }
         }

@@ -110,6 +110,14 @@ impl<T: IdlType> IdlType for Vec<T> {
     }
 }
 
+impl IdlType for bytes::Bytes {
+    /// An unbounded `sequence<octet>` (the IDL compiler's
+    /// `octet_sequences_as_bytes` mapping).
+    fn type_code() -> TypeCode {
+        TypeCode::sequence(TypeCode::octet(), 0)
+    }
+}
+
 impl<T: IdlType, const N: usize> IdlType for [T; N] {
     /// `T[N]`. An array longer than `u32::MAX` has no TypeCode: it gets
     /// one of that length, which no value fits.

@@ -244,3 +244,7 @@ pub use armillary_giop::any::Any;
 pub use armillary_giop::any::DynValue;
 pub use armillary_giop::cdr::{Fixed, LongDouble};
 pub use armillary_giop::typecode::TypeCode;
+/// A `sequence<octet>` in the IDL compiler's `octet_sequences_as_bytes`
+/// mapping: a received one of 1 KiB or more is a slice of the message it
+/// came in, not a copy (see [`CdrReader::read_octet_seq_shared`](crate::runtime::CdrReader::read_octet_seq_shared)).
+pub use bytes::Bytes;

@@ -601,7 +601,7 @@ impl armillary::runtime::Invoker for Immediate {
                 armillary::runtime::ReplyOutcome::Normal
             },
             fragment_starts: Vec::new(),
-            bytes,
+            bytes: bytes.into(),
         }))
     }
 }

@@ -23,7 +23,7 @@ pub use codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 pub use fixed::{Fixed, FixedError};
 pub use fragments::BlockLayout;
 pub use long_double::LongDouble;
-pub use read::CdrReader;
+pub use read::{CdrReader, SHARED_OCTETS_MIN};
 pub use write::CdrWriter;
 
 use crate::version::GiopVersion;
@@ -358,6 +358,24 @@ impl<T: CdrDecode> CdrDecode for Vec<T> {
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         let n = r.read_seq_len(T::MIN_SIZE)?;
         T::decode_vec(r, n)
+    }
+}
+
+/// An unbounded IDL `sequence<octet>` held as [`bytes::Bytes`] (the IDL
+/// compiler's `Builder::octet_sequences_as_bytes` mapping): decoded as a
+/// slice of the received message where the reader knows its buffer (see
+/// [`CdrReader::read_octet_seq_shared`]).
+impl CdrEncode for bytes::Bytes {
+    fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
+        w.write_octet_seq(self)
+    }
+}
+
+impl CdrDecode for bytes::Bytes {
+    const MIN_SIZE: usize = 4;
+
+    fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+        r.read_octet_seq_shared()
     }
 }
 

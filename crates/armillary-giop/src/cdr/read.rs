@@ -1,6 +1,8 @@
 //! [`CdrReader`]: takes CDR-encoded values off a borrowed buffer, checking
 //! every length before it reads.
 
+use bytes::Bytes;
+
 use super::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 use super::fragments::BlockLayout;
 use super::write::{char_set_name, wchar_set_name};
@@ -29,7 +31,17 @@ pub struct CdrReader<'a> {
     /// The form of the first union default label the TypeCodes read here
     /// showed unambiguously.
     default_label_seen: Option<DefaultLabelForm>,
+    /// The shared buffer `buf` lies in, when it has one (a received
+    /// message's): large octet sequences are then handed out as slices of
+    /// it ([`read_octet_seq_shared`](Self::read_octet_seq_shared)).
+    source: Option<&'a Bytes>,
 }
+
+/// The smallest octet sequence [`CdrReader::read_octet_seq_shared`] hands
+/// out as a slice of the message's buffer rather than as a copy: a small
+/// one is cheaper to copy than to share, and a copy does not keep the
+/// whole message alive.
+pub const SHARED_OCTETS_MIN: usize = 1024;
 
 impl<'a> CdrReader<'a> {
     /// A reader over `buf`, whose first byte is at stream offset 0.
@@ -45,7 +57,17 @@ impl<'a> CdrReader<'a> {
             fragment_starts: &[],
             layout: BlockLayout::Undecided,
             default_label_seen: None,
+            source: None,
         }
+    }
+
+    /// Names the shared buffer the reader's bytes lie in (a received
+    /// message's), so that [`read_octet_seq_shared`](Self::read_octet_seq_shared)
+    /// can hand out slices of it instead of copies. A reader over bytes
+    /// that are not in `source` copies as if it had none.
+    pub fn with_source(mut self, source: &'a Bytes) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// Sets the stream offset of `buf[0]` (for a body whose header was cut
@@ -280,6 +302,24 @@ impl<'a> CdrReader<'a> {
     pub fn read_octet_seq(&mut self) -> Result<&'a [u8], CdrError> {
         let n = self.read_seq_len(1)?;
         self.read_octets(n)
+    }
+
+    /// Reads a `sequence<octet>` as [`Bytes`]: one of
+    /// [`SHARED_OCTETS_MIN`] octets or more is a slice of the message's
+    /// buffer (no copy; it keeps the message's memory alive while it
+    /// lives) when the reader knows that buffer
+    /// ([`with_source`](Self::with_source)), else a copy.
+    pub fn read_octet_seq_shared(&mut self) -> Result<Bytes, CdrError> {
+        let octets = self.read_octet_seq()?;
+        if octets.len() >= SHARED_OCTETS_MIN {
+            if let Some(source) = self.source {
+                let start = (octets.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+                if start <= source.len() && octets.len() <= source.len() - start {
+                    return Ok(source.slice(start..start + octets.len()));
+                }
+            }
+        }
+        Ok(Bytes::copy_from_slice(octets))
     }
 
     /// Reads an IDL `char` in the char transmission code set.

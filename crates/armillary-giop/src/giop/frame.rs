@@ -14,6 +14,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use bytes::Bytes;
+
 use super::header::{MessageHeader, MessageType, HEADER_SIZE};
 use super::message::Message;
 use super::GiopError;
@@ -92,8 +94,11 @@ pub enum FrameError {
 /// One whole GIOP message, reassembled if it came in fragments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
-    /// The message bytes, header included.
-    pub bytes: Vec<u8>,
+    /// The message bytes, header included. Shared: a reader from
+    /// [`Frame::reader`] or [`Frame::decode`] hands out large octet
+    /// sequences as slices of them
+    /// ([`CdrReader::read_octet_seq_shared`]).
+    pub bytes: Bytes,
     /// How many wire messages it was made of (1 if not fragmented).
     pub fragments: usize,
     /// GIOP 1.1 only: where each fragment's data starts in `bytes`. GIOP
@@ -116,7 +121,8 @@ impl Frame {
         let msg = self.message()?;
         let reader = msg
             .body_reader(&self.bytes)
-            .with_fragment_starts(&self.fragment_starts);
+            .with_fragment_starts(&self.fragment_starts)
+            .with_source(&self.bytes);
         Ok((msg, reader))
     }
 
@@ -124,6 +130,7 @@ impl Frame {
     pub fn reader(&self, msg: &Message) -> CdrReader<'_> {
         msg.body_reader(&self.bytes)
             .with_fragment_starts(&self.fragment_starts)
+            .with_source(&self.bytes)
     }
 }
 
@@ -487,7 +494,9 @@ impl FrameDecoder {
         }
         if !header.more_fragments {
             self.ready.push_back(Frame {
-                bytes: message,
+                // Without a copy: `message` is exactly as long as its
+                // allocation, or large (see `drain`).
+                bytes: Bytes::from(message),
                 fragments: 1,
                 fragment_starts: Vec::new(),
             });
@@ -550,7 +559,7 @@ impl FrameDecoder {
         };
         bytes[8..12].copy_from_slice(&size);
         self.ready.push_back(Frame {
-            bytes,
+            bytes: Bytes::from(bytes),
             fragments: partial.fragments,
             fragment_starts: partial.fragment_starts,
         });

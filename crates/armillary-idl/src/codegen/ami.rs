@@ -667,6 +667,11 @@ impl Generator<'_> {
             Type::String { .. } | Type::WString { .. } if p.holder.is_none() => {
                 quote!(::std::borrow::ToOwned::to_owned(#name))
             }
+            Type::Sequence { element, .. }
+                if p.holder.is_none() && self.is_bytes_element(element) =>
+            {
+                quote!(::armillary::Bytes::copy_from_slice(#name))
+            }
             Type::Sequence { .. } if p.holder.is_none() => quote!(#name.to_vec()),
             _ => quote!(#name.clone()),
         })

@@ -82,6 +82,9 @@ pub struct Options {
     /// The IDL paths whose interfaces and operations get asynchronous
     /// method handling (see [`Options::amh`]).
     amh: Vec<String>,
+    /// Whether `sequence<octet>` is `armillary::Bytes` (see
+    /// [`Options::octet_sequences_as_bytes`]).
+    octets_as_bytes: bool,
 }
 
 impl Default for Options {
@@ -91,6 +94,7 @@ impl Default for Options {
             field_attributes: Vec::new(),
             ami: true,
             amh: Vec::new(),
+            octets_as_bytes: false,
         }
     }
 }
@@ -125,6 +129,19 @@ impl Options {
     #[must_use]
     pub fn amh(mut self, path: impl Into<String>) -> Self {
         self.amh.push(path.into());
+        self
+    }
+
+    /// Whether every `sequence<octet>` (bounded or not, named by a typedef
+    /// or not) maps to `armillary::Bytes` instead of `Vec<u8>` (off by
+    /// default), as `prost-build`'s `bytes` option does for protobuf's
+    /// `bytes`. A received sequence of 1 KiB or more is then a slice of
+    /// the message it came in, not a copy: a server that echoes or
+    /// forwards bulk data, or a client that keeps it, saves a copy of
+    /// every octet. Stubs still take `&[u8]` for an `in` parameter.
+    #[must_use]
+    pub fn octet_sequences_as_bytes(mut self, on: bool) -> Self {
+        self.octets_as_bytes = on;
         self
     }
 }

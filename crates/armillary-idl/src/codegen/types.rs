@@ -81,6 +81,9 @@ impl Generator<'_> {
         match ty {
             Type::Primitive(p) => primitive_type(*p),
             Type::String { .. } | Type::WString { .. } => quote!(::std::string::String),
+            Type::Sequence { element, .. } if self.is_bytes_element(element) => {
+                quote!(::armillary::Bytes)
+            }
             Type::Sequence { element, .. } => {
                 let element = self.rust_type(from, element);
                 quote!(::std::vec::Vec<#element>)
@@ -138,6 +141,16 @@ impl Generator<'_> {
             Type::Named(id) => matches!(self.spec[*id].kind, DefKind::Enum(_)),
             _ => false,
         }
+    }
+
+    /// True when a sequence of `element` maps to `armillary::Bytes`: an
+    /// octet sequence, with [`Options::octet_sequences_as_bytes`](super::Options::octet_sequences_as_bytes).
+    pub(super) fn is_bytes_element(&self, element: &Type) -> bool {
+        self.options.octets_as_bytes
+            && matches!(
+                self.spec.unalias(element),
+                Type::Primitive(Primitive::Octet)
+            )
     }
 
     /// True if the Rust type's own `CdrEncode`/`CdrDecode` impls encode
@@ -219,6 +232,19 @@ impl Generator<'_> {
                 _ => not_marshallable(w_offset()),
             },
             Type::Sequence { element, bound } => {
+                if self.is_bytes_element(element) {
+                    // `Bytes` or `&[u8]` (an `in` parameter): both are
+                    // octets in a row.
+                    let v = val.by_ref();
+                    let octets = quote!(::core::convert::AsRef::<[u8]>::as_ref(#v));
+                    return match bound {
+                        None => quote!(w.write_octet_seq(#octets)?;),
+                        Some(b) => {
+                            let b = Literal::u32_unsuffixed(*b);
+                            quote!(w.write_bounded_seq::<u8>(#octets, #b)?;)
+                        }
+                    };
+                }
                 if self.is_exact(element) {
                     let v = val.by_ref();
                     return match bound {
@@ -347,6 +373,23 @@ impl Generator<'_> {
                     }))
                 }
             },
+            Type::Sequence { element, bound } if self.is_bytes_element(element) => {
+                let Some(b) = bound else {
+                    return quote!(r.read_octet_seq_shared()?);
+                };
+                let limit = Literal::usize_suffixed(*b as usize);
+                let b = Literal::u32_unsuffixed(*b);
+                quote! {{
+                    let octets = r.read_octet_seq_shared()?;
+                    if octets.len() > #limit {
+                        return ::core::result::Result::Err(#error::BoundExceeded {
+                            bound: #b,
+                            length: octets.len() as u64,
+                        });
+                    }
+                    octets
+                }}
+            }
             Type::Sequence { element, bound } => {
                 if self.is_exact(element) {
                     let rust = self.rust_type(from, element);

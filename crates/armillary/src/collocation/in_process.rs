@@ -350,7 +350,7 @@ fn reply_of(
     contexts: Option<&mut CallContexts>,
 ) -> Result<Attempt, SystemException> {
     let frame = Frame {
-        bytes,
+        bytes: bytes.into(),
         fragments: 1,
         fragment_starts: Vec::new(),
     };

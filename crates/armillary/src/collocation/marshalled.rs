@@ -101,7 +101,7 @@ impl Invoker for CollocatedInvoker {
             }
         };
         Ok(Some(ReplyMessage {
-            bytes: reply.into_bytes(),
+            bytes: reply.into_bytes().into(),
             body_offset,
             byte_order: self.byte_order,
             version: self.version,

@@ -21,6 +21,7 @@ use armillary_giop::giop::SyncScope;
 use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, CodeSets, GiopVersion};
+use bytes::Bytes;
 
 use crate::config::Collocation;
 use crate::local_server::LocalCache;
@@ -91,8 +92,9 @@ pub enum ReplyOutcome {
 #[derive(Debug, Clone)]
 pub struct ReplyMessage {
     /// The whole GIOP message (or, for a collocated call, a buffer laid out
-    /// the same way).
-    pub bytes: Vec<u8>,
+    /// the same way). Shared: octet sequences decoded as [`Bytes`] are
+    /// slices of it.
+    pub bytes: Bytes,
     /// Where the body starts in `bytes`; alignment counts from `bytes[0]`.
     pub body_offset: usize,
     /// The reply's byte order.
@@ -116,6 +118,7 @@ impl ReplyMessage {
             .with_codesets(self.codesets)
             .with_position(self.body_offset)
             .with_fragment_starts(&self.fragment_starts)
+            .with_source(&self.bytes)
     }
 }
 
