@@ -13,6 +13,7 @@
 //! still counts from the first header byte.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
 
@@ -143,6 +144,73 @@ const SPARE_CAPACITY: usize = 64 * 1024;
 /// arrive).
 const WHOLE_RESERVE: usize = 16 << 20;
 
+/// The largest message buffer a decoder keeps, once the frame handed out
+/// in it is dropped, to read a later large message into (see
+/// [`Recycler`]).
+const RECYCLE_MAX: usize = 2 << 20;
+
+/// Where the buffer of a large frame goes back to when the frame (and
+/// every slice of it) is dropped: the decoder that read it keeps one such
+/// buffer, of up to [`RECYCLE_MAX`] bytes, and reads the next large
+/// message into it. Its bytes are initialised already (safe Rust reads
+/// into initialised memory only), so the message need not be zeroed
+/// first, and its pages are in memory already.
+#[derive(Debug, Default)]
+struct Recycler {
+    spare: Mutex<Option<Vec<u8>>>,
+}
+
+impl Recycler {
+    /// A spare buffer of at least `len` initialised bytes, if one is kept.
+    fn take(&self, len: usize) -> Option<Vec<u8>> {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        match spare.as_ref() {
+            Some(buf) if buf.len() >= len => spare.take(),
+            _ => None,
+        }
+    }
+
+    /// Bytes of memory the spare buffer takes.
+    fn held(&self) -> usize {
+        let spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        spare.as_ref().map_or(0, Vec::capacity)
+    }
+}
+
+/// The owner of a large frame's bytes: gives its buffer back to the
+/// decoder's [`Recycler`] when dropped (the larger of two is kept).
+struct RecycledBuffer {
+    buf: Vec<u8>,
+    home: Weak<Recycler>,
+}
+
+impl AsRef<[u8]> for RecycledBuffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for RecycledBuffer {
+    fn drop(&mut self) {
+        let Some(home) = self.home.upgrade() else {
+            return;
+        };
+        let mut spare = home.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.as_ref().is_none_or(|kept| kept.len() < self.buf.len()) {
+            *spare = Some(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+/// A large message being read straight into a recycled buffer: the
+/// buffer is initialised throughout; the message so far is its first
+/// `filled` bytes, the message `len` bytes long.
+struct Direct {
+    buf: Vec<u8>,
+    filled: usize,
+    len: usize,
+}
+
 struct Reassembly {
     bytes: Vec<u8>,
     fragment_starts: Vec<usize>,
@@ -162,13 +230,18 @@ pub struct DirectRead {
     buf: Vec<u8>,
     /// Where the bytes to read go: what came before is the message so far.
     filled: usize,
+    /// Where the room ends.
+    end: usize,
+    /// The message's length, when `buf` is a recycled buffer (initialised
+    /// past `end`); `None` when `buf` ends at `end`.
+    recycled: Option<usize>,
 }
 
 impl DirectRead {
-    /// Where to read the stream's next bytes (zeroed; never past the end
-    /// of the message).
+    /// Where to read the stream's next bytes (never past the end of the
+    /// message; initialised, with zeroes or an earlier message's bytes).
     pub fn room(&mut self) -> &mut [u8] {
-        &mut self.buf[self.filled..]
+        &mut self.buf[self.filled..self.end]
     }
 }
 
@@ -188,6 +261,11 @@ pub struct FrameDecoder {
     /// The request id of the message refused as too large, when its
     /// bytes at hand said it.
     refused_request_id: Option<u32>,
+    /// The large message being read into a recycled buffer, between two
+    /// direct reads.
+    direct: Option<Direct>,
+    /// Where large frames' buffers come back to.
+    recycler: Arc<Recycler>,
 }
 
 impl std::fmt::Debug for FrameDecoder {
@@ -236,6 +314,8 @@ impl FrameDecoder {
             pending_bytes: 0,
             failed: None,
             refused_request_id: None,
+            direct: None,
+            recycler: Arc::default(),
         }
     }
 
@@ -245,6 +325,7 @@ impl FrameDecoder {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        self.end_direct();
         self.grow_for(data.len());
         self.buf.extend_from_slice(data);
         let result = self.drain();
@@ -259,6 +340,7 @@ impl FrameDecoder {
     fn fail(&mut self, e: FrameError) {
         self.failed = Some(e);
         self.buf = Vec::new();
+        self.direct = None;
         self.partial_11 = None;
         self.partial_12.clear();
     }
@@ -275,12 +357,33 @@ impl FrameDecoder {
         if self.failed.is_some() || max == 0 {
             return None;
         }
+        if let Some(Direct { buf, filled, len }) = self.direct.take() {
+            let end = len.min(filled.saturating_add(max));
+            return Some(DirectRead {
+                buf,
+                filled,
+                end,
+                recycled: Some(len),
+            });
+        }
         let len = self.next_message_len()?;
         let filled = self.buf.len();
         if len <= SPARE_CAPACITY || filled >= len {
             return None;
         }
         let end = len.min(filled.saturating_add(max));
+        if let Some(mut buf) = self.recycler.take(len) {
+            // The message so far moves to the front of a recycled buffer;
+            // the rest is read into it with no zeroing.
+            buf[..filled].copy_from_slice(&self.buf);
+            self.buf.clear();
+            return Some(DirectRead {
+                buf,
+                filled,
+                end,
+                recycled: Some(len),
+            });
+        }
         if len <= WHOLE_RESERVE {
             // The whole message's room at once, so that the buffer never
             // moves (a move copies what arrived so far). Reserved, not
@@ -291,16 +394,37 @@ impl FrameDecoder {
         }
         let mut buf = std::mem::take(&mut self.buf);
         buf.resize(end, 0);
-        Some(DirectRead { buf, filled })
+        Some(DirectRead {
+            buf,
+            filled,
+            end,
+            recycled: None,
+        })
     }
 
     /// Takes back the buffer [`lend_for_read`](Self::lend_for_read) lent,
     /// `n` bytes of the stream read into its room; then as
     /// [`handle_bytes`](Self::handle_bytes).
     pub fn handle_direct_read(&mut self, read: DirectRead, n: usize) -> Result<(), FrameError> {
-        let DirectRead { mut buf, filled } = read;
-        let end = filled.saturating_add(n).min(buf.len());
-        buf.truncate(end);
+        let DirectRead {
+            mut buf,
+            filled,
+            end,
+            recycled,
+        } = read;
+        let filled = filled.saturating_add(n).min(end);
+        if let Some(len) = recycled {
+            if filled < len {
+                self.direct = Some(Direct { buf, filled, len });
+                return match &self.failed {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(()),
+                };
+            }
+            // The whole message: on through `drain`, as if it had been
+            // read into the decoder's own buffer.
+        }
+        buf.truncate(filled);
         self.buf = buf;
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -328,12 +452,14 @@ impl FrameDecoder {
 
     /// Bytes held: the unparsed tail plus unfinished reassemblies.
     pub fn pending_bytes(&self) -> usize {
-        self.buf.len() + self.pending_bytes
+        self.buf.len() + self.direct.as_ref().map_or(0, |d| d.filled) + self.pending_bytes
     }
 
     /// Bytes of memory the decoder has reserved for what it holds (its
     /// buffers' capacities); back to a small amount once no large message
-    /// is in progress.
+    /// is in progress, plus the one buffer of a large frame it keeps for
+    /// the next large message once that frame is dropped (at most
+    /// 2 MiB).
     pub fn held_capacity(&self) -> usize {
         let partials = self
             .partial_11
@@ -341,7 +467,8 @@ impl FrameDecoder {
             .chain(self.partial_12.values())
             .map(|p| p.bytes.capacity())
             .sum::<usize>();
-        self.buf.capacity() + partials
+        let direct = self.direct.as_ref().map_or(0, |d| d.buf.capacity());
+        self.buf.capacity() + partials + direct + self.recycler.held()
     }
 
     /// Makes room in the buffer for `more` bytes. Once a header has told
@@ -381,7 +508,35 @@ impl FrameDecoder {
 
     /// True when no partial message is held (a clean point to close).
     pub fn is_idle(&self) -> bool {
-        self.buf.is_empty() && self.partial_11.is_none() && self.partial_12.is_empty()
+        self.buf.is_empty()
+            && self.direct.is_none()
+            && self.partial_11.is_none()
+            && self.partial_12.is_empty()
+    }
+
+    /// Takes back the message being read into a recycled buffer as the
+    /// decoder's own (for bytes fed the usual way meanwhile).
+    fn end_direct(&mut self) {
+        if let Some(Direct { mut buf, filled, .. }) = self.direct.take() {
+            buf.truncate(filled);
+            buf.extend_from_slice(&self.buf);
+            self.buf = buf;
+        }
+    }
+
+    /// The shared bytes of a whole message: a large one's buffer goes back
+    /// to the recycler once the frame and its slices are dropped.
+    fn frame_bytes(&self, message: Vec<u8>) -> Bytes {
+        if message.len() > SPARE_CAPACITY && message.len() <= RECYCLE_MAX {
+            Bytes::from_owner(RecycledBuffer {
+                buf: message,
+                home: Arc::downgrade(&self.recycler),
+            })
+        } else {
+            // Without a copy: `message` is exactly as long as its
+            // allocation, or large (see `drain`).
+            Bytes::from(message)
+        }
     }
 
     fn drain(&mut self) -> Result<(), FrameError> {
@@ -493,10 +648,9 @@ impl FrameDecoder {
             }
         }
         if !header.more_fragments {
+            let bytes = self.frame_bytes(message);
             self.ready.push_back(Frame {
-                // Without a copy: `message` is exactly as long as its
-                // allocation, or large (see `drain`).
-                bytes: Bytes::from(message),
+                bytes,
                 fragments: 1,
                 fragment_starts: Vec::new(),
             });
@@ -700,6 +854,94 @@ mod tests {
         assert!(d.lend_for_read(1 << 20).is_none());
     }
 
+    /// Reads `message` into `d` as a transport does: straight into a lent
+    /// buffer where one is lent, in reads of at most `step` bytes; returns
+    /// the buffers read into.
+    fn read_lending(d: &mut FrameDecoder, message: &[u8], step: usize) -> Vec<*const u8> {
+        let mut at = 0;
+        let mut lent = Vec::new();
+        while at < message.len() {
+            if let Some(mut read) = d.lend_for_read(step) {
+                lent.push(read.buf.as_ptr());
+                let room = read.room();
+                assert!(room.len() <= message.len() - at, "never past the message");
+                let n = room.len().min(step);
+                room[..n].copy_from_slice(&message[at..at + n]);
+                at += n;
+                d.handle_direct_read(read, n).unwrap();
+            } else {
+                let n = step.min(message.len() - at).min(HEADER_SIZE + 100);
+                d.handle_bytes(&message[at..at + n]).unwrap();
+                at += n;
+            }
+        }
+        lent
+    }
+
+    fn numbered(mut message: Vec<u8>, seed: usize) -> Vec<u8> {
+        for (i, b) in message.iter_mut().enumerate().skip(HEADER_SIZE) {
+            *b = (i * 31 + seed) as u8;
+        }
+        message
+    }
+
+    #[test]
+    fn a_dropped_large_frame_s_buffer_takes_the_next_large_message() {
+        let mut d = FrameDecoder::default();
+        let first = numbered(request_of(1 << 20), 1);
+        read_lending(&mut d, &first, 256 * 1024);
+        let frame = d.poll_frame().unwrap();
+        assert_eq!(frame.bytes, first);
+        let buffer = frame.bytes.as_ptr();
+        // While the frame lives, the next message gets a buffer of its own.
+        let second = numbered(request_of(900_000), 2);
+        let lent = read_lending(&mut d, &second, 256 * 1024);
+        assert!(!lent.contains(&buffer));
+        let second_frame = d.poll_frame().unwrap();
+        assert_eq!(second_frame.bytes, second);
+        // Dropped (slices and all), its buffer is read into next, from
+        // the first lent read on, and the message is exactly its own
+        // bytes, though the buffer held a longer one's.
+        let slice = frame.bytes.slice(1000..2000);
+        drop(frame);
+        assert!(d.recycler.held() == 0, "a slice keeps the frame alive");
+        drop(slice);
+        assert!(d.recycler.held() >= first.len());
+        let third = numbered(request_of(700_000), 3);
+        let lent = read_lending(&mut d, &third, 256 * 1024);
+        assert!(lent.iter().all(|p| *p == buffer), "{lent:?}");
+        let third_frame = d.poll_frame().unwrap();
+        assert_eq!(third_frame.bytes, third);
+        assert_eq!(third_frame.bytes.as_ptr(), buffer);
+        assert!(d.is_idle());
+        // The larger of two dropped buffers is kept.
+        drop(second_frame);
+        drop(third_frame);
+        assert!(d.recycler.held() >= second.len());
+        // Bytes fed the usual way in the middle of a recycled read are
+        // still the same message.
+        let fourth = numbered(request_of(800_000), 4);
+        d.handle_bytes(&fourth[..HEADER_SIZE]).unwrap();
+        let mut read = d.lend_for_read(100_000).unwrap();
+        let n = read.room().len();
+        read.room().copy_from_slice(&fourth[HEADER_SIZE..HEADER_SIZE + n]);
+        d.handle_direct_read(read, n).unwrap();
+        assert_eq!(d.pending_bytes(), HEADER_SIZE + n);
+        d.handle_bytes(&fourth[HEADER_SIZE + n..]).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, fourth);
+        assert!(d.is_idle());
+    }
+
+    #[test]
+    fn a_buffer_past_the_recycling_bound_is_given_back() {
+        let mut d = FrameDecoder::default();
+        let large = request_of(RECYCLE_MAX + 1);
+        read_lending(&mut d, &large, 1 << 20);
+        drop(d.poll_frame().unwrap());
+        assert_eq!(d.recycler.held(), 0);
+        assert!(d.held_capacity() <= SPARE_CAPACITY);
+    }
+
     #[test]
     fn small_messages_after_a_large_one_reuse_a_small_buffer() {
         let mut d = FrameDecoder::default();
@@ -711,7 +953,10 @@ mod tests {
         d.handle_bytes(&stream).unwrap();
         assert_eq!(d.poll_frame().unwrap().bytes, large);
         assert_eq!(d.poll_frame().unwrap().bytes, small);
-        assert!(d.held_capacity() <= SPARE_CAPACITY / 2);
+        assert!(d.buf.capacity() <= SPARE_CAPACITY / 2);
+        // The large frame's buffer, dropped, is kept for the next large
+        // message: that and the small buffer are all that is held.
+        assert!(d.held_capacity() <= SPARE_CAPACITY / 2 + large.len());
         d.handle_bytes(&small[50..]).unwrap();
         assert_eq!(d.poll_frame().unwrap().bytes, small);
     }
