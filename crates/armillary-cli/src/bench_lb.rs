@@ -491,6 +491,7 @@ fn plot(path: &Path, options: &LbBenchOptions, points: &[PointResult]) -> Result
         x_label: "clients".to_owned(),
         y_label: y_label.to_owned(),
         series,
+        group: None,
     };
     let panels = [
         panel(

@@ -510,6 +510,7 @@ fn panels(records: &[Measured], models: &[Contender], points: &[Point]) -> Vec<P
             x_label: "clients".into(),
             y_label: "replies/s".into(),
             series,
+            group: None,
         });
     }
     for &clients in &client_counts {
@@ -540,6 +541,7 @@ fn panels(records: &[Measured], models: &[Contender], points: &[Point]) -> Vec<P
             x_label: "sink delay (ms)".into(),
             y_label: "replies/s".into(),
             series,
+            group: None,
         });
     }
     panels

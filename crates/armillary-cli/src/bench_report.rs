@@ -252,6 +252,10 @@ pub(crate) struct Panel {
     pub(crate) x_label: String,
     pub(crate) y_label: String,
     pub(crate) series: Vec<Series>,
+    /// The series come in groups of this many (the same models for each
+    /// of several settings): a line's colour is its place in its group,
+    /// its dash its group. `None`: ten colours, then the next dash.
+    pub(crate) group: Option<usize>,
 }
 
 /// Colours of [`plot_lines_svg`]'s lines, in order (Tableau 10: distinct,
@@ -387,19 +391,26 @@ pub(crate) fn plot_lines_svg(
                 legend.push((series.name.clone(), style, Dash::Reference));
                 continue;
             }
-            let colour = LINE_COLOURS[drawn % LINE_COLOURS.len()];
-            let dash = if (drawn / LINE_COLOURS.len()) % 2 == 1 {
-                Dash::Long
-            } else {
-                Dash::Solid
-            };
+            let group = panel.group.unwrap_or(LINE_COLOURS.len()).max(1);
+            let colour = LINE_COLOURS[(drawn % group) % LINE_COLOURS.len()];
+            let dash = Dash::CYCLE[(drawn / group) % Dash::CYCLE.len()];
             drawn += 1;
             let style = colour.stroke_width(2);
+            let mut line = |size, spacing| {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        points.iter().copied(),
+                        size,
+                        spacing,
+                        style,
+                    ))
+                    .map(|_| ())
+            };
             match dash {
-                Dash::Long => chart
-                    .draw_series(DashedLineSeries::new(points.iter().copied(), 10, 5, style))
-                    .map(|_| ()),
-                _ => chart
+                Dash::Long => line(10, 5),
+                Dash::Short => line(4, 4),
+                Dash::Dotted => line(2, 4),
+                Dash::Solid | Dash::Reference => chart
                     .draw_series(LineSeries::new(points.iter().copied(), style))
                     .map(|_| ()),
             }
@@ -415,6 +426,8 @@ pub(crate) fn plot_lines_svg(
             let pieces: &[(i32, i32)] = match dash {
                 Dash::Solid => &[(4, 24)],
                 Dash::Long => &[(4, 12), (17, 24)],
+                Dash::Short => &[(4, 8), (12, 16), (20, 24)],
+                Dash::Dotted => &[(4, 6), (10, 12), (16, 18), (22, 24)],
                 Dash::Reference => &[(4, 10), (14, 20)],
             };
             for &(from, to) in pieces {
@@ -442,12 +455,21 @@ pub(crate) fn plot_lines_svg(
 /// How a line of [`plot_lines_svg`] is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dash {
-    /// Solid, in a colour: the first ten lines.
+    /// Solid, in a colour: the first ten lines (or first group).
     Solid,
-    /// Long dashes, in a colour: the next ten.
+    /// Long dashes, in a colour: the next ten (or group).
     Long,
+    /// Short dashes, in a colour: the next.
+    Short,
+    /// Dots, in a colour: the next.
+    Dotted,
     /// Short black dashes: the reference line.
     Reference,
+}
+
+impl Dash {
+    /// The dashes of coloured lines, ten lines (or a group) each, in turn.
+    const CYCLE: [Dash; 4] = [Dash::Solid, Dash::Long, Dash::Short, Dash::Dotted];
 }
 
 /// One bar chart: a caption, the value axis' label and a (name, value)

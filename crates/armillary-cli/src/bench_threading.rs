@@ -45,7 +45,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use armillary::config::{ConcurrencyModel, OrbConfig};
+use armillary::config::{Collocation, ConcurrencyModel, OrbConfig};
 use armillary::giop::cdr::CdrError;
 use armillary::giop::system_exception::{CompletionStatus, SystemException};
 use armillary::{ObjectRef, Orb, Servant, ServerRequest, WaitForCompletion};
@@ -610,7 +610,11 @@ struct Client {
 
 impl Client {
     fn connect(iors: &[String]) -> Result<Client, String> {
-        let orb = Orb::with_config(OrbConfig::default()).map_err(|e| e.to_string())?;
+        // Over loopback IIOP, as the study's clients called: the server's
+        // ORB is in this process, and a collocated call would never reach
+        // the concurrency model being measured.
+        let orb = Orb::with_config(OrbConfig::default().collocation(Collocation::None))
+            .map_err(|e| e.to_string())?;
         let objects = iors
             .iter()
             .map(|ior| orb.string_to_object(ior).map_err(|e| e.to_string()))
@@ -840,6 +844,15 @@ fn measure(
             .collect()
     });
     let elapsed = start.elapsed().max(Duration::from_nanos(1));
+    // Every client connected to the server (each connection takes an
+    // accept): none of the calls measured went around its transport.
+    let accepts = server.orb.server_stats().map_or(0, |s| s.accept_calls);
+    if accepts < n as u64 {
+        return Err(format!(
+            "the {model} server made {accepts} accept calls for {n} clients: \
+             the calls did not go over IIOP"
+        ));
+    }
     // A pool's threads may take a while to notice the shutdown: let them,
     // on another thread, while the next point runs.
     reaper.push(std::thread::spawn(move || drop(server)));
@@ -900,6 +913,13 @@ fn models(args: &ThreadingArgs) -> Result<Vec<ConcurrencyModel>, String> {
 /// second parameter), throughput against the first parameter; `demux`
 /// shows the median latency.
 fn panels(records: &[Record], experiments: &[Experiment]) -> Vec<Panel> {
+    let mut models: Vec<ConcurrencyModel> = Vec::new();
+    for r in records {
+        if !models.contains(&r.model) {
+            models.push(r.model);
+        }
+    }
+    let models = models.len();
     experiments
         .iter()
         .map(|&experiment| {
@@ -940,6 +960,9 @@ fn panels(records: &[Record], experiments: &[Experiment]) -> Vec<Panel> {
                 x_label: x_label.into(),
                 y_label: y_label.into(),
                 series,
+                // Each setting's line for every model: a model keeps its
+                // colour across settings.
+                group: Some(models),
             }
         })
         .collect()

@@ -196,7 +196,10 @@ impl Drop for RecycledBuffer {
             return;
         };
         let mut spare = home.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        if spare.as_ref().is_none_or(|kept| kept.len() < self.buf.len()) {
+        if spare
+            .as_ref()
+            .is_none_or(|kept| kept.len() < self.buf.len())
+        {
             *spare = Some(std::mem::take(&mut self.buf));
         }
     }
@@ -517,7 +520,10 @@ impl FrameDecoder {
     /// Takes back the message being read into a recycled buffer as the
     /// decoder's own (for bytes fed the usual way meanwhile).
     fn end_direct(&mut self) {
-        if let Some(Direct { mut buf, filled, .. }) = self.direct.take() {
+        if let Some(Direct {
+            mut buf, filled, ..
+        }) = self.direct.take()
+        {
             buf.truncate(filled);
             buf.extend_from_slice(&self.buf);
             self.buf = buf;
@@ -924,7 +930,8 @@ mod tests {
         d.handle_bytes(&fourth[..HEADER_SIZE]).unwrap();
         let mut read = d.lend_for_read(100_000).unwrap();
         let n = read.room().len();
-        read.room().copy_from_slice(&fourth[HEADER_SIZE..HEADER_SIZE + n]);
+        read.room()
+            .copy_from_slice(&fourth[HEADER_SIZE..HEADER_SIZE + n]);
         d.handle_direct_read(read, n).unwrap();
         assert_eq!(d.pending_bytes(), HEADER_SIZE + n);
         d.handle_bytes(&fourth[HEADER_SIZE + n..]).unwrap();
