@@ -911,15 +911,9 @@ fn models(args: &ThreadingArgs) -> Result<Vec<ConcurrencyModel>, String> {
 
 /// The charts: per experiment, one line per model (and per the point's
 /// second parameter), throughput against the first parameter; `demux`
-/// shows the median latency.
-fn panels(records: &[Record], experiments: &[Experiment]) -> Vec<Panel> {
-    let mut models: Vec<ConcurrencyModel> = Vec::new();
-    for r in records {
-        if !models.contains(&r.model) {
-            models.push(r.model);
-        }
-    }
-    let models = models.len();
+/// shows the median latency. `models` ran at each point: each setting's
+/// lines come in a group of that many.
+fn panels(records: &[Record], experiments: &[Experiment], models: usize) -> Vec<Panel> {
     experiments
         .iter()
         .map(|&experiment| {
@@ -1084,7 +1078,12 @@ pub fn run(args: ThreadingArgs) -> Result<ExitCode, String> {
         )?;
     }
     if let Some(path) = &args.plot {
-        plot_lines_svg(path, &panels(&records, &experiments), None, &[])?;
+        plot_lines_svg(
+            path,
+            &panels(&records, &experiments, models.len()),
+            None,
+            &[],
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -227,6 +227,7 @@ fn front_end(args: &FrontendArgs, err: &mut dyn Write) -> Option<usize> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::path::Path;
 
     #[derive(Debug, Parser)]
     struct Cli {
@@ -239,6 +240,18 @@ mod tests {
             std::env::temp_dir().join(format!("armillary-idl-cmd-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// Compiles `main` into `dir` with the options `extra`, which must
+    /// succeed, and returns the Rust written (named after `main`).
+    fn compile_to_text(dir: &Path, main: &Path, extra: &[&str]) -> String {
+        let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push(main.to_str().unwrap());
+        let (outcome, _, err) = execute_args(&args);
+        assert_eq!(outcome, Outcome::Success, "{err}");
+        let stem = main.file_stem().unwrap().to_str().unwrap();
+        std::fs::read_to_string(dir.join(format!("{stem}.rs"))).unwrap()
     }
 
     fn execute_args(args: &[&str]) -> (Outcome, String, String) {
@@ -324,14 +337,7 @@ mod tests {
             "module S { exception Bad {}; interface Q { long get(in string s, inout long n) raises (Bad); attribute long a; }; };\n",
         )
         .unwrap();
-        let compile = |extra: &[&str]| {
-            let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
-            args.extend_from_slice(extra);
-            args.push(main.to_str().unwrap());
-            let (outcome, _, err) = execute_args(&args);
-            assert_eq!(outcome, Outcome::Success, "{err}");
-            std::fs::read_to_string(dir.join("q.rs")).unwrap()
-        };
+        let compile = |extra: &[&str]| compile_to_text(&dir, &main, extra);
         let with = compile(&[]);
         for item in [
             "pub struct AmiQHandler",
@@ -375,14 +381,7 @@ mod tests {
              interface I { Blob swap(in Blob b, out Tag t, inout Blob io); }; };\n",
         )
         .unwrap();
-        let compile = |extra: &[&str]| {
-            let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
-            args.extend_from_slice(extra);
-            args.push(main.to_str().unwrap());
-            let (outcome, _, err) = execute_args(&args);
-            assert_eq!(outcome, Outcome::Success, "{err}");
-            std::fs::read_to_string(dir.join("b.rs")).unwrap()
-        };
+        let compile = |extra: &[&str]| compile_to_text(&dir, &main, extra);
         let plain = compile(&[]);
         assert!(
             plain.contains("pub type Blob = ::std::vec::Vec<u8>;"),
@@ -413,14 +412,7 @@ mod tests {
             "module S { exception Bad {}; interface Q { long get(in string s) raises (Bad); long put(in long n); }; };\n",
         )
         .unwrap();
-        let compile = |extra: &[&str]| {
-            let mut args = vec!["compile", "--out", dir.to_str().unwrap()];
-            args.extend_from_slice(extra);
-            args.push(main.to_str().unwrap());
-            let (outcome, _, err) = execute_args(&args);
-            assert_eq!(outcome, Outcome::Success, "{err}");
-            std::fs::read_to_string(dir.join("q.rs")).unwrap()
-        };
+        let compile = |extra: &[&str]| compile_to_text(&dir, &main, extra);
         let plain = compile(&[]);
         assert!(!plain.contains("Amh"), "{plain}");
         let whole = compile(&["--amh", "S::Q"]);

@@ -72,15 +72,39 @@ fn data(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 13 + i / 509) as u8).collect()
 }
 
-/// A server ORB with a `Store`, and a stub for it from `client` (the same
-/// ORB for a collocated call).
-fn store(server: &Orb, client: &Orb) -> Store {
+/// `servant` served by `server`, and a stub for it from `client` (the
+/// same ORB for a collocated call).
+fn store(server: &Orb, client: &Orb, servant: impl StoreAmhServant + 'static) -> Store {
     server.root_poa().manager().activate().unwrap();
-    let reference = StoreAmhSkeleton::new(StoreImpl::default())
+    let reference = StoreAmhSkeleton::new(servant)
         .activate(&server.root_poa())
         .unwrap();
     let ior = server.object_to_string(reference.as_object());
     Store::from_object(client.string_to_object(&ior).unwrap())
+}
+
+/// A server ORB and a client ORB that calls it over IIOP.
+struct OverIiop {
+    server: Orb,
+    client: Orb,
+}
+
+impl OverIiop {
+    fn start() -> OverIiop {
+        OverIiop {
+            server: Orb::with_config(OrbConfig::default()).unwrap(),
+            client: Orb::with_config(OrbConfig::default().collocation(Collocation::None)).unwrap(),
+        }
+    }
+
+    fn store(&self, servant: impl StoreAmhServant + 'static) -> Store {
+        store(&self.server, &self.client, servant)
+    }
+
+    fn stop(self) {
+        self.server.shutdown(WaitForCompletion::Yes).unwrap();
+        self.client.shutdown(WaitForCompletion::Yes).unwrap();
+    }
 }
 
 /// Every operation, with values checked.
@@ -126,27 +150,24 @@ fn exercise(store: &Store) {
 
 #[test]
 fn octet_sequences_as_bytes_over_iiop() {
-    let server = Orb::with_config(OrbConfig::default()).unwrap();
-    let client = Orb::with_config(OrbConfig::default().collocation(Collocation::None)).unwrap();
-    let store = store(&server, &client);
+    let orbs = OverIiop::start();
+    let store = orbs.store(StoreImpl::default());
     exercise(&store);
-    server.shutdown(WaitForCompletion::Yes).unwrap();
-    client.shutdown(WaitForCompletion::Yes).unwrap();
+    orbs.stop();
 }
 
 #[test]
 fn octet_sequences_as_bytes_collocated() {
     let orb = Orb::with_config(OrbConfig::default()).unwrap();
-    let store = store(&orb, &orb);
+    let store = store(&orb, &orb, StoreImpl::default());
     exercise(&store);
     orb.shutdown(WaitForCompletion::Yes).unwrap();
 }
 
 #[test]
 fn a_large_argument_is_a_slice_of_the_request() {
-    let server = Orb::with_config(OrbConfig::default()).unwrap();
-    let client = Orb::with_config(OrbConfig::default().collocation(Collocation::None)).unwrap();
-    let store = store(&server, &client);
+    let orbs = OverIiop::start();
+    let store = orbs.store(StoreImpl::default());
     for n in [1024, 4096, 100_000, 1 << 20] {
         // b's length follows a's octets (a multiple of 4: no padding),
         // and b's octets follow their length: 4 bytes after a's end, in
@@ -154,22 +175,19 @@ fn a_large_argument_is_a_slice_of_the_request() {
         let distance = store.distance(&data(n), &data(n)).unwrap();
         assert_eq!(distance, n as i64 + 4, "{n} octets");
     }
-    server.shutdown(WaitForCompletion::Yes).unwrap();
-    client.shutdown(WaitForCompletion::Yes).unwrap();
+    orbs.stop();
 }
 
 #[test]
 fn ami_forms_carry_bytes() {
-    let server = Orb::with_config(OrbConfig::default()).unwrap();
-    let client = Orb::with_config(OrbConfig::default().collocation(Collocation::None)).unwrap();
-    let store = store(&server, &client);
+    let orbs = OverIiop::start();
+    let store = orbs.store(StoreImpl::default());
     let payload = data(200_000);
     let mut poller = store.sendp_echo(&payload);
     assert_eq!(poller.take().unwrap(), payload);
     let future = store.echo_async(&payload);
     assert_eq!(pollster::block_on(future).unwrap(), payload);
-    server.shutdown(WaitForCompletion::Yes).unwrap();
-    client.shutdown(WaitForCompletion::Yes).unwrap();
+    orbs.stop();
 }
 
 #[test]
@@ -199,22 +217,15 @@ fn a_reply_over_the_bound_is_bad_param() {
             Ok(())
         }
     }
-    let server = Orb::with_config(OrbConfig::default()).unwrap();
-    server.root_poa().manager().activate().unwrap();
-    let reference = StoreAmhSkeleton::new(Overlong)
-        .activate(&server.root_poa())
-        .unwrap();
-    let client = Orb::with_config(OrbConfig::default().collocation(Collocation::None)).unwrap();
-    let ior = server.object_to_string(reference.as_object());
-    let store = Store::from_object(client.string_to_object(&ior).unwrap());
+    let orbs = OverIiop::start();
+    let store = orbs.store(Overlong);
     match store.tag_of(&data(17)) {
         Err(TagOfError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::BadParam),
         other => panic!("expected BAD_PARAM, got {other:?}"),
     }
     // The connection serves on.
     assert_eq!(store.tag_of(&data(16)).unwrap(), data(16));
-    server.shutdown(WaitForCompletion::Yes).unwrap();
-    client.shutdown(WaitForCompletion::Yes).unwrap();
+    orbs.stop();
 }
 
 #[test]

@@ -70,6 +70,27 @@ fn type_code() -> TokenStream {
     quote!(::armillary::TypeCode)
 }
 
+/// A decoded sequence, `read`, checked against its IDL bound when it has
+/// one (BoundExceeded when longer).
+fn within_bound(read: TokenStream, bound: Option<u32>) -> TokenStream {
+    let Some(b) = bound else {
+        return read;
+    };
+    let error = cdr_error();
+    let limit = Literal::usize_suffixed(b as usize);
+    let b = Literal::u32_unsuffixed(b);
+    quote! {{
+        let items = #read;
+        if items.len() > #limit {
+            return ::core::result::Result::Err(#error::BoundExceeded {
+                bound: #b,
+                length: items.len() as u64,
+            });
+        }
+        items
+    }}
+}
+
 /// A `usize` or `u32` literal.
 fn number(n: usize) -> Literal {
     Literal::usize_unsuffixed(n)
@@ -374,21 +395,7 @@ impl Generator<'_> {
                 }
             },
             Type::Sequence { element, bound } if self.is_bytes_element(element) => {
-                let Some(b) = bound else {
-                    return quote!(r.read_octet_seq_shared()?);
-                };
-                let limit = Literal::usize_suffixed(*b as usize);
-                let b = Literal::u32_unsuffixed(*b);
-                quote! {{
-                    let octets = r.read_octet_seq_shared()?;
-                    if octets.len() > #limit {
-                        return ::core::result::Result::Err(#error::BoundExceeded {
-                            bound: #b,
-                            length: octets.len() as u64,
-                        });
-                    }
-                    octets
-                }}
+                within_bound(quote!(r.read_octet_seq_shared()?), *bound)
             }
             Type::Sequence { element, bound } => {
                 if self.is_exact(element) {
@@ -403,21 +410,7 @@ impl Generator<'_> {
                 }
                 let min = number(self.min_size(element, 0).max(1));
                 let item = super::interface::reader_fn(self.decode_result(from, element));
-                let Some(b) = bound else {
-                    return quote!(r.read_seq_with(#min, #item)?);
-                };
-                let limit = Literal::usize_suffixed(*b as usize);
-                let b = Literal::u32_unsuffixed(*b);
-                quote! {{
-                    let items = r.read_seq_with(#min, #item)?;
-                    if items.len() > #limit {
-                        return ::core::result::Result::Err(#error::BoundExceeded {
-                            bound: #b,
-                            length: items.len() as u64,
-                        });
-                    }
-                    items
-                }}
+                within_bound(quote!(r.read_seq_with(#min, #item)?), *bound)
             }
             Type::Array {
                 element,
