@@ -395,12 +395,13 @@ mod tests {
             "pub anon: ::armillary::Bytes,",
             "pub type Longs = ::std::vec::Vec<i32>;",
             "r.read_octet_seq_shared()?",
+            "w.write_octet_seq_shared(",
             "bound: 8",
         ] {
             assert!(bytes.contains(item), "{item} missing:\n{bytes}");
         }
-        // Stubs still take a slice.
-        assert!(bytes.contains("b: &[u8]"), "{bytes}");
+        // Stubs take the shared buffer, for the request to share.
+        assert!(bytes.contains("b: &::armillary::Bytes"), "{bytes}");
     }
 
     #[test]

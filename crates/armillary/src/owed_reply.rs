@@ -35,7 +35,7 @@
 
 use std::sync::Arc;
 
-use armillary_giop::cdr::{CdrEncode, CdrReader, CdrWriter};
+use armillary_giop::cdr::{CdrEncode, CdrReader, CdrWriter, SplicedBytes};
 use armillary_giop::giop::{
     MessageBody, MessageBuilder, MessageShape, ReplyHeader, ReplyStatus, ServiceContext,
 };
@@ -50,7 +50,7 @@ use crate::trace::{Outcome, UpcallRecord};
 /// Where a reply goes: the connection its request came on.
 pub(crate) trait ReplySink: Send + Sync {
     /// Writes one whole reply message (its buffer is the sink's to keep).
-    fn send_reply(&self, message: Vec<u8>);
+    fn send_reply(&self, message: SplicedBytes);
 
     /// The reply will be written after the upcall returned, by whichever
     /// thread answers (an asynchronous servant's handler took it).
@@ -223,15 +223,16 @@ impl OwedReply {
     /// it is, unless the request is intercepted (the interceptors' ending
     /// point may change the reply and add contexts: then as
     /// [`reply`](Self::reply)).
-    pub(crate) fn reply_message(mut self, w: CdrWriter, shape: MessageShape) {
+    pub(crate) fn reply_message(mut self, mut w: CdrWriter, shape: MessageShape) {
         let body_start = shape.body_offset();
         if self.interception.is_some() || w.len() < body_start {
+            w.flatten();
             let body = w.as_bytes().get(body_start..).unwrap_or_default();
             return self.reply(ReplyKind::Normal, body);
         }
         self.settle(Outcome::Normal, None);
         if let (Some(owed), Some(message)) = (self.owed.take(), MessageBuilder::resume(w, shape)) {
-            owed.sink.send_reply(message.finish(false));
+            owed.sink.send_reply(message.finish_spliced(false));
         }
     }
 
@@ -354,7 +355,7 @@ fn reply_with_contexts(
     kind: ReplyKind,
     body: &[u8],
     contexts: Vec<ServiceContext>,
-) -> Vec<u8> {
+) -> SplicedBytes {
     if contexts.is_empty() {
         return reply_message(owed, kind, body, |fields| {
             MessageBuilder::new(owed.version, owed.order, fields)
@@ -369,7 +370,7 @@ fn reply_with_contexts(
 }
 
 /// A LOCATION_FORWARD reply whose body is the encoded reference.
-fn forward_with_contexts(owed: &Owed, body: &[u8], contexts: Vec<ServiceContext>) -> Vec<u8> {
+fn forward_with_contexts(owed: &Owed, body: &[u8], contexts: Vec<ServiceContext>) -> SplicedBytes {
     with_contexts(owed, ReplyStatus::LocationForward, body, contexts)
 }
 
@@ -378,7 +379,7 @@ fn with_contexts(
     reply_status: ReplyStatus,
     body: &[u8],
     contexts: Vec<ServiceContext>,
-) -> Vec<u8> {
+) -> SplicedBytes {
     let build = |service_contexts: Vec<ServiceContext>| {
         MessageBuilder::new(
             owed.version,
@@ -417,7 +418,7 @@ fn with_contexts(
         padding += 1;
     }
     builder.body().write_octets(body);
-    builder.finish(false)
+    builder.finish_spliced(false)
 }
 
 /// The reply message for `kind` and `body`, its header made by `header`
@@ -428,7 +429,7 @@ fn reply_message(
     kind: ReplyKind,
     body: &[u8],
     header: impl FnOnce(&MessageBody) -> Result<MessageBuilder, armillary_giop::CdrError>,
-) -> Vec<u8> {
+) -> SplicedBytes {
     let reply_status = match kind {
         ReplyKind::Normal => ReplyStatus::NoException,
         ReplyKind::UserException => ReplyStatus::UserException,
@@ -442,7 +443,7 @@ fn reply_message(
     match header(&fields) {
         Ok(mut b) => {
             b.body().write_octets(body);
-            b.finish(false)
+            b.finish_spliced(false)
         }
         Err(_) => exception_message(
             owed,
@@ -452,7 +453,7 @@ fn reply_message(
 }
 
 /// A SYSTEM_EXCEPTION reply: always builds.
-fn exception_message(owed: &Owed, exception: &SystemException) -> Vec<u8> {
+fn exception_message(owed: &Owed, exception: &SystemException) -> SplicedBytes {
     let mut b = MessageBuilder::reply(
         owed.version,
         owed.order,
@@ -462,7 +463,7 @@ fn exception_message(owed: &Owed, exception: &SystemException) -> Vec<u8> {
     // A system exception body is a string (an ASCII repository id) and
     // two ulongs: it encodes.
     let _ = exception.encode_body(b.body());
-    b.finish(false)
+    b.finish_spliced(false)
 }
 
 #[cfg(test)]
@@ -476,8 +477,8 @@ mod tests {
     struct Sent(Mutex<Vec<Vec<u8>>>);
 
     impl ReplySink for Sent {
-        fn send_reply(&self, message: Vec<u8>) {
-            self.0.lock().push(message);
+        fn send_reply(&self, message: SplicedBytes) {
+            self.0.lock().push(message.into_vec());
         }
     }
 

@@ -339,10 +339,13 @@ impl<'a> ServerRequest<'a> {
         match outcome {
             Ok(()) => {
                 let message = self.message;
-                let (kind, w, start) = self.into_reply();
+                let (kind, mut w, start) = self.into_reply();
                 match message {
                     Some(shape) if kind == ReplyKind::Normal => owed.reply_message(w, shape),
-                    _ => owed.reply(kind, &w.as_bytes()[start..]),
+                    _ => {
+                        w.flatten();
+                        owed.reply(kind, &w.as_bytes()[start..])
+                    }
                 }
             }
             Err(ex) => owed.exception(&ex),

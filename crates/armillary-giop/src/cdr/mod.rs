@@ -17,6 +17,7 @@ mod fixed;
 pub mod fragments;
 mod long_double;
 mod read;
+mod spliced;
 mod write;
 
 pub use codeset::{CharCodeSet, CodeSets, WCharCodeSet};
@@ -24,6 +25,7 @@ pub use fixed::{Fixed, FixedError};
 pub use fragments::BlockLayout;
 pub use long_double::LongDouble;
 pub use read::{CdrReader, SHARED_OCTETS_MIN};
+pub use spliced::SplicedBytes;
 pub use write::CdrWriter;
 
 use crate::version::GiopVersion;
@@ -364,10 +366,12 @@ impl<T: CdrDecode> CdrDecode for Vec<T> {
 /// An unbounded IDL `sequence<octet>` held as [`bytes::Bytes`] (the IDL
 /// compiler's `Builder::octet_sequences_as_bytes` mapping): decoded as a
 /// slice of the received message where the reader knows its buffer (see
-/// [`CdrReader::read_octet_seq_shared`]).
+/// [`CdrReader::read_octet_seq_shared`]), and encoded spliced into a
+/// message rather than copied where the writer splices (see
+/// [`CdrWriter::write_octet_seq_shared`]).
 impl CdrEncode for bytes::Bytes {
     fn encode(&self, w: &mut CdrWriter) -> Result<(), CdrError> {
-        w.write_octet_seq(self)
+        w.write_octet_seq_shared(self)
     }
 }
 

@@ -1,6 +1,9 @@
 //! [`CdrWriter`]: appends CDR-encoded values to a growing buffer.
 
+use bytes::Bytes;
+
 use super::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
+use super::spliced::{Splice, SplicedBytes};
 use super::{CdrEncode, CdrError, Fixed, LongDouble};
 use crate::typecode::DefaultLabelForm;
 use crate::version::{ByteOrder, GiopVersion};
@@ -23,8 +26,17 @@ use crate::version::{ByteOrder, GiopVersion};
 #[derive(Debug, Clone)]
 pub struct CdrWriter {
     buf: Vec<u8>,
-    /// Stream offset of `buf[0]`: alignment is computed on
-    /// `align_base + buf.len()`.
+    /// Byte strings standing in the output between bytes of `buf` (see
+    /// [`with_splicing`](Self::with_splicing)), in order.
+    splices: Vec<Splice>,
+    /// Their length together: the output is `buf.len() + spliced_len`
+    /// bytes long.
+    spliced_len: usize,
+    /// The length from which a shared octet sequence is spliced in rather
+    /// than copied; `None`: never.
+    splice_min: Option<usize>,
+    /// Stream offset of the output's first byte: alignment is computed on
+    /// `align_base + len()`.
     align_base: usize,
     order: ByteOrder,
     version: GiopVersion,
@@ -38,6 +50,9 @@ impl CdrWriter {
     pub fn new(order: ByteOrder, version: GiopVersion) -> Self {
         CdrWriter {
             buf: Vec::new(),
+            splices: Vec::new(),
+            spliced_len: 0,
+            splice_min: None,
             align_base: 0,
             order,
             version,
@@ -66,6 +81,23 @@ impl CdrWriter {
     /// apart from the header that will precede it).
     pub fn with_align_base(mut self, base: usize) -> Self {
         self.align_base = base;
+        self
+    }
+
+    /// Lets [`write_octet_seq_shared`](Self::write_octet_seq_shared) splice
+    /// a byte string of `min_len` bytes or more into the output rather
+    /// than copy it: the output is then taken whole with
+    /// [`into_spliced`](Self::into_spliced), and written to a socket piece
+    /// by piece (a vectored write), the byte string from where it lies.
+    /// A message's writer splices (see
+    /// [`MessageBuilder`](crate::giop::MessageBuilder)); a writer that
+    /// does not copies.
+    ///
+    /// A splicing writer's [`as_bytes`](Self::as_bytes) is its own buffer
+    /// only: [`flatten`](Self::flatten) it first, or read the output with
+    /// [`into_bytes`](Self::into_bytes) or `into_spliced`.
+    pub fn with_splicing(mut self, min_len: usize) -> Self {
+        self.splice_min = Some(min_len);
         self
     }
 
@@ -116,37 +148,88 @@ impl CdrWriter {
 
     /// The stream offset of the next byte.
     pub fn position(&self) -> usize {
-        self.align_base + self.buf.len()
+        self.align_base + self.len()
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far (spliced byte strings counted).
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + self.spliced_len
     }
 
     /// True when nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
     }
 
-    /// The bytes written so far.
+    /// The bytes written so far. A splicing writer (see
+    /// [`with_splicing`](Self::with_splicing)) that spliced a byte string
+    /// in must be [`flatten`](Self::flatten)ed first: here it has only its
+    /// own buffer.
     pub fn as_bytes(&self) -> &[u8] {
+        debug_assert!(
+            self.splices.is_empty(),
+            "as_bytes of a writer with byte strings spliced in: flatten it first"
+        );
         &self.buf
     }
 
-    /// The bytes written so far, mutable (to patch a length or header).
+    /// The bytes written so far, mutable (to patch a length or header);
+    /// spliced byte strings are copied in first.
     pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        self.flatten();
         &mut self.buf
     }
 
-    /// Gives up the buffer.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.buf
+    /// Copies the byte strings spliced in into the writer's own buffer, so
+    /// that [`as_bytes`](Self::as_bytes) is the whole output (it splices
+    /// no more from then on).
+    pub fn flatten(&mut self) {
+        self.splice_min = None;
+        if self.splices.is_empty() {
+            return;
+        }
+        let spliced = self.take_spliced();
+        self.buf = spliced.into_vec();
+    }
+
+    /// Gives up the output in one buffer (spliced byte strings copied in).
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        self.take_spliced().into_vec()
+    }
+
+    /// Gives up the output as written: its own buffer and the byte strings
+    /// spliced in.
+    pub fn into_spliced(mut self) -> SplicedBytes {
+        self.take_spliced()
+    }
+
+    fn take_spliced(&mut self) -> SplicedBytes {
+        let spliced_len = std::mem::take(&mut self.spliced_len);
+        SplicedBytes::new(
+            std::mem::take(&mut self.buf),
+            std::mem::take(&mut self.splices),
+            spliced_len,
+        )
     }
 
     /// Drops everything after the first `len` bytes (to rewrite a reply body).
     pub fn truncate(&mut self, len: usize) {
-        self.buf.truncate(len);
+        // Byte strings spliced in at or past `len` go; one across it is cut.
+        while let Some(last) = self.splices.last_mut() {
+            let before = self.spliced_len - last.bytes.len();
+            let start = last.at + before;
+            if start >= len {
+                self.spliced_len = before;
+                self.splices.pop();
+                continue;
+            }
+            if start + last.bytes.len() > len {
+                last.bytes.truncate(len - start);
+                self.spliced_len = before + last.bytes.len();
+            }
+            break;
+        }
+        self.buf.truncate(len.saturating_sub(self.spliced_len));
     }
 
     /// Makes room for `additional` more bytes.
@@ -175,6 +258,41 @@ impl CdrWriter {
         self.write_len(bytes.len())?;
         self.write_octets(bytes);
         Ok(())
+    }
+
+    /// Writes a `sequence<octet>` held in a shared buffer: a length, then
+    /// the bytes, spliced in without a copy when the writer splices (see
+    /// [`with_splicing`](Self::with_splicing)) and there are enough of
+    /// them; else copied, as [`write_octet_seq`](Self::write_octet_seq).
+    pub fn write_octet_seq_shared(&mut self, bytes: &Bytes) -> Result<(), CdrError> {
+        self.write_len(bytes.len())?;
+        match self.splice_min {
+            Some(min) if bytes.len() >= min => {
+                self.spliced_len += bytes.len();
+                self.splices.push(Splice {
+                    at: self.buf.len(),
+                    bytes: bytes.clone(),
+                });
+            }
+            _ => self.write_octets(bytes),
+        }
+        Ok(())
+    }
+
+    /// Writes a bounded `sequence<octet, bound>` held in a shared buffer
+    /// (see [`write_octet_seq_shared`](Self::write_octet_seq_shared)).
+    pub fn write_bounded_octet_seq_shared(
+        &mut self,
+        bytes: &Bytes,
+        bound: u32,
+    ) -> Result<(), CdrError> {
+        if bytes.len() as u64 > u64::from(bound) {
+            return Err(CdrError::BoundExceeded {
+                bound,
+                length: bytes.len() as u64,
+            });
+        }
+        self.write_octet_seq_shared(bytes)
     }
 
     /// Writes a boolean as octet 0 or 1.
@@ -445,21 +563,33 @@ impl CdrWriter {
     }
 
     /// Reserves an aligned `unsigned long` to be filled in later with
-    /// [`patch_ulong`](Self::patch_ulong); returns its index in the buffer.
+    /// [`patch_ulong`](Self::patch_ulong); returns its offset in the
+    /// output.
     pub fn reserve_ulong(&mut self) -> usize {
         self.align(4);
-        let at = self.buf.len();
+        let at = self.len();
         self.buf.extend_from_slice(&[0; 4]);
         at
     }
 
-    /// Fills in an `unsigned long` reserved earlier.
+    /// Fills in an `unsigned long` reserved earlier (at `at` of the
+    /// output, as [`reserve_ulong`](Self::reserve_ulong) said).
     pub fn patch_ulong(&mut self, at: usize, v: u32) {
         let bytes = match self.order {
             ByteOrder::Big => v.to_be_bytes(),
             ByteOrder::Little => v.to_le_bytes(),
         };
-        if let Some(slot) = self.buf.get_mut(at..at + 4) {
+        // Where `at` lies in the own buffer: past the byte strings spliced
+        // in before it. (A reserved ulong is always in the own buffer.)
+        let mut before = 0;
+        for splice in &self.splices {
+            if splice.at + before >= at {
+                break;
+            }
+            before += splice.bytes.len();
+        }
+        let own_at = at.saturating_sub(before);
+        if let Some(slot) = self.buf.get_mut(own_at..own_at + 4) {
             slot.copy_from_slice(&bytes);
         }
     }

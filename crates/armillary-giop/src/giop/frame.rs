@@ -350,7 +350,9 @@ impl FrameDecoder {
 
     /// Lends out the buffer of the message arriving, when it is large
     /// (over 64 KiB), its header is in and more of it is to come, with
-    /// room for its next bytes (up to `max` of them, never past its end):
+    /// room for its next bytes (up to `max` of them, which bound what a
+    /// fresh buffer zeroes; a recycled buffer, which is not zeroed, has
+    /// room to the message's end; never past its end):
     /// read the stream into [`DirectRead::room`], then give it back with
     /// [`handle_direct_read`](Self::handle_direct_read). The message's
     /// body then goes from the socket into the buffer its frame is handed
@@ -361,11 +363,12 @@ impl FrameDecoder {
             return None;
         }
         if let Some(Direct { buf, filled, len }) = self.direct.take() {
-            let end = len.min(filled.saturating_add(max));
+            // A recycled buffer is lent to the message's end: `max` bounds
+            // what a fresh one zeroes, and this one needs no zeroing.
             return Some(DirectRead {
                 buf,
                 filled,
-                end,
+                end: len,
                 recycled: Some(len),
             });
         }
@@ -374,19 +377,19 @@ impl FrameDecoder {
         if len <= SPARE_CAPACITY || filled >= len {
             return None;
         }
-        let end = len.min(filled.saturating_add(max));
         if let Some(mut buf) = self.recycler.take(len) {
             // The message so far moves to the front of a recycled buffer;
-            // the rest is read into it with no zeroing.
+            // the rest is read into it with no zeroing, to its end.
             buf[..filled].copy_from_slice(&self.buf);
             self.buf.clear();
             return Some(DirectRead {
                 buf,
                 filled,
-                end,
+                end: len,
                 recycled: Some(len),
             });
         }
+        let end = len.min(filled.saturating_add(max));
         if len <= WHOLE_RESERVE {
             // The whole message's room at once, so that the buffer never
             // moves (a move copies what arrived so far). Reserved, not
@@ -929,9 +932,11 @@ mod tests {
         let fourth = numbered(request_of(800_000), 4);
         d.handle_bytes(&fourth[..HEADER_SIZE]).unwrap();
         let mut read = d.lend_for_read(100_000).unwrap();
-        let n = read.room().len();
-        read.room()
-            .copy_from_slice(&fourth[HEADER_SIZE..HEADER_SIZE + n]);
+        // Room to the end: a recycled buffer is not zeroed, so `max` does
+        // not bound it.
+        assert_eq!(read.room().len(), fourth.len() - HEADER_SIZE);
+        let n = 100_000;
+        read.room()[..n].copy_from_slice(&fourth[HEADER_SIZE..HEADER_SIZE + n]);
         d.handle_direct_read(read, n).unwrap();
         assert_eq!(d.pending_bytes(), HEADER_SIZE + n);
         d.handle_bytes(&fourth[HEADER_SIZE + n..]).unwrap();

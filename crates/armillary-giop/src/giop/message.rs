@@ -4,7 +4,9 @@
 use super::header::{MessageHeader, MessageType, HEADER_SIZE};
 use super::service_context::ServiceContext;
 use super::GiopError;
-use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
+use crate::cdr::{
+    CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, SplicedBytes, SHARED_OCTETS_MIN,
+};
 use crate::ior::{Ior, TaggedProfile};
 use crate::version::{ByteOrder, GiopVersion};
 use compact_str::CompactString;
@@ -741,6 +743,12 @@ impl MessageShape {
 
 /// Writes one GIOP message: the header, the header fields, then whatever
 /// body the caller writes with [`body`](Self::body).
+///
+/// Its writer splices (see [`CdrWriter::with_splicing`]): a shared octet
+/// sequence of [`SHARED_OCTETS_MIN`] bytes or more is left where it lies,
+/// and [`finish_spliced`](Self::finish_spliced) hands the message out as
+/// its pieces, for a vectored write; [`finish`](Self::finish) copies them
+/// into one buffer.
 #[derive(Debug)]
 pub struct MessageBuilder {
     w: CdrWriter,
@@ -822,7 +830,8 @@ impl MessageBuilder {
         kind: MessageType,
         fields: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
     ) -> Result<Self, CdrError> {
-        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY);
+        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY)
+            .with_splicing(SHARED_OCTETS_MIN);
         w.write_octets(&[0; HEADER_SIZE]);
         fields(&mut w)?;
         let fields_end = w.len();
@@ -861,7 +870,8 @@ impl MessageBuilder {
         request_id: u32,
         reply_status: ReplyStatus,
     ) -> Self {
-        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY);
+        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY)
+            .with_splicing(SHARED_OCTETS_MIN);
         w.write_octets(&[0; HEADER_SIZE]);
         if version >= GiopVersion::V1_2 {
             w.write_ulong(request_id);
@@ -932,23 +942,35 @@ impl MessageBuilder {
     }
 
     /// Completes the message: fills in the header (with the more-fragments
-    /// flag as given) and returns its bytes. An empty 1.2 body has no
-    /// alignment padding.
-    pub fn finish(mut self, more_fragments: bool) -> Vec<u8> {
+    /// flag as given) and returns its bytes, in one buffer. An empty 1.2
+    /// body has no alignment padding.
+    pub fn finish(self, more_fragments: bool) -> Vec<u8> {
+        self.finish_spliced(more_fragments).into_vec()
+    }
+
+    /// Completes the message as [`finish`](Self::finish) does, leaving the
+    /// shared octet sequences of 1 KiB or more that the body wrote
+    /// ([`CdrWriter::write_octet_seq_shared`]) spliced in, not copied: for
+    /// a vectored write to the socket.
+    pub fn finish_spliced(mut self, more_fragments: bool) -> SplicedBytes {
         if self.w.len() == self.body_start {
             self.w.truncate(self.fields_end);
         }
         let order = self.w.byte_order();
-        let mut bytes = self.w.into_bytes();
+        let mut message = self.w.into_spliced();
         let header = MessageHeader {
             version: self.version,
             byte_order: order,
             more_fragments,
             message_type: self.kind,
-            size: (bytes.len() - HEADER_SIZE) as u32,
+            size: (message.len() - HEADER_SIZE) as u32,
             undefined_flags: 0,
         };
-        bytes[..HEADER_SIZE].copy_from_slice(&header.encode());
-        bytes
+        // The header leads the writer's own buffer: nothing is spliced
+        // into a message before its body.
+        if let Some(head) = message.head_mut(HEADER_SIZE) {
+            head.copy_from_slice(&header.encode());
+        }
+        message
     }
 }

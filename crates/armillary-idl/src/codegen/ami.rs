@@ -667,12 +667,12 @@ impl Generator<'_> {
             Type::String { .. } | Type::WString { .. } if p.holder.is_none() => {
                 quote!(::std::borrow::ToOwned::to_owned(#name))
             }
+            // (`&Bytes`, shared: `clone` below.)
             Type::Sequence { element, .. }
-                if p.holder.is_none() && self.is_bytes_element(element) =>
+                if p.holder.is_none() && !self.is_bytes_element(element) =>
             {
-                quote!(::armillary::Bytes::copy_from_slice(#name))
+                quote!(#name.to_vec())
             }
-            Type::Sequence { .. } if p.holder.is_none() => quote!(#name.to_vec()),
             _ => quote!(#name.clone()),
         })
     }

@@ -138,11 +138,15 @@ impl Generator<'_> {
     }
 
     /// The type an `in` parameter has in a stub: small `Copy` values by
-    /// value, strings as `&str`, sequences as slices, the rest by
-    /// reference.
+    /// value, strings as `&str`, sequences as slices (but an octet
+    /// sequence mapped to `Bytes` as `&Bytes`, which the request shares
+    /// rather than copies), the rest by reference.
     pub(super) fn in_param_type(&self, from: &[String], ty: &Type) -> TokenStream {
         match self.spec.unalias(ty) {
             Type::String { .. } | Type::WString { .. } => quote!(&str),
+            Type::Sequence { element, .. } if self.is_bytes_element(element) => {
+                quote!(&::armillary::Bytes)
+            }
             Type::Sequence { element, .. } => {
                 let element = self.rust_type(from, element);
                 quote!(&[#element])
@@ -254,15 +258,14 @@ impl Generator<'_> {
             },
             Type::Sequence { element, bound } => {
                 if self.is_bytes_element(element) {
-                    // `Bytes` or `&[u8]` (an `in` parameter): both are
-                    // octets in a row.
+                    // Shared with the message (spliced in, not copied,
+                    // when large).
                     let v = val.by_ref();
-                    let octets = quote!(::core::convert::AsRef::<[u8]>::as_ref(#v));
                     return match bound {
-                        None => quote!(w.write_octet_seq(#octets)?;),
+                        None => quote!(w.write_octet_seq_shared(#v)?;),
                         Some(b) => {
                             let b = Literal::u32_unsuffixed(*b);
-                            quote!(w.write_bounded_seq::<u8>(#octets, #b)?;)
+                            quote!(w.write_bounded_octet_seq_shared(#v, #b)?;)
                         }
                     };
                 }

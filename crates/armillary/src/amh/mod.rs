@@ -197,9 +197,11 @@ impl ResponseHandler {
         match write(&mut p.writer) {
             Ok(()) => match p.message {
                 Some(shape) => p.owed.reply_message(p.writer, shape),
-                None => p
-                    .owed
-                    .reply(ReplyKind::Normal, &p.writer.as_bytes()[p.body_start..]),
+                None => {
+                    p.writer.flatten();
+                    p.owed
+                        .reply(ReplyKind::Normal, &p.writer.as_bytes()[p.body_start..]);
+                }
             },
             Err(e) => p
                 .owed
@@ -218,10 +220,13 @@ impl ResponseHandler {
             .write_string(E::REPOSITORY_ID)
             .and_then(|()| exception.encode(&mut p.writer));
         match written {
-            Ok(()) => p.owed.reply(
-                ReplyKind::UserException,
-                &p.writer.as_bytes()[p.body_start..],
-            ),
+            Ok(()) => {
+                p.writer.flatten();
+                p.owed.reply(
+                    ReplyKind::UserException,
+                    &p.writer.as_bytes()[p.body_start..],
+                );
+            }
             Err(e) => p
                 .owed
                 .exception(&SystemException::from_cdr_error(&e, CompletionStatus::Yes)),

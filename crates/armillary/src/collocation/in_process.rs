@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use armillary_giop::cdr::{CdrReader, CdrWriter, CodeSets};
+use armillary_giop::cdr::{CdrReader, CdrWriter, CodeSets, SplicedBytes};
 use armillary_giop::giop::{Frame, MessageBuilder, ReplyStatus};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::{ByteOrder, GiopVersion};
@@ -283,8 +283,9 @@ impl LocalReply {
 }
 
 impl ReplySink for LocalReply {
-    fn send_reply(&self, message: Vec<u8>) {
-        self.finish(Finished::Message(message));
+    fn send_reply(&self, message: SplicedBytes) {
+        // In one buffer: the caller reads it as a received message.
+        self.finish(Finished::Message(message.into_vec()));
     }
 }
 

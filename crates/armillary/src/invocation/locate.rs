@@ -42,7 +42,7 @@ impl OrbCore {
         };
         let bytes = MessageBuilder::new(version, ByteOrder::NATIVE, &fields)
             .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?
-            .finish(false);
+            .finish_spliced(false);
         let slot = SyncSlot::for_this_thread();
         conn.bind(id, slot.dispatcher(), deadline);
         let outgoing = Outgoing {

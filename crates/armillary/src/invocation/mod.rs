@@ -318,7 +318,7 @@ impl OrbCore {
             );
             (request.args)(builder.body())
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
-            let bytes = builder.finish(false);
+            let bytes = builder.finish_spliced(false);
             if bytes.len() > self.config.max_message_size {
                 // Never sent. Had it announced the connection's code sets,
                 // the server would not know them: the connection goes.

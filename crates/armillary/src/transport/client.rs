@@ -54,17 +54,19 @@
 //! state while it holds the outbox.
 
 use std::collections::HashMap;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use armillary_giop::cdr::SplicedBytes;
 use armillary_giop::giop::{Frame, FrameDecoder, FrameError, MessageBody, MessageType};
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
 use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::gather::write_from;
 use super::mux::{Caller, Taken};
 use super::outbox::{Batch, Departure, Outbox, Outgoing, Stop, Stopped, Verdict};
 use super::reply::sync::SyncSlot;
@@ -566,7 +568,7 @@ impl ClientConnection {
     /// the deadline (the connection is then closed).
     pub(crate) fn send(
         self: &Arc<Self>,
-        bytes: &[u8],
+        bytes: &SplicedBytes,
         outgoing: Outgoing,
     ) -> Result<(), SendError> {
         let pipelining = self.state.lock().dispatchers.readerless() >= 2;
@@ -787,7 +789,7 @@ impl ClientConnection {
                 }
                 *timeout = wanted;
             }
-            match self.stream.socket().write(&bytes[written..]) {
+            match write_from(self.stream.socket(), bytes, written) {
                 Ok(0) => return Err(stopped(Stop::Failed)),
                 Ok(n) => written += n,
                 // Out of time (the deadline is looked at again), or a
@@ -1283,7 +1285,7 @@ impl ClientConnection {
                         reply: None,
                         deadline: Some(limit),
                     };
-                    outbox.push(&message.finish(false), outgoing);
+                    outbox.push(&message.finish_spliced(false), outgoing);
                 }
                 if outbox.writing || outbox.writer {
                     // The thread writing, or the writer thread, writes it
@@ -2019,7 +2021,8 @@ pub(crate) mod tests {
         // queues behind it, and so does the close's CloseConnection.
         conn.outbox.lock().writing = true;
         let message = reply(7, 777);
-        conn.send(&message, Outgoing::default()).unwrap();
+        conn.send(&message.clone().into(), Outgoing::default())
+            .unwrap();
         let closer = {
             let conn = conn.clone();
             std::thread::spawn(move || conn.close(GiopVersion::V1_2))

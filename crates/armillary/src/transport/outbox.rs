@@ -38,6 +38,8 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use armillary_giop::cdr::SplicedBytes;
+
 /// What a connection knows of a message it sends, besides its bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Outgoing {
@@ -91,9 +93,10 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// Queues a whole message.
-    pub(crate) fn push(&mut self, bytes: &[u8], outgoing: Outgoing) {
-        self.bytes.extend_from_slice(bytes);
+    /// Queues a whole message (copied, its spliced pieces too: a message
+    /// waits here only while another thread writes).
+    pub(crate) fn push(&mut self, message: &SplicedBytes, outgoing: Outgoing) {
+        message.extend_into(&mut self.bytes);
         self.messages.push(Message {
             end: self.bytes.len(),
             outgoing,
@@ -109,7 +112,8 @@ impl Outbox {
     /// writes it, and calls [`written`](Self::written) once done).
     pub(crate) fn take(&mut self) -> Batch<'static> {
         let messages = std::mem::take(&mut self.messages);
-        let batch = Batch::new(Cow::Owned(std::mem::take(&mut self.bytes)), messages);
+        let bytes = SplicedBytes::from(std::mem::take(&mut self.bytes));
+        let batch = Batch::new(Cow::Owned(bytes), messages);
         self.begin(&batch);
         batch
     }
@@ -172,7 +176,7 @@ impl Outbox {
 /// Messages written together, in order.
 #[derive(Debug)]
 pub(crate) struct Batch<'a> {
-    bytes: Cow<'a, [u8]>,
+    bytes: Cow<'a, SplicedBytes>,
     messages: Messages,
 }
 
@@ -219,7 +223,7 @@ pub(crate) enum Verdict {
 }
 
 impl<'a> Batch<'a> {
-    fn new(bytes: Cow<'a, [u8]>, messages: Vec<Message>) -> Self {
+    fn new(bytes: Cow<'a, SplicedBytes>, messages: Vec<Message>) -> Self {
         let mut deadline_from = vec![None; messages.len()];
         let mut earliest: Option<Instant> = None;
         for (i, m) in messages.iter().enumerate().rev() {
@@ -237,8 +241,9 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// A batch of one message, written by the thread that sends it.
-    pub(crate) fn single(bytes: &'a [u8], outgoing: Outgoing) -> Self {
+    /// A batch of one message, written by the thread that sends it (from
+    /// where its pieces lie: nothing is copied).
+    pub(crate) fn single(bytes: &'a SplicedBytes, outgoing: Outgoing) -> Self {
         Batch {
             bytes: Cow::Borrowed(bytes),
             messages: Messages::One(Message {
@@ -256,7 +261,7 @@ impl<'a> Batch<'a> {
     }
 
     /// The messages, whole, one after another.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &SplicedBytes {
         &self.bytes
     }
 
@@ -332,6 +337,10 @@ mod tests {
 
     use super::*;
 
+    fn msg(bytes: &[u8]) -> SplicedBytes {
+        SplicedBytes::from(bytes.to_vec())
+    }
+
     fn request(id: u32, deadline: Option<Instant>) -> Outgoing {
         Outgoing {
             reply: Some(id),
@@ -342,14 +351,14 @@ mod tests {
     #[test]
     fn a_withdrawn_message_leaves_the_others_whole_and_in_order() {
         let mut outbox = Outbox::default();
-        outbox.push(b"one", request(1, None));
-        outbox.push(b"two!", request(2, None));
-        outbox.push(b"three", request(3, None));
-        outbox.push(b"close", Outgoing::default());
+        outbox.push(&msg(b"one"), request(1, None));
+        outbox.push(&msg(b"two!"), request(2, None));
+        outbox.push(&msg(b"three"), request(3, None));
+        outbox.push(&msg(b"close"), Outgoing::default());
         assert_eq!(outbox.departure(2), Departure::Withdrawn);
         assert_eq!(outbox.departure(2), Departure::Left);
         let batch = outbox.take();
-        assert_eq!(batch.bytes(), b"onethreeclose");
+        assert_eq!(batch.bytes().as_contiguous().unwrap(), b"onethreeclose");
         assert_eq!(batch.ends().collect::<Vec<_>>(), [3, 8, 13]);
         // Being written now: left to the writing thread.
         assert_eq!(outbox.departure(1), Departure::Writing);
@@ -364,10 +373,10 @@ mod tests {
         let now = Instant::now();
         let [soon, later] = [1, 2].map(|s| now + Duration::from_secs(s));
         let mut outbox = Outbox::default();
-        outbox.push(b"a", request(1, Some(later)));
-        outbox.push(b"b", request(2, None));
-        outbox.push(b"c", request(3, Some(soon)));
-        outbox.push(b"d", request(4, None));
+        outbox.push(&msg(b"a"), request(1, Some(later)));
+        outbox.push(&msg(b"b"), request(2, None));
+        outbox.push(&msg(b"c"), request(3, Some(soon)));
+        outbox.push(&msg(b"d"), request(4, None));
         let batch = outbox.take();
         assert_eq!(batch.deadline_from(0), Some(soon));
         assert_eq!(batch.deadline_from(2), Some(soon));
@@ -381,11 +390,11 @@ mod tests {
         let past = now - Duration::from_millis(1);
         let future = now + Duration::from_secs(1);
         let mut outbox = Outbox::default();
-        outbox.push(b"a", request(1, Some(past)));
-        outbox.push(b"b", request(2, Some(future)));
-        outbox.push(b"c", Outgoing::default());
-        outbox.push(b"d", request(4, Some(past)));
-        outbox.push(b"e", request(5, None));
+        outbox.push(&msg(b"a"), request(1, Some(past)));
+        outbox.push(&msg(b"b"), request(2, Some(future)));
+        outbox.push(&msg(b"c"), Outgoing::default());
+        outbox.push(&msg(b"d"), request(4, Some(past)));
+        outbox.push(&msg(b"e"), request(5, None));
         let batch = outbox.take();
         let verdicts = |stop, whole, partly| {
             let stopped = Stopped {
@@ -429,9 +438,9 @@ mod tests {
     #[test]
     fn discarding_shuts_the_outbox_and_names_the_requests_never_sent() {
         let mut outbox = Outbox::default();
-        outbox.push(b"a", request(1, None));
-        outbox.push(b"b", Outgoing::default());
-        outbox.push(b"c", request(3, None));
+        outbox.push(&msg(b"a"), request(1, None));
+        outbox.push(&msg(b"b"), Outgoing::default());
+        outbox.push(&msg(b"c"), request(3, None));
         assert_eq!(outbox.discard(), [1, 3]);
         assert!(outbox.shut && outbox.is_empty());
     }

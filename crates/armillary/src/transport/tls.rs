@@ -14,6 +14,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+use armillary_giop::cdr::SplicedBytes;
 use armillary_giop::ior::security::{
     association, CompoundSecMech, CompoundSecMechList, SslSecTrans, TlsSecTrans,
 };
@@ -68,7 +69,7 @@ impl ClientStream {
     /// result lives.
     pub(crate) fn seal<'a>(
         &'a self,
-        plaintext: &'a [u8],
+        plaintext: &'a SplicedBytes,
         ends: impl Iterator<Item = usize>,
     ) -> io::Result<Wire<'a>> {
         match self {
@@ -77,7 +78,11 @@ impl ClientStream {
                 sealed_ends: None,
                 _records: None,
             }),
-            ClientStream::Tls(s) => s.seal(plaintext, ends),
+            // (Sealing copies: spliced pieces are brought together first.)
+            ClientStream::Tls(s) => match plaintext.as_contiguous() {
+                Some(plaintext) => s.seal(plaintext, ends),
+                None => s.seal(&plaintext.clone().into_vec(), ends),
+            },
         }
     }
 
@@ -114,7 +119,7 @@ impl ClientStream {
 
 /// Bytes ready for a client's socket (see [`ClientStream::seal`]).
 pub(crate) struct Wire<'a> {
-    bytes: Cow<'a, [u8]>,
+    bytes: Cow<'a, SplicedBytes>,
     /// Over TLS, where each message's records end; `None`: the messages
     /// themselves are written, and end where they end.
     sealed_ends: Option<Vec<usize>>,
@@ -124,7 +129,7 @@ pub(crate) struct Wire<'a> {
 
 impl Wire<'_> {
     /// The bytes to write.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &SplicedBytes {
         &self.bytes
     }
 
@@ -292,7 +297,7 @@ impl TlsClientStream {
             }
         }
         Ok(Wire {
-            bytes: Cow::Owned(sealed),
+            bytes: Cow::Owned(SplicedBytes::from(sealed)),
             sealed_ends: Some(sealed_ends),
             _records: Some(writing),
         })

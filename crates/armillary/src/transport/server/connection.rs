@@ -32,7 +32,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::codeset::{CodeSetContext, CodeSets};
-use armillary_giop::cdr::CdrWriter;
+use armillary_giop::cdr::{CdrWriter, SplicedBytes};
 use armillary_giop::giop::{
     Frame, FrameDecoder, FrameError, GiopError, KnownServiceContext, LocateReplyHeader,
     LocateStatus, Message, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus, SyncScope,
@@ -59,6 +59,7 @@ use crate::servant::{ReplyKind, ServerRequest};
 use crate::task_queue::TaskQueue;
 use crate::thread_role;
 use crate::trace::{Addr, Side, UpcallRecord};
+use crate::transport::gather::write_from;
 
 /// The frames one read completed: most often one (a synchronous client
 /// sends its next request after the reply), kept inline so that the
@@ -82,8 +83,8 @@ struct HeldReplies {
     /// The thread whose replies are held; `None` while none are.
     thread: Option<ThreadId>,
     /// The replies held, whole messages in the order they were written
-    /// (before TLS seals them).
-    bytes: Vec<u8>,
+    /// (before TLS seals them), their spliced pieces still shared.
+    bytes: SplicedBytes,
     /// When the first of them was held.
     since: Option<Instant>,
 }
@@ -137,6 +138,14 @@ impl Write for ConnStream {
         match self {
             ConnStream::Reactive(s) => s.write(buf),
             ConnStream::Blocking(s) => (&**s).write(buf),
+            ConnStream::Closed => Err(closed_error()),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            ConnStream::Reactive(s) => s.write_vectored(bufs),
+            ConnStream::Blocking(s) => (&**s).write_vectored(bufs),
             ConnStream::Closed => Err(closed_error()),
         }
     }
@@ -510,7 +519,7 @@ impl ServerConnection {
                 MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::MessageError)
             {
                 crate::trace::message_error_sent(self.peer, version);
-                self.send(reactor, b.finish(false));
+                self.send(reactor, b.finish_spliced(false));
             }
         }
         self.close(reactor);
@@ -803,7 +812,7 @@ impl ServerConnection {
                             Ok(opened) => {
                                 if opened.wants_write {
                                     // Handshake messages.
-                                    self.send(reactor, Vec::new());
+                                    self.send(reactor, SplicedBytes::default());
                                 }
                                 if opened.closed {
                                     self.close(reactor);
@@ -813,7 +822,7 @@ impl ServerConnection {
                             Err(_) => {
                                 // Not TLS, or a client refused: send the
                                 // alert and close.
-                                self.send(reactor, Vec::new());
+                                self.send(reactor, SplicedBytes::default());
                                 self.close(reactor);
                                 return frames;
                             }
@@ -1089,7 +1098,7 @@ impl ServerConnection {
                     if let Some(to) = forward {
                         let _ = to.ior().encode(b.body());
                     }
-                    self.send(reactor, b.finish(false));
+                    self.send(reactor, b.finish_spliced(false));
                 }
             }
             // The client sends nothing more: what it sent before is
@@ -1229,7 +1238,7 @@ impl ServerConnection {
                             CdrWriter::new(order, version).with_align_base(b.body_offset());
                         let _ = to.ior().encode(&mut body);
                         b.body().write_octets(body.as_bytes());
-                        self.send(reactor, b.finish(false));
+                        self.send(reactor, b.finish_spliced(false));
                     }
                 }
                 return;
@@ -1401,7 +1410,7 @@ struct ConnectionReplies {
 impl ReplySink for ConnectionReplies {
     /// Writes the reply, then lets its request go (an owed reply is sent
     /// once).
-    fn send_reply(&self, message: Vec<u8>) {
+    fn send_reply(&self, message: SplicedBytes) {
         if let Some(conn) = self.conn.upgrade() {
             conn.send(&self.reactor, message);
         }
@@ -1524,7 +1533,7 @@ impl ServerConnection {
         };
         let mut b = MessageBuilder::reply(version, order, request_id, status);
         b.body().write_octets(body);
-        self.send(reactor, b.finish(false));
+        self.send(reactor, b.finish_spliced(false));
     }
 
     fn reply_exception(
@@ -1539,12 +1548,12 @@ impl ServerConnection {
         // A system exception body is a string (an ASCII repository id) and
         // two ulongs: it encodes.
         let _ = ex.encode_body(b.body());
-        self.send(reactor, b.finish(false));
+        self.send(reactor, b.finish_spliced(false));
     }
 
     /// Sends one message: held with the others of its read when this
     /// thread holds the connection's replies, else written at once.
-    fn send(&self, reactor: &Arc<Reactor>, message: Vec<u8>) {
+    fn send(&self, reactor: &Arc<Reactor>, message: SplicedBytes) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -1556,11 +1565,7 @@ impl ServerConnection {
                 && !thread_role::is_waiting_for_reply()
             {
                 held.since.get_or_insert_with(Instant::now);
-                if held.bytes.is_empty() {
-                    held.bytes = message;
-                } else {
-                    held.bytes.extend_from_slice(&message);
-                }
+                held.bytes.append(message);
                 if held.bytes.len() < MAX_HELD_BYTES {
                     return;
                 }
@@ -1573,9 +1578,10 @@ impl ServerConnection {
         self.write(reactor, message)
     }
 
-    /// Writes `bytes`, queueing what the socket will not take now (the
-    /// buffer itself, not a copy).
-    fn write(&self, reactor: &Arc<Reactor>, bytes: Vec<u8>) {
+    /// Writes `bytes` (its pieces in one vectored write), queueing what
+    /// the socket will not take now (the buffer and pieces themselves, not
+    /// a copy).
+    fn write(&self, reactor: &Arc<Reactor>, bytes: SplicedBytes) {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -1584,12 +1590,13 @@ impl ServerConnection {
         let bytes = match &self.tls {
             Some(tls) => {
                 let mut sealed = Vec::new();
-                if tls.seal(&bytes, &mut sealed).is_err() {
+                let plain = bytes.into_vec();
+                if tls.seal(&plain, &mut sealed).is_err() {
                     drop(out);
                     self.close(reactor);
                     return;
                 }
-                sealed
+                SplicedBytes::from(sealed)
             }
             None => bytes,
         };
@@ -1600,7 +1607,7 @@ impl ServerConnection {
         let mut written = 0;
         while written < bytes.len() {
             // (The stream's lock is let go before `close` takes it.)
-            let result = self.stream.lock().write(&bytes[written..]);
+            let result = write_from(&mut *self.stream.lock(), &bytes, written);
             match result {
                 Ok(0) => break,
                 Ok(n) => written += n,
@@ -1631,8 +1638,8 @@ impl ServerConnection {
 
     fn flush(&self, reactor: &Arc<Reactor>) {
         let mut out = self.outgoing.lock();
-        while !out.is_empty() {
-            let r = self.stream.lock().write(out.front());
+        while let Some((first, from)) = out.front() {
+            let r = write_from(&mut *self.stream.lock(), first, from);
             match r {
                 Ok(n) if n > 0 => {
                     out.consume(n);
@@ -1680,11 +1687,11 @@ impl ServerConnection {
         if let Ok(b) =
             MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection)
         {
-            self.send(reactor, b.finish(false));
+            self.send(reactor, b.finish_spliced(false));
         }
         if let Some(tls) = &self.tls {
             tls.send_close_notify();
-            self.send(reactor, Vec::new());
+            self.send(reactor, SplicedBytes::default());
         }
         self.close(reactor);
     }
@@ -1726,7 +1733,7 @@ impl ServerConnection {
         }
         *self.partial_since.lock() = None;
         self.outgoing.lock().clear();
-        self.held_replies.lock().bytes.clear();
+        self.held_replies.lock().bytes = SplicedBytes::default();
     }
 }
 

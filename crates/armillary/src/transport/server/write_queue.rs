@@ -5,12 +5,13 @@
 
 use std::collections::VecDeque;
 
+use armillary_giop::cdr::SplicedBytes;
+
 /// Messages waiting for the socket, in order.
 #[derive(Debug, Default)]
 pub(super) struct WriteQueue {
-    chunks: VecDeque<Vec<u8>>,
-    /// How much of the first chunk has been written.
-    written: usize,
+    /// Each message with how much of it has been written.
+    chunks: VecDeque<(SplicedBytes, usize)>,
     /// Bytes not yet written, over all chunks.
     len: usize,
 }
@@ -28,40 +29,33 @@ impl WriteQueue {
 
     /// Queues `bytes`, of which the first `written` have been written
     /// already (a message whose write the socket cut short).
-    pub(super) fn push(&mut self, bytes: Vec<u8>, written: usize) {
+    pub(super) fn push(&mut self, bytes: SplicedBytes, written: usize) {
         if written >= bytes.len() {
             return;
         }
-        if self.chunks.is_empty() {
-            self.written = written;
-        } else if written > 0 {
-            // Only the first chunk may be partly written: keep the rest.
-            self.len += bytes.len() - written;
-            self.chunks.push_back(bytes[written..].to_vec());
-            return;
-        }
         self.len += bytes.len() - written;
-        self.chunks.push_back(bytes);
+        self.chunks.push_back((bytes, written));
     }
 
-    /// What to write next: the unwritten part of the first chunk.
-    pub(super) fn front(&self) -> &[u8] {
+    /// What to write next: the first message and where in it to go on
+    /// from (`None`: nothing waits).
+    pub(super) fn front(&self) -> Option<(&SplicedBytes, usize)> {
         self.chunks
             .front()
-            .map_or(&[][..], |first| &first[self.written..])
+            .map(|(bytes, written)| (bytes, *written))
     }
 
-    /// `n` bytes of [`front`](Self::front) were written.
+    /// `n` bytes of the first message, from where [`front`](Self::front)
+    /// said, were written.
     pub(super) fn consume(&mut self, n: usize) {
-        let Some(first) = self.chunks.front() else {
+        let Some((first, written)) = self.chunks.front_mut() else {
             return;
         };
-        let n = n.min(first.len() - self.written);
-        self.written += n;
+        let n = n.min(first.len() - *written);
+        *written += n;
         self.len -= n;
-        if self.written == first.len() {
+        if *written == first.len() {
             self.chunks.pop_front();
-            self.written = 0;
         }
     }
 
@@ -77,20 +71,22 @@ mod tests {
 
     #[test]
     fn messages_leave_in_order_from_where_their_write_stopped() {
+        let msg = |b: &[u8]| SplicedBytes::from(b.to_vec());
         let mut q = WriteQueue::default();
         assert!(q.is_empty());
-        q.push(b"hello".to_vec(), 2);
-        q.push(b"world".to_vec(), 0);
-        q.push(b"!!".to_vec(), 1);
-        q.push(b"done".to_vec(), 4);
+        q.push(msg(b"hello"), 2);
+        q.push(msg(b"world"), 0);
+        q.push(msg(b"!!"), 1);
+        q.push(msg(b"done"), 4);
         assert_eq!(q.len(), 3 + 5 + 1);
         let mut out = Vec::new();
-        while !q.is_empty() {
-            let n = q.front().len().min(2);
-            out.extend_from_slice(&q.front()[..n]);
+        while let Some((first, from)) = q.front() {
+            let rest: Vec<u8> = first.segments_from(from).flatten().copied().collect();
+            let n = rest.len().min(2);
+            out.extend_from_slice(&rest[..n]);
             q.consume(n);
         }
         assert_eq!(out, b"lloworld!");
-        assert!(q.front().is_empty());
+        assert!(q.is_empty());
     }
 }
