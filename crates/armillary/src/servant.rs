@@ -308,21 +308,21 @@ impl<'a> ServerRequest<'a> {
         }
     }
 
-    /// The same request (whose operation is `operation`, shared), answered
-    /// through `owed` (see [`conclude`](Self::conclude)), its asynchronous
-    /// work (if its servant responds later) going on in `tasks`.
-    pub(crate) fn owing(mut self, owed: OwedReply, tasks: Arc<dyn TaskQueue>) -> Self {
+    /// Answers the request through `owed` (see
+    /// [`conclude`](Self::conclude)), its asynchronous work (if its
+    /// servant responds later) going on in `tasks`. (Set in place, as
+    /// [`in_message`](Self::in_message): a request is a few hundred bytes,
+    /// and the path of every request should not move it.)
+    pub(crate) fn owing(&mut self, owed: OwedReply, tasks: Arc<dyn TaskQueue>) {
         self.owed = Some(owed);
         self.tasks = Some(tasks);
-        self
     }
 
-    /// The same request, its `reply` writer being the reply message split
-    /// from [`OwedReply::prepare`] (shaped by `message`): a normal reply
-    /// is then sent as written, without copying its body.
-    pub(crate) fn in_message(mut self, message: Option<MessageShape>) -> Self {
+    /// Says that the `reply` writer is the reply message split from
+    /// [`OwedReply::prepare`] (shaped by `message`): a normal reply is
+    /// then sent as written, without copying its body.
+    pub(crate) fn in_message(&mut self, message: Option<MessageShape>) {
         self.message = message;
-        self
     }
 
     /// Answers the request with what the skeleton wrote (or with the
@@ -332,14 +332,16 @@ impl<'a> ServerRequest<'a> {
     /// servant locator's `postinvoke` failing after an asynchronous
     /// operation returned cannot change a reply that may be written
     /// already).
-    pub(crate) fn conclude(mut self, outcome: Result<(), SystemException>) {
+    pub(crate) fn conclude(&mut self, outcome: Result<(), SystemException>) {
         let Some(owed) = self.owed.take() else {
             return;
         };
         match outcome {
             Ok(()) => {
-                let message = self.message;
-                let (kind, mut w, start) = self.into_reply();
+                let message = self.message.take();
+                let (kind, start) = (self.kind, self.body_start);
+                let fresh = CdrWriter::new(self.reply.byte_order(), self.reply.version());
+                let mut w = std::mem::replace(&mut self.reply, fresh);
                 match message {
                     Some(shape) if kind == ReplyKind::Normal => owed.reply_message(w, shape),
                     _ => {

@@ -147,8 +147,8 @@ pub(crate) fn run_request(
         Some(server) => server.reactor().clone(),
         None => Arc::new(NoTasks),
     };
-    let mut request = ServerRequest::new(operation, object_id, reader, response_expected, writer)
-        .owing(owed, tasks);
+    let mut request = ServerRequest::new(operation, object_id, reader, response_expected, writer);
+    request.owing(owed, tasks);
     let outcome = {
         let _scope = core.decoding_scope();
         dispatch(&mut request)

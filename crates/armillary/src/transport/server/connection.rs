@@ -1375,9 +1375,9 @@ impl ServerConnection {
                 }
             }
         }
-        let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer)
-            .owing(reply, tasks)
-            .in_message(message);
+        let mut request = ServerRequest::new(&h.operation, &object_id, args, expected, writer);
+        request.owing(reply, tasks);
+        request.in_message(message);
         let outcome = {
             let _scope = adapter.decoding_scope();
             upcall.run(&mut request)
