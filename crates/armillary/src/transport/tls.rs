@@ -81,7 +81,11 @@ impl ClientStream {
             // (Sealing copies: spliced pieces are brought together first.)
             ClientStream::Tls(s) => match plaintext.as_contiguous() {
                 Some(plaintext) => s.seal(plaintext, ends),
-                None => s.seal(&plaintext.clone().into_vec(), ends),
+                None => {
+                    let mut flat = Vec::new();
+                    plaintext.extend_into(&mut flat);
+                    s.seal(&flat, ends)
+                }
             },
         }
     }
