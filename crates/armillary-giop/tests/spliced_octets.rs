@@ -1,6 +1,7 @@
 //! A `sequence<octet>` written from `bytes::Bytes`
-//! (`CdrWriter::write_octet_seq_shared`) by a splicing writer (a message's:
-//! `MessageBuilder`) is spliced into the output, not copied: the message
+//! (`CdrWriter::write_octet_seq_shared`) by a splicing writer (a message's
+//! set to splice, as the ORB's requests and replies are) is spliced into
+//! the output, not copied: the message
 //! comes out as pieces (`SplicedBytes`), the value one of them, lying
 //! where it was. Whatever the writer does around it (align, truncate,
 //! patch a reserved ulong, flatten), its output is byte for byte a
@@ -12,8 +13,9 @@ use armillary_giop::{ByteOrder, CdrReader, CdrWriter, GiopVersion};
 use bytes::Bytes;
 use proptest::prelude::*;
 
+/// A Reply whose body splices from `SHARED_OCTETS_MIN`, as the ORB's.
 fn reply_builder(order: ByteOrder) -> MessageBuilder {
-    MessageBuilder::new(
+    let mut b = MessageBuilder::new(
         GiopVersion::V1_2,
         order,
         &MessageBody::Reply(ReplyHeader {
@@ -22,7 +24,9 @@ fn reply_builder(order: ByteOrder) -> MessageBuilder {
             service_contexts: Vec::new(),
         }),
     )
-    .unwrap()
+    .unwrap();
+    b.body().set_splicing(Some(SHARED_OCTETS_MIN));
+    b
 }
 
 #[test]
@@ -72,6 +76,30 @@ fn a_small_shared_sequence_or_a_plain_writer_copies() {
     w.write_octet_seq_shared(&large).unwrap();
     assert!(w.clone().into_spliced().is_contiguous());
     assert_eq!(w.as_bytes().len(), 4 + SHARED_OCTETS_MIN);
+
+    // A message's writer copies unless set to splice; and from when it is
+    // set off again.
+    let mut b = MessageBuilder::reply(
+        GiopVersion::V1_2,
+        ByteOrder::Big,
+        1,
+        ReplyStatus::NoException,
+    );
+    b.body().write_octet_seq_shared(&large).unwrap();
+    assert!(b.finish_spliced(false).is_contiguous());
+    let mut b = reply_builder(ByteOrder::Big);
+    b.body().write_octet_seq_shared(&large).unwrap();
+    b.body().set_splicing(None);
+    b.body().write_octet_seq_shared(&large).unwrap();
+    let message = b.finish_spliced(false);
+    assert_eq!(
+        message
+            .segments()
+            .filter(|p| p.len() == SHARED_OCTETS_MIN)
+            .count(),
+        1
+    );
+    assert_eq!(message.len(), 24 + 2 * (4 + SHARED_OCTETS_MIN));
 }
 
 #[test]

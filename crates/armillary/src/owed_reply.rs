@@ -35,7 +35,7 @@
 
 use std::sync::Arc;
 
-use armillary_giop::cdr::{CdrEncode, CdrReader, CdrWriter, SplicedBytes};
+use armillary_giop::cdr::{CdrEncode, CdrReader, CdrWriter, SplicedBytes, SHARED_OCTETS_MIN};
 use armillary_giop::giop::{
     MessageBody, MessageBuilder, MessageShape, ReplyHeader, ReplyStatus, ServiceContext,
 };
@@ -210,12 +210,16 @@ impl OwedReply {
     /// `None` when no reply is owed.
     pub(crate) fn prepare(&self) -> Option<MessageBuilder> {
         let owed = self.owed.as_ref()?;
-        Some(MessageBuilder::reply(
+        let mut message = MessageBuilder::reply(
             owed.version,
             owed.order,
             owed.request_id,
             ReplyStatus::NoException,
-        ))
+        );
+        // A large `Bytes` result is spliced in, not copied: the reply
+        // leaves as its pieces.
+        message.body().set_splicing(Some(SHARED_OCTETS_MIN));
+        Some(message)
     }
 
     /// Answers with the normal reply written into the message

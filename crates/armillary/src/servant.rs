@@ -456,6 +456,10 @@ impl<'a> ServerRequest<'a> {
     /// earlier requests showed, else as configured
     /// ([`UnionDefaultLabel`](crate::config::UnionDefaultLabel)). So do
     /// [`raise`](Self::raise)'s.
+    ///
+    /// The writer splices a large `Bytes` in rather than copying it (see
+    /// [`CdrWriter::set_splicing`]): flatten it before reading back what
+    /// was written with `as_bytes`.
     pub fn results(&mut self) -> &mut CdrWriter {
         self.reset(ReplyKind::Normal);
         &mut self.reply

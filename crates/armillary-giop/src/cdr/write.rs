@@ -89,16 +89,22 @@ impl CdrWriter {
     /// than copy it: the output is then taken whole with
     /// [`into_spliced`](Self::into_spliced), and written to a socket piece
     /// by piece (a vectored write), the byte string from where it lies.
-    /// A message's writer splices (see
-    /// [`MessageBuilder`](crate::giop::MessageBuilder)); a writer that
-    /// does not copies.
+    /// A writer copies unless told so (the ORB's requests and replies
+    /// splice, from [`SHARED_OCTETS_MIN`](super::SHARED_OCTETS_MIN)).
     ///
     /// A splicing writer's [`as_bytes`](Self::as_bytes) is its own buffer
     /// only: [`flatten`](Self::flatten) it first, or read the output with
     /// [`into_bytes`](Self::into_bytes) or `into_spliced`.
     pub fn with_splicing(mut self, min_len: usize) -> Self {
-        self.splice_min = Some(min_len);
+        self.set_splicing(Some(min_len));
         self
+    }
+
+    /// Turns splicing on from `min_len` bytes (see
+    /// [`with_splicing`](Self::with_splicing)), or off (`None`: what
+    /// follows is copied; what was spliced stays).
+    pub fn set_splicing(&mut self, min_len: Option<usize>) {
+        self.splice_min = min_len;
     }
 
     /// Sets the transmission code sets.

@@ -4,9 +4,7 @@
 use super::header::{MessageHeader, MessageType, HEADER_SIZE};
 use super::service_context::ServiceContext;
 use super::GiopError;
-use crate::cdr::{
-    CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, SplicedBytes, SHARED_OCTETS_MIN,
-};
+use crate::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter, SplicedBytes};
 use crate::ior::{Ior, TaggedProfile};
 use crate::version::{ByteOrder, GiopVersion};
 use compact_str::CompactString;
@@ -744,11 +742,12 @@ impl MessageShape {
 /// Writes one GIOP message: the header, the header fields, then whatever
 /// body the caller writes with [`body`](Self::body).
 ///
-/// Its writer splices (see [`CdrWriter::with_splicing`]): a shared octet
-/// sequence of [`SHARED_OCTETS_MIN`] bytes or more is left where it lies,
-/// and [`finish_spliced`](Self::finish_spliced) hands the message out as
-/// its pieces, for a vectored write; [`finish`](Self::finish) copies them
-/// into one buffer.
+/// Its body's writer copies what it is given unless set to splice
+/// ([`CdrWriter::set_splicing`], as the ORB's requests and replies are,
+/// from [`SHARED_OCTETS_MIN`](crate::cdr::SHARED_OCTETS_MIN)): then a shared octet sequence that large is
+/// left where it lies, and [`finish_spliced`](Self::finish_spliced) hands
+/// the message out as its pieces, for a vectored write;
+/// [`finish`](Self::finish) copies them into one buffer.
 #[derive(Debug)]
 pub struct MessageBuilder {
     w: CdrWriter,
@@ -830,8 +829,7 @@ impl MessageBuilder {
         kind: MessageType,
         fields: impl FnOnce(&mut CdrWriter) -> Result<(), CdrError>,
     ) -> Result<Self, CdrError> {
-        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY)
-            .with_splicing(SHARED_OCTETS_MIN);
+        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY);
         w.write_octets(&[0; HEADER_SIZE]);
         fields(&mut w)?;
         let fields_end = w.len();
@@ -870,8 +868,7 @@ impl MessageBuilder {
         request_id: u32,
         reply_status: ReplyStatus,
     ) -> Self {
-        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY)
-            .with_splicing(SHARED_OCTETS_MIN);
+        let mut w = CdrWriter::with_capacity(order, version, MESSAGE_CAPACITY);
         w.write_octets(&[0; HEADER_SIZE]);
         if version >= GiopVersion::V1_2 {
             w.write_ulong(request_id);
@@ -949,9 +946,9 @@ impl MessageBuilder {
     }
 
     /// Completes the message as [`finish`](Self::finish) does, leaving the
-    /// shared octet sequences of 1 KiB or more that the body wrote
-    /// ([`CdrWriter::write_octet_seq_shared`]) spliced in, not copied: for
-    /// a vectored write to the socket.
+    /// shared octet sequences that a splicing body spliced in
+    /// ([`CdrWriter::write_octet_seq_shared`]) where they lie, not
+    /// copied: for a vectored write to the socket.
     pub fn finish_spliced(mut self, more_fragments: bool) -> SplicedBytes {
         if self.w.len() == self.body_start {
             self.w.truncate(self.fields_end);

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
-use armillary_giop::cdr::CdrReader;
+use armillary_giop::cdr::{CdrReader, SHARED_OCTETS_MIN};
 use armillary_giop::giop::{
     MessageBody, MessageBuilder, ReplyStatus, RequestFields, ServiceContext, SyncScope, TargetRef,
 };
@@ -310,6 +310,9 @@ impl OrbCore {
             let mut builder = MessageBuilder::request(version, ByteOrder::NATIVE, &header)
                 .map_err(|e| SystemException::from_cdr_error(&e, CompletionStatus::No))?;
             builder.body().set_codesets(codesets);
+            // A large `Bytes` argument is spliced in, not copied: the
+            // request leaves as its pieces (`transport/gather.rs`).
+            builder.body().set_splicing(Some(SHARED_OCTETS_MIN));
             // Union default labels in the form the target's ORB reads.
             builder.body().set_default_label(
                 usable

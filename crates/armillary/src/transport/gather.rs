@@ -34,6 +34,7 @@ pub(crate) fn write_from(
 
 #[cfg(test)]
 mod tests {
+    use armillary_giop::cdr::SHARED_OCTETS_MIN;
     use armillary_giop::giop::{MessageBody, MessageBuilder, ReplyHeader, ReplyStatus};
     use armillary_giop::{ByteOrder, GiopVersion};
     use bytes::Bytes;
@@ -83,6 +84,7 @@ mod tests {
             }),
         )
         .unwrap();
+        b.body().set_splicing(Some(SHARED_OCTETS_MIN));
         for i in 0..20u8 {
             b.body().write_octet(i);
             let data = Bytes::from(vec![i; 1500 + usize::from(i)]);
