@@ -8,6 +8,7 @@
 #![allow(missing_docs)]
 
 mod amh_servants;
+mod bytes_servants;
 mod interop_servant;
 pub mod line_handler;
 
@@ -15,6 +16,7 @@ pub use amh_servants::{
     AmhEverything, ForwardingQuoter, HeldQuoter, LaterQuoter, TableQuoter, DROPPED_LONG,
     DROPPED_SYMBOL, REFUSED_SYMBOL,
 };
+pub use bytes_servants::PassThroughStore;
 pub use interop_servant::EverythingImpl;
 pub use line_handler::LineHandler;
 

@@ -17,6 +17,7 @@ use armillary_codegen_tests::bytes::octets::{
     blob_from_any, blob_to_any, label_to_any, store::TagOfError, Blob, BlobList, Label, Record,
     Store, StoreAmhServant, StoreAmhSkeleton, StoreEchoResponder, TooLong,
 };
+use armillary_codegen_tests::PassThroughStore;
 use std::sync::Mutex;
 
 /// Keeps the last blob set; echoes through a responder (AMH).
@@ -262,33 +263,9 @@ fn ami_forms_carry_bytes() {
 
 #[test]
 fn a_reply_over_the_bound_is_bad_param() {
-    /// Answers `tag_of` with more octets than a `Label` may hold.
-    struct Overlong;
-    impl StoreAmhServant for Overlong {
-        fn echo(&self, responder: StoreEchoResponder, b: Blob) {
-            responder.reply(b);
-        }
-        fn distance(&self, _: Blob, _: Blob) -> Result<i64, SystemException> {
-            Ok(0)
-        }
-        fn swap(&self, r: Record, _: &mut Blob) -> Result<(Record, Label), SystemException> {
-            Ok((r, Bytes::new()))
-        }
-        fn split(&self, _: Blob, _: i32) -> Result<BlobList, SystemException> {
-            Ok(Vec::new())
-        }
-        fn tag_of(&self, b: Blob) -> Result<Label, TagOfError> {
-            Ok(b)
-        }
-        fn last(&self) -> Result<Blob, SystemException> {
-            Ok(Bytes::new())
-        }
-        fn set_last(&self, _: Blob) -> Result<(), SystemException> {
-            Ok(())
-        }
-    }
     let orbs = OverIiop::start();
-    let store = orbs.store(Overlong);
+    // It answers `tag_of` with more octets than a `Label` may hold.
+    let store = orbs.store(PassThroughStore);
     match store.tag_of(&data(17)) {
         Err(TagOfError::System(e)) => assert_eq!(e.kind(), SystemExceptionKind::BadParam),
         other => panic!("expected BAD_PARAM, got {other:?}"),

@@ -12,11 +12,9 @@
 use std::alloc::System;
 
 use armillary::config::{Collocation, OrbConfig};
-use armillary::{Bytes, Orb, SystemException, WaitForCompletion};
-use armillary_codegen_tests::bytes::octets::{
-    store::TagOfError, Blob, BlobList, Label, Record, Store, StoreAmhServant, StoreAmhSkeleton,
-    StoreEchoResponder,
-};
+use armillary::{Bytes, Orb, WaitForCompletion};
+use armillary_codegen_tests::bytes::octets::{Store, StoreAmhSkeleton};
+use armillary_codegen_tests::PassThroughStore;
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
@@ -25,40 +23,12 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 const SIZE: usize = 1 << 20;
 const CALLS: usize = 20;
 
-/// Echoes from the calling thread (its reply, the argument itself, is
-/// written as the upcall returns).
-struct Echo;
-
-impl StoreAmhServant for Echo {
-    fn echo(&self, responder: StoreEchoResponder, b: Blob) {
-        responder.reply(b);
-    }
-    fn distance(&self, _: Blob, _: Blob) -> Result<i64, SystemException> {
-        Ok(0)
-    }
-    fn swap(&self, r: Record, _: &mut Blob) -> Result<(Record, Label), SystemException> {
-        Ok((r, Bytes::new()))
-    }
-    fn split(&self, _: Blob, _: i32) -> Result<BlobList, SystemException> {
-        Ok(Vec::new())
-    }
-    fn tag_of(&self, b: Blob) -> Result<Label, TagOfError> {
-        Ok(b)
-    }
-    fn last(&self) -> Result<Blob, SystemException> {
-        Ok(Bytes::new())
-    }
-    fn set_last(&self, _: Blob) -> Result<(), SystemException> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_large_echo_allocates_a_fraction_of_what_it_moves() {
     let server = Orb::with_config(OrbConfig::default()).unwrap();
     let client = Orb::with_config(OrbConfig::default().collocation(Collocation::None)).unwrap();
     server.root_poa().manager().activate().unwrap();
-    let reference = StoreAmhSkeleton::new(Echo)
+    let reference = StoreAmhSkeleton::new(PassThroughStore)
         .activate(&server.root_poa())
         .unwrap();
     let ior = server.object_to_string(reference.as_object());

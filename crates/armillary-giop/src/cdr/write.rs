@@ -292,12 +292,7 @@ impl CdrWriter {
         bytes: &Bytes,
         bound: u32,
     ) -> Result<(), CdrError> {
-        if bytes.len() as u64 > u64::from(bound) {
-            return Err(CdrError::BoundExceeded {
-                bound,
-                length: bytes.len() as u64,
-            });
-        }
+        within_bound(bytes.len() as u64, bound)?;
         self.write_octet_seq_shared(bytes)
     }
 
@@ -432,10 +427,7 @@ impl CdrWriter {
 
     /// Writes a `string<bound>`, checking the bound (in characters) first.
     pub fn write_bounded_string(&mut self, s: &str, bound: u32) -> Result<(), CdrError> {
-        let length = s.chars().count() as u64;
-        if length > u64::from(bound) {
-            return Err(CdrError::BoundExceeded { bound, length });
-        }
+        within_bound(s.chars().count() as u64, bound)?;
         self.write_string(s)
     }
 
@@ -519,10 +511,7 @@ impl CdrWriter {
 
     /// Writes a `wstring<bound>`, checking the bound (in characters) first.
     pub fn write_bounded_wstring(&mut self, s: &str, bound: u32) -> Result<(), CdrError> {
-        let length = s.chars().count() as u64;
-        if length > u64::from(bound) {
-            return Err(CdrError::BoundExceeded { bound, length });
-        }
+        within_bound(s.chars().count() as u64, bound)?;
         self.write_wstring(s)
     }
 
@@ -543,12 +532,7 @@ impl CdrWriter {
         items: &[T],
         bound: u32,
     ) -> Result<(), CdrError> {
-        if items.len() as u64 > u64::from(bound) {
-            return Err(CdrError::BoundExceeded {
-                bound,
-                length: items.len() as u64,
-            });
-        }
+        within_bound(items.len() as u64, bound)?;
         items.encode(self)
     }
 
@@ -604,6 +588,15 @@ impl CdrWriter {
     pub fn write<T: CdrEncode + ?Sized>(&mut self, v: &T) -> Result<(), CdrError> {
         v.encode(self)
     }
+}
+
+/// BoundExceeded when a bounded string or sequence of `length` elements
+/// would pass its `bound`.
+fn within_bound(length: u64, bound: u32) -> Result<(), CdrError> {
+    if length > u64::from(bound) {
+        return Err(CdrError::BoundExceeded { bound, length });
+    }
+    Ok(())
 }
 
 pub(crate) fn char_set_name(set: CharCodeSet) -> &'static str {
