@@ -178,6 +178,7 @@ pub mod dsi;
 mod endpoint;
 mod error;
 mod exception;
+mod fast_map;
 mod idl_type;
 pub mod interceptors;
 mod invocation;

@@ -29,9 +29,17 @@ use armillary_giop::cdr::{CdrDecode, CdrEncode, CdrError, CdrReader, CdrWriter};
 /// assert_eq!(id.to_string(), "quoter");
 /// assert_eq!(ObjectId::from(vec![0, 1, 0xff]).to_string(), "0001ff");
 /// ```
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[doc(alias = "PortableServer::ObjectId")]
 pub struct ObjectId(IdBytes);
+
+impl Clone for ObjectId {
+    /// One copy of the octets (`SmallVec`'s own `clone` goes octet by
+    /// octet; every request's upcall clones its id).
+    fn clone(&self) -> Self {
+        ObjectId(SmallVec::from_slice(&self.0))
+    }
+}
 
 /// An id's octets: ids up to [`INLINE_ID`] octets long (system-assigned
 /// ids, most names an application chooses) are kept inline, so that a

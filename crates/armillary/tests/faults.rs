@@ -566,6 +566,43 @@ fn a_late_reply_is_dropped_and_the_connection_serves_other_calls() {
     server.join().unwrap();
 }
 
+#[test]
+fn a_reply_whose_header_fields_do_not_decode_ends_its_call_with_marshal() {
+    // The client hands a reply to its call by the request id alone (read
+    // where a GIOP 1.2 reply has it); the call decodes the rest. A reply
+    // whose status is no status is then the call's MARSHAL, not a reply
+    // dropped while the call waits for ever (the timeout here only bounds
+    // a regression).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let orb = client(Some(Duration::from_secs(60)));
+    let obj = reference_at(&orb, port, "Echo");
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut d = decoder();
+        while let Some(r) = next_request(&mut s, &mut d) {
+            let mut reply = reply_bytes(r.id, r.arg.unwrap_or(0));
+            if r.arg == Some(1) {
+                // The reply status (after the header and the request id).
+                reply[16..20].copy_from_slice(&99u32.to_ne_bytes());
+            }
+            if s.write_all(&reply).is_err() {
+                return;
+            }
+        }
+    });
+    assert_exception(
+        echo(&obj, 1),
+        SystemExceptionKind::Marshal,
+        minor::MALFORMED,
+        CompletionStatus::Maybe,
+    );
+    // The connection serves the next call.
+    assert_eq!(echo(&obj, 2).unwrap(), 2);
+    orb.destroy();
+    server.join().unwrap();
+}
+
 // ---------------------------------------------------------------------------
 // An Armillary server that hangs.
 

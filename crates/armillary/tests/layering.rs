@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "endpoint",
             "error",
             "exception",
+            "fast_map",
             "metrics",
             "net",
             "object_id",

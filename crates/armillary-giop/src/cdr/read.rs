@@ -140,7 +140,14 @@ impl<'a> CdrReader<'a> {
         self.pos
     }
 
+    /// Goes back to index `index` of the buffer (one this reader was at:
+    /// what it read from there on is read again).
+    pub(crate) fn rewind_to(&mut self, index: usize) {
+        self.pos = index.min(self.buf.len());
+    }
+
     /// Bytes not read yet.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -172,11 +179,15 @@ impl<'a> CdrReader<'a> {
     /// the next fragment ends there, and alignment restarts from that
     /// fragment's header: omniORB pads to the end of a full fragment, then
     /// aligns again in the next one.
+    #[inline]
     pub fn align(&mut self, n: usize) -> Result<(), CdrError> {
-        let aligned = if self.fragment_starts.is_empty() {
-            self.pos + (n - (self.align_base + self.pos) % n) % n
-        } else {
+        let aligned = if !self.fragment_starts.is_empty() {
             self.aligned_index(self.pos, n)
+        } else if n.is_power_of_two() {
+            // Every CDR alignment (1, 2, 4, 8): a mask, not a division.
+            self.pos + ((self.align_base + self.pos).wrapping_neg() & (n - 1))
+        } else {
+            self.pos + (n - (self.align_base + self.pos) % n) % n
         };
         if aligned > self.buf.len() {
             return Err(self.end(aligned - self.pos));
@@ -185,6 +196,8 @@ impl<'a> CdrReader<'a> {
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn end(&self, needed: usize) -> CdrError {
         CdrError::UnexpectedEnd {
             offset: self.position(),
@@ -194,6 +207,7 @@ impl<'a> CdrReader<'a> {
     }
 
     /// Takes `n` raw bytes with no alignment.
+    #[inline]
     pub fn read_octets(&mut self, n: usize) -> Result<&'a [u8], CdrError> {
         if n > self.remaining() {
             return Err(self.end(n));
@@ -208,6 +222,7 @@ impl<'a> CdrReader<'a> {
         self.read_octets(n).map(|_| ())
     }
 
+    #[inline]
     fn take<const N: usize>(&mut self) -> Result<[u8; N], CdrError> {
         self.align(N)?;
         if !self.fragment_starts.is_empty() {
@@ -220,6 +235,7 @@ impl<'a> CdrReader<'a> {
     }
 
     /// Reads one octet.
+    #[inline]
     pub fn read_octet(&mut self) -> Result<u8, CdrError> {
         Ok(self.read_octets(1)?[0])
     }
@@ -240,6 +256,7 @@ macro_rules! read_number {
         impl CdrReader<'_> {
             $(
                 #[doc = concat!("Reads an aligned `", stringify!($ty), "`.")]
+                #[inline]
                 pub fn $name(&mut self) -> Result<$ty, CdrError> {
                     let bytes = self.take()?;
                     Ok(match self.order {

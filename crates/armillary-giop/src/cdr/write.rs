@@ -244,17 +244,27 @@ impl CdrWriter {
     }
 
     /// Pads with zero octets up to the next multiple of `n` (a power of two).
+    #[inline]
     pub fn align(&mut self, n: usize) {
-        let pad = (n - self.position() % n) % n;
-        self.buf.resize(self.buf.len() + pad, 0);
+        let pad = if n.is_power_of_two() {
+            // Every CDR alignment (1, 2, 4, 8): a mask, not a division.
+            self.position().wrapping_neg() & (n - 1)
+        } else {
+            (n - self.position() % n) % n
+        };
+        if pad > 0 {
+            self.buf.resize(self.buf.len() + pad, 0);
+        }
     }
 
     /// Writes one octet.
+    #[inline]
     pub fn write_octet(&mut self, v: u8) {
         self.buf.push(v);
     }
 
     /// Writes raw octets with no length and no alignment.
+    #[inline]
     pub fn write_octets(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
@@ -301,6 +311,7 @@ impl CdrWriter {
         self.buf.push(u8::from(v));
     }
 
+    #[inline]
     fn put<const N: usize>(&mut self, be: [u8; N], le: [u8; N]) {
         self.align(N);
         match self.order {
@@ -310,41 +321,49 @@ impl CdrWriter {
     }
 
     /// Writes a `short`.
+    #[inline]
     pub fn write_short(&mut self, v: i16) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes an `unsigned short`.
+    #[inline]
     pub fn write_ushort(&mut self, v: u16) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes a `long`.
+    #[inline]
     pub fn write_long(&mut self, v: i32) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes an `unsigned long`.
+    #[inline]
     pub fn write_ulong(&mut self, v: u32) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes a `long long`.
+    #[inline]
     pub fn write_longlong(&mut self, v: i64) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes an `unsigned long long`.
+    #[inline]
     pub fn write_ulonglong(&mut self, v: u64) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes a `float`.
+    #[inline]
     pub fn write_float(&mut self, v: f32) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }
 
     /// Writes a `double`.
+    #[inline]
     pub fn write_double(&mut self, v: f64) {
         self.put(v.to_be_bytes(), v.to_le_bytes());
     }

@@ -116,6 +116,30 @@ impl Frame {
         Message::decode_fragmented(&self.bytes, &self.fragment_starts)
     }
 
+    /// The request id of a Reply or LocateReply, as
+    /// `self.message()?.body.request_id()` finds it, but read where it
+    /// lies when it comes first (a GIOP 1.2 Reply, any LocateReply), not
+    /// decoded with the rest of the header fields: a client reads it to
+    /// hand the reply to its caller, who decodes the message then. `None`
+    /// for another message type, or when the message does not decode.
+    pub fn reply_request_id(&self) -> Option<u32> {
+        let header = MessageHeader::decode(&self.bytes).ok()?;
+        let id_first = match header.message_type {
+            MessageType::LocateReply => true,
+            MessageType::Reply => header.version >= GiopVersion::V1_2,
+            _ => return None,
+        };
+        match self.bytes.get(HEADER_SIZE..HEADER_SIZE + 4) {
+            Some(&[a, b, c, d]) if id_first && self.fragment_starts.is_empty() => {
+                Some(match header.byte_order {
+                    ByteOrder::Big => u32::from_be_bytes([a, b, c, d]),
+                    ByteOrder::Little => u32::from_le_bytes([a, b, c, d]),
+                })
+            }
+            _ => self.message().ok()?.body.request_id(),
+        }
+    }
+
     /// Decodes the message and returns it with a reader at its body that
     /// knows the frame's fragment boundaries.
     pub fn decode(&self) -> Result<(Message, CdrReader<'_>), GiopError> {
@@ -739,6 +763,59 @@ mod tests {
         m.extend_from_slice(&(body as u32).to_le_bytes());
         m.resize(HEADER_SIZE + body, 0);
         m
+    }
+
+    #[test]
+    fn a_reply_s_request_id_is_read_as_the_whole_decode_reads_it() {
+        use super::super::message::{
+            LocateReplyHeader, LocateStatus, MessageBody, MessageBuilder, ReplyHeader, ReplyStatus,
+        };
+        use crate::giop::ServiceContext;
+        let frame_of = |bytes: Vec<u8>| Frame {
+            bytes: Bytes::from(bytes),
+            fragments: 1,
+            fragment_starts: Vec::new(),
+        };
+        for version in [GiopVersion::V1_0, GiopVersion::V1_1, GiopVersion::V1_2] {
+            for order in [ByteOrder::Big, ByteOrder::Little] {
+                let contexts = vec![ServiceContext {
+                    id: 1,
+                    data: vec![0; 5],
+                }];
+                let bodies = [
+                    MessageBody::Reply(ReplyHeader {
+                        request_id: 0x0102_0304,
+                        reply_status: ReplyStatus::NoException,
+                        service_contexts: contexts.clone(),
+                    }),
+                    MessageBody::Reply(ReplyHeader {
+                        request_id: 77,
+                        reply_status: ReplyStatus::SystemException,
+                        service_contexts: Vec::new(),
+                    }),
+                    MessageBody::LocateReply(LocateReplyHeader {
+                        request_id: 0xfffe_fdfc,
+                        locate_status: LocateStatus::ObjectHere,
+                    }),
+                ];
+                for body in bodies {
+                    let bytes = MessageBuilder::new(version, order, &body)
+                        .unwrap()
+                        .finish(false);
+                    let frame = frame_of(bytes);
+                    let whole = frame.message().unwrap().body.request_id();
+                    assert_eq!(frame.reply_request_id(), whole, "{version:?} {order:?}");
+                    assert!(whole.is_some());
+                }
+            }
+        }
+        // Not a reply: none, though the message carries an id.
+        assert_eq!(frame_of(request_of(16)).reply_request_id(), None);
+        // A reply too short to decode: none either.
+        let mut cut = b"GIOP\x01\x02\x01\x01".to_vec();
+        cut.extend_from_slice(&2u32.to_le_bytes());
+        cut.extend_from_slice(&[1, 0]);
+        assert_eq!(frame_of(cut).reply_request_id(), None);
     }
 
     #[test]

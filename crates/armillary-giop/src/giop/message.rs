@@ -420,7 +420,11 @@ pub struct Message {
 }
 
 fn read_contexts(r: &mut CdrReader<'_>) -> Result<Vec<ServiceContext>, CdrError> {
-    Vec::decode(r)
+    match r.read_seq_len(ServiceContext::MIN_SIZE)? {
+        // Most requests and replies carry none.
+        0 => Ok(Vec::new()),
+        n => ServiceContext::decode_vec(r, n),
+    }
 }
 
 fn status<T: Copy>(
@@ -706,14 +710,14 @@ fn write_request(w: &mut CdrWriter, h: &RequestFields<'_>) -> Result<(), CdrErro
 /// Reads a request's operation name: an ASCII name (every IDL
 /// identifier) without allocating, any other as `read_string` decodes it.
 fn read_operation(r: &mut CdrReader<'_>) -> Result<OperationName, CdrError> {
-    let mut ahead = r.clone();
-    let bytes = ahead.read_string_bytes()?;
+    let start = r.index();
+    let bytes = r.read_string_bytes()?;
     match std::str::from_utf8(bytes) {
-        Ok(text) if text.is_ascii() => {
-            *r = ahead;
-            Ok(OperationName::from(text))
+        Ok(text) if text.is_ascii() => Ok(OperationName::from(text)),
+        _ => {
+            r.rewind_to(start);
+            r.read_string().map(OperationName::from)
         }
-        _ => r.read_string().map(OperationName::from),
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct OrbCore {
     pub(crate) wait: Box<dyn crate::transport::wait::Waiter>,
     pub(crate) server: Mutex<Option<Arc<Server>>>,
     /// Plain object keys bound by the application (`corbaloc` targets).
-    pub(crate) key_table: RwLock<HashMap<Vec<u8>, ObjectRef>>,
+    pub(crate) key_table: RwLock<crate::fast_map::FastMap<Vec<u8>, ObjectRef>>,
     pub(crate) initial: RwLock<HashMap<String, ObjectRef>>,
     /// Requests sent with `send_multiple_requests`, until collected.
     pub(crate) deferred: crate::dii::DeferredRequests,

@@ -228,7 +228,7 @@ impl Orb {
                 connections,
                 profiles,
                 server: Mutex::new(None),
-                key_table: RwLock::new(HashMap::new()),
+                key_table: RwLock::default(),
                 initial: RwLock::new(HashMap::new()),
                 deferred: crate::dii::DeferredRequests::default(),
                 readers: Mutex::new(Vec::new()),

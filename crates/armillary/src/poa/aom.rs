@@ -34,7 +34,7 @@ pub(crate) fn servant_identity(servant: &Arc<dyn Servant>) -> usize {
 #[derive(Default)]
 pub(crate) struct ActiveObjectMap {
     slots: SlotTable<Entry>,
-    by_id: HashMap<ObjectId, SlotRef>,
+    by_id: crate::fast_map::FastMap<ObjectId, SlotRef>,
     by_servant: HashMap<usize, Vec<SlotRef>>,
 }
 

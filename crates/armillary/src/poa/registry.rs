@@ -26,7 +26,7 @@ impl std::fmt::Debug for PoaRegistry {
 #[derive(Default)]
 struct PoaTable {
     slots: SlotTable<Poa>,
-    by_path: HashMap<Vec<String>, SlotRef>,
+    by_path: crate::fast_map::FastMap<Vec<String>, SlotRef>,
 }
 
 impl PoaRegistry {

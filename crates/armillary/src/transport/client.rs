@@ -53,7 +53,7 @@
 //! takes a request's message out of the queue); nothing locks the read
 //! state while it holds the outbox.
 
-use std::collections::HashMap;
+use crate::fast_map::FastMap;
 use std::io::ErrorKind;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -490,6 +490,14 @@ impl ClientConnection {
         deadline: Option<Instant>,
         limit: usize,
     ) -> bool {
+        {
+            // A free slot (the common case): bound at once, no wait.
+            let mut state = self.state.lock();
+            if state.closed.is_none() && state.dispatchers.len() < limit {
+                self.bind_locked(&mut state, id, dispatcher, deadline);
+                return true;
+            }
+        }
         let mut dispatcher = Some(dispatcher);
         // It may wait for replies to free a slot.
         let _waiting = crate::thread_role::waiting_for_reply();
@@ -1121,6 +1129,10 @@ impl ClientConnection {
     /// Ends the requests whose deadline has passed (see
     /// [`DispatcherTable::expire`]), the read state locked.
     fn expire_locked(&self, state: &mut ReadState) {
+        if state.dispatchers.next_expiry().is_none() {
+            // No request has a deadline: the clock is not read.
+            return;
+        }
         let frames = state.frames;
         state.dispatchers.expire(Instant::now(), frames, &mut |id| {
             self.outbox.lock().departure(id)
@@ -1371,11 +1383,9 @@ fn accept(state: &mut ReadState, frame: Frame) -> Option<MessageType> {
     };
     match header.message_type {
         MessageType::Reply | MessageType::LocateReply => {
-            let id = match frame.message() {
-                Ok(m) => m.body.request_id(),
-                Err(_) => None,
-            };
-            if let Some(id) = id {
+            // The id only: the caller decodes the reply (once), and a
+            // malformed one reaches it as MARSHAL.
+            if let Some(id) = frame.reply_request_id() {
                 if state.dispatchers.dispatch(id, frame) {
                     state.delivered += 1;
                 }
@@ -1400,14 +1410,14 @@ const ENDED: &dyn std::fmt::Display = &"the server closed the connection without
 type Slot = Arc<Mutex<Vec<Arc<ClientConnection>>>>;
 
 /// One host's connection slots, by port and whether they are TLS.
-type HostSlots = HashMap<(u16, bool), Slot>;
+type HostSlots = FastMap<(u16, bool), Slot>;
 
 /// Open connections, by endpoint (and whether they are TLS), handed out
 /// as the [transport mux](super::mux) says.
 pub(crate) struct ConnectionCache {
     /// By host, then by port and TLS (so that a lookup, on every call,
     /// allocates no key).
-    connections: Mutex<HashMap<String, HostSlots>>,
+    connections: Mutex<FastMap<String, HostSlots>>,
     /// How TLS connections are made; `None` without trusted roots.
     tls: Option<Arc<rustls::ClientConfig>>,
     /// Whether requests share connections.

@@ -32,7 +32,6 @@ pub(crate) mod callback;
 pub(crate) mod deferred;
 pub(crate) mod sync;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -40,6 +39,7 @@ use armillary_giop::giop::Frame;
 
 use super::client::Closed;
 use super::outbox::Departure;
+use crate::fast_map::FastMap;
 
 /// What became of a request that expected a reply.
 #[derive(Debug)]
@@ -105,7 +105,7 @@ struct Entry {
 /// id.
 #[derive(Default)]
 pub(crate) struct DispatcherTable {
-    entries: HashMap<u32, Entry>,
+    entries: Entries,
     /// No entry's deadline is earlier than this (`None`: no entry has
     /// one), so [`expire`](Self::expire) costs nothing until it passes;
     /// entries whose deadline passed while their request was being
@@ -116,6 +116,75 @@ pub(crate) struct DispatcherTable {
     /// What dispatchers handed back, to run once the read state is
     /// released ([`take_handoffs`](Self::take_handoffs)).
     handoffs: Vec<Handoff>,
+}
+
+/// The bound entries by request id. A connection whose callers each wait
+/// for their reply (a synchronous call per connection, the client's
+/// default) has one at a time: it sits in `one`, found by a comparison;
+/// more go to the map. No order is kept between the two.
+#[derive(Default)]
+struct Entries {
+    one: Option<(u32, Entry)>,
+    more: FastMap<u32, Entry>,
+}
+
+impl Entries {
+    /// Binds `entry` to `id`, returning the entry it replaces.
+    fn insert(&mut self, id: u32, entry: Entry) -> Option<Entry> {
+        match &mut self.one {
+            Some((bound, old)) if *bound == id => Some(std::mem::replace(old, entry)),
+            Some(_) => self.more.insert(id, entry),
+            None => {
+                if let Some(old) = (!self.more.is_empty())
+                    .then(|| self.more.get_mut(&id))
+                    .flatten()
+                {
+                    return Some(std::mem::replace(old, entry));
+                }
+                self.one = Some((id, entry));
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u32) -> Option<Entry> {
+        match &self.one {
+            Some((bound, _)) if *bound == id => self.one.take().map(|(_, e)| e),
+            _ if self.more.is_empty() => None,
+            _ => self.more.remove(&id),
+        }
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        matches!(&self.one, Some((bound, _)) if *bound == id)
+            || (!self.more.is_empty() && self.more.contains_key(&id))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&u32, &Entry)> {
+        self.one
+            .iter()
+            .map(|(id, e)| (id, e))
+            .chain(self.more.iter())
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.iter().map(|(_, e)| e)
+    }
+
+    fn drain(&mut self) -> Vec<Entry> {
+        let one = self.one.take().map(|(_, e)| e);
+        one.into_iter()
+            .chain(self.more.drain().map(|(_, e)| e))
+            .collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.one.is_none() && self.more.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.one.is_some()) + self.more.len()
+    }
 }
 
 impl DispatcherTable {
@@ -152,7 +221,7 @@ impl DispatcherTable {
 
     /// Removes the entry of `id`, keeping the count of readerless ones.
     fn remove(&mut self, id: u32) -> Option<Entry> {
-        let entry = self.entries.remove(&id)?;
+        let entry = self.entries.remove(id)?;
         self.readerless -= usize::from(entry.needs_reader);
         Some(entry)
     }
@@ -190,7 +259,7 @@ impl DispatcherTable {
 
     /// Whether a dispatcher is bound to `id`.
     pub(crate) fn contains(&self, id: u32) -> bool {
-        self.entries.contains_key(&id)
+        self.entries.contains(id)
     }
 
     /// Ends the request `id` as timed out now, whatever its deadline (its
@@ -241,7 +310,7 @@ impl DispatcherTable {
     pub(crate) fn close_all(&mut self, closed: Closed) {
         self.next_expiry = None;
         self.readerless = 0;
-        let entries: Vec<Entry> = self.entries.drain().map(|(_, e)| e).collect();
+        let entries: Vec<Entry> = self.entries.drain();
         for entry in entries {
             self.end(entry, Awaited::Closed(closed));
         }
@@ -320,6 +389,51 @@ mod tests {
         // A second reply to the same id finds nobody.
         assert!(!table.dispatch(7, frame(7)));
         assert!(table.is_empty());
+    }
+
+    #[test]
+    fn every_reply_finds_its_dispatcher_however_many_are_bound_and_in_any_order() {
+        // The first entry sits apart from the map (`Entries`): bound,
+        // rebound, ended and closed in every mix with the others.
+        let mut table = DispatcherTable::default();
+        let slots: Vec<_> = (0..6).map(|_| Arc::new(DeferredSlot::default())).collect();
+        for (id, slot) in slots.iter().enumerate() {
+            table.bind(id as u32, slot.dispatcher(), 0, None);
+        }
+        assert_eq!(table.len(), 6);
+        for id in [3, 0, 5] {
+            assert!(table.contains(id));
+            assert!(table.dispatch(id, frame(id)));
+            assert!(!table.contains(id));
+            assert_eq!(reply_id(&slots[id as usize].take().unwrap()), Some(id));
+        }
+        assert_eq!(table.len(), 3);
+        // Bound again while bound: the older request learns it gets no
+        // reply, the newer one gets it.
+        let again = Arc::new(DeferredSlot::default());
+        table.bind(4, again.dispatcher(), 0, None);
+        assert!(matches!(
+            slots[4].take(),
+            Some(Awaited::Closed(Closed::Broken))
+        ));
+        assert_eq!(table.len(), 3);
+        // With the first one free, a new id takes it; the map's ids are
+        // still found.
+        let fresh = Arc::new(DeferredSlot::default());
+        table.bind(9, fresh.dispatcher(), 0, None);
+        assert!(table.dispatch(4, frame(4)));
+        assert_eq!(reply_id(&again.take().unwrap()), Some(4));
+        assert!(table.dispatch(9, frame(9)));
+        assert_eq!(reply_id(&fresh.take().unwrap()), Some(9));
+        table.close_all(Closed::Orderly);
+        for id in [1, 2] {
+            assert!(matches!(
+                slots[id].take(),
+                Some(Awaited::Closed(Closed::Orderly))
+            ));
+        }
+        assert!(table.is_empty());
+        assert_eq!(table.len(), 0);
     }
 
     #[test]

@@ -47,7 +47,7 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::adapter::{Located, ObjectAdapter};
-use super::concurrency::{run_resolved, ResolvedRequest, ServerConcurrency};
+use super::concurrency::{run_here, run_resolved, ResolvedRequest, ServerConcurrency};
 use super::write_queue::WriteQueue;
 use super::Shared;
 use crate::interceptors::{ServerInterception, ServerOutcome};
@@ -67,7 +67,12 @@ use crate::transport::gather::write_from;
 type ReadFrames = SmallVec<[Frame; 1]>;
 
 /// The messages decoded from one read's frames, with their frames.
-type ReadMessages = SmallVec<[(Frame, Message); 1]>;
+type ReadMessages = SmallVec<[ReadMessage; 1]>;
+
+/// A message read, with its frame: a few hundred bytes, so it is served
+/// where it lies, by reference; a path that must keep it past the read
+/// (another thread runs it, a holding POA manager parks it) takes it out.
+type ReadMessage = Option<(Frame, Message)>;
 
 /// The longest the reading thread holds a reply while it runs the other
 /// requests read with it.
@@ -447,7 +452,7 @@ impl ServerConnection {
                 break;
             }
             if messages.len() > 1 && self.concurrency.promotes_followers() {
-                for (frame, msg) in messages.drain(1..) {
+                for (frame, msg) in messages.drain(1..).flatten() {
                     self.hand_to_follower(reactor, frame, msg);
                 }
             }
@@ -472,7 +477,7 @@ impl ServerConnection {
         let conn = in_progress.conn.clone();
         let reactor2 = reactor.clone();
         reactor.post(Box::new(move || {
-            conn.serve(&reactor2, frame, msg, Some(in_progress));
+            conn.serve(&reactor2, &mut Some((frame, msg)), Some(in_progress));
         }));
     }
 
@@ -585,11 +590,11 @@ impl ServerConnection {
 
     /// Takes the code sets a client announces from the requests in
     /// `messages`, until it has announced them.
-    fn note_codesets(&self, messages: &[(Frame, Message)]) {
+    fn note_codesets(&self, messages: &[ReadMessage]) {
         if self.codesets_known.load(Ordering::Relaxed) {
             return;
         }
-        for (_, msg) in messages {
+        for (_, msg) in messages.iter().flatten() {
             if let MessageBody::Request(h) = &msg.body {
                 for ctx in &h.service_contexts {
                     if let Ok(Some(KnownServiceContext::CodeSets(cs))) = ctx.decode_known() {
@@ -734,8 +739,8 @@ impl ServerConnection {
             self.close(reactor);
         }
         let served = !messages.is_empty();
-        for (frame, msg) in messages {
-            self.serve(reactor, frame, msg, self.in_progress(reactor));
+        for mut read in messages {
+            self.serve(reactor, &mut read, self.in_progress(reactor));
         }
         served
     }
@@ -916,7 +921,7 @@ impl ServerConnection {
         let mut messages = ReadMessages::with_capacity(frames.len());
         for frame in frames {
             match frame.message() {
-                Ok(msg) if client_may_send(&msg.body) => messages.push((frame, msg)),
+                Ok(msg) if client_may_send(&msg.body) => messages.push(Some((frame, msg))),
                 other => {
                     crate::trace::message_rejected(self.peer, &RejectedMessage(other.err()));
                     self.refuse();
@@ -934,17 +939,17 @@ impl ServerConnection {
     fn serve_read(
         &self,
         reactor: &Arc<Reactor>,
-        messages: ReadMessages,
+        mut messages: ReadMessages,
         in_progress: impl Fn() -> Option<InProgress>,
     ) {
         let hold = messages.len() > 1
             && self.concurrency.coalesces_replies()
             && self.hold_replies(reactor);
-        for (frame, msg) in messages {
+        for read in &mut messages {
             if hold {
                 self.write_held_if_older(reactor, HOLD_LIMIT);
             }
-            self.serve(reactor, frame, msg, in_progress());
+            self.serve(reactor, read, in_progress());
         }
         if hold {
             self.release_replies(reactor);
@@ -955,18 +960,18 @@ impl ServerConnection {
     /// threading framework), else as the concurrency model does.
     /// `in_progress` counts a request read by a reactor thread as running
     /// until it is answered (it may be answered on another thread).
+    #[inline]
     fn serve(
         &self,
         reactor: &Arc<Reactor>,
-        frame: Frame,
-        msg: Message,
+        read: &mut ReadMessage,
         in_progress: Option<InProgress>,
     ) {
-        let route = match &self.shared.filter {
-            Some(filter) => self.route(filter.as_ref(), &msg),
-            None => Route::Default,
+        let route = match (&self.shared.filter, &*read) {
+            (Some(filter), Some((_, msg))) => self.route(filter.as_ref(), msg),
+            _ => Route::Default,
         };
-        self.place(reactor, frame, msg, in_progress, route);
+        self.place(reactor, read, in_progress, route);
     }
 
     /// Serves a message where `route` says: as the concurrency model does
@@ -974,14 +979,17 @@ impl ServerConnection {
     /// request filter routed it, which comes first (see
     /// `request_filter`). The route stays with the request: one a holding
     /// POA manager parks is placed by it again when released.
+    #[inline]
     fn place(
         &self,
         reactor: &Arc<Reactor>,
-        frame: Frame,
-        msg: Message,
+        read: &mut ReadMessage,
         in_progress: Option<InProgress>,
         route: Route,
     ) {
+        let Some((_, msg)) = &*read else {
+            return;
+        };
         let answer = match &msg.body {
             MessageBody::Request(h) => Some((
                 msg.header.version,
@@ -999,21 +1007,20 @@ impl ServerConnection {
         };
         // The request served on another thread, which runs its upcall
         // itself; it counts as running until then.
-        let elsewhere = |frame: Frame, msg: Message, in_progress: Option<InProgress>, route| {
+        let elsewhere = |read: &mut ReadMessage, in_progress: Option<InProgress>, route| {
             let in_progress = in_progress.or_else(|| self.in_progress(reactor));
             let (conn, reactor) = (self.me.upgrade()?, reactor.clone());
+            let mut read = read.take();
             let job: super::lanes::Job =
-                Box::new(move || conn.handle(&reactor, frame, msg, in_progress, route));
+                Box::new(move || conn.handle(&reactor, &mut read, in_progress, route));
             Some(job)
         };
         match route {
-            Route::Default | Route::IoThread => {
-                self.handle(reactor, frame, msg, in_progress, route)
-            }
+            Route::Default | Route::IoThread => self.handle(reactor, read, in_progress, route),
             Route::Reject(ex) => refuse(ex, in_progress),
             Route::Lane(name) => {
                 let route = Route::Lane(name.clone());
-                let Some(job) = elsewhere(frame, msg, in_progress, route) else {
+                let Some(job) = elsewhere(read, in_progress, route) else {
                     return;
                 };
                 if let Err(job) = self.shared.lanes.run(&name, job) {
@@ -1025,7 +1032,7 @@ impl ServerConnection {
                 }
             }
             Route::NewThread => {
-                let Some(job) = elsewhere(frame, msg, in_progress, Route::NewThread) else {
+                let Some(job) = elsewhere(read, in_progress, Route::NewThread) else {
                     return;
                 };
                 if let Err(job) = super::lanes::run_on_new_thread("armillary-request", job) {
@@ -1064,20 +1071,23 @@ impl ServerConnection {
     /// Serves one message that was read (`msg`, decoded from `frame`) on
     /// this thread, running a request's upcall here too, unless its
     /// `route` is `Default` (then the concurrency model decides).
+    #[inline]
     fn handle(
         &self,
         reactor: &Arc<Reactor>,
-        frame: Frame,
-        msg: Message,
+        read: &mut ReadMessage,
         in_progress: Option<InProgress>,
         route: Route,
     ) {
+        let Some((_, msg)) = &*read else {
+            return;
+        };
         *self.version.lock() = msg.header.version;
         let Some(adapter) = self.adapter.upgrade() else {
             return;
         };
         if matches!(msg.body, MessageBody::Request(_)) {
-            self.request(reactor, &adapter, frame, msg, in_progress, route);
+            self.request(reactor, &adapter, read, in_progress, route);
             return;
         }
         match &msg.body {
@@ -1120,16 +1130,23 @@ impl ServerConnection {
     /// Resolves a request to its servant and hands the upcall to the
     /// concurrency model, or answers it at once (no such object, a
     /// forward, a holding POA manager that parks it).
+    #[inline]
     fn request(
         &self,
         reactor: &Arc<Reactor>,
         adapter: &Arc<dyn ObjectAdapter>,
-        frame: Frame,
-        msg: Message,
+        read: &mut ReadMessage,
         in_progress: Option<InProgress>,
         route: Route,
     ) {
-        let MessageBody::Request(h) = &msg.body else {
+        let Some((
+            frame,
+            msg @ Message {
+                body: MessageBody::Request(h),
+                ..
+            },
+        )) = &*read
+        else {
             return;
         };
         for ctx in &h.service_contexts {
@@ -1204,6 +1221,7 @@ impl ServerConnection {
             Resolution::Held(manager) => {
                 // Parked until the manager decides; answered then. Until
                 // then the connection is not idle.
+                let frame = frame.clone();
                 let Some(conn) = self.me.upgrade() else {
                     // Unreachable: a thread serving the connection holds it.
                     self.answer_held(reactor, frame, Admission::Discard, route);
@@ -1272,10 +1290,6 @@ impl ServerConnection {
                 &[],
             );
         }
-        let Some(conn) = self.me.upgrade() else {
-            // Unreachable: a thread serving the connection holds it.
-            return;
-        };
         // A request owed a reply counts as in progress until the reply is
         // written, wherever and whenever that is (an asynchronous servant
         // answers after its upcall): its guard lives in the reply's sink.
@@ -1287,18 +1301,37 @@ impl ServerConnection {
             (OwedReply::nothing(), in_progress)
         };
         let reply = reply.intercepted(interception);
+        let elsewhere = route == Route::Default && !self.concurrency.runs_here(upcall.poa());
+        let (upcall, reply) = if elsewhere {
+            (upcall, reply)
+        } else {
+            // Here, on the reading thread (as the model would run it, or
+            // where the request filter routed it), the request where it
+            // was read.
+            let tasks: Arc<dyn TaskQueue> = reactor.clone();
+            let here = run_here(upcall, reply, |upcall, reply| {
+                self.run_upcall(&**adapter, frame, msg, upcall, (reply, tasks));
+            });
+            match here {
+                None => return drop(in_progress),
+                Some(back) => back,
+            }
+        };
+        let (Some(conn), Some((frame, msg))) = (self.me.upgrade(), read.take()) else {
+            // Unreachable: a thread serving the connection holds it.
+            return;
+        };
         let adapter = adapter.clone();
         let tasks: Arc<dyn TaskQueue> = reactor.clone();
         let run = move |upcall: Upcall, reply: OwedReply| {
             conn.run_upcall(&*adapter, &frame, &msg, upcall, (reply, tasks));
             drop(in_progress);
         };
-        if route == Route::Default && !self.concurrency.runs_here(upcall.poa()) {
+        if elsewhere {
             let request = ResolvedRequest::new(upcall, reply, self.id, Box::new(run));
             self.concurrency.schedule(request);
         } else {
-            // Here, on the reading thread: as the model would run it, or
-            // where the request filter routed it.
+            // A SINGLE_THREAD_MODEL POA's, perhaps handed over.
             run_resolved(upcall, reply, run);
         }
     }
@@ -1489,7 +1522,7 @@ impl ServerConnection {
         };
         if admission == Admission::Run {
             let in_progress = self.in_progress(reactor);
-            self.place(reactor, frame, msg, in_progress, route);
+            self.place(reactor, &mut Some((frame, msg)), in_progress, route);
             return;
         }
         let MessageBody::Request(h) = &msg.body else {

@@ -320,19 +320,40 @@ impl fmt::Debug for ResolvedRequest {
 /// it inside its wait instead; a panic on the way ends here. What a
 /// server runs where the model [`runs_here`](ServerConcurrency::runs_here)
 /// calls, without boxing `run`.
+#[inline]
 pub(crate) fn run_resolved(
     upcall: Upcall,
     reply: OwedReply,
     run: impl FnOnce(Upcall, OwedReply) + Send + 'static,
 ) {
     let single = upcall.poa().single_thread().cloned();
-    let job = move || {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-            run(upcall, reply);
-        }));
-    };
+    let job = move || run_caught(move || run(upcall, reply));
     match single {
         Some(single) => single.run_or_hand_over(Box::new(job)),
         None => job(),
     }
+}
+
+/// [`run_resolved`] for a `run` that borrows (the request it answers
+/// stays where it was read, not moved into a closure that could outlive
+/// it): runs it here, unless the target is a SINGLE_THREAD_MODEL POA,
+/// whose upcalls may have to be handed to another thread; then the
+/// request comes back, not run, for `run_resolved`.
+#[inline]
+pub(crate) fn run_here(
+    upcall: Upcall,
+    reply: OwedReply,
+    run: impl FnOnce(Upcall, OwedReply),
+) -> Option<(Upcall, OwedReply)> {
+    if upcall.poa().single_thread().is_some() {
+        return Some((upcall, reply));
+    }
+    run_caught(move || run(upcall, reply));
+    None
+}
+
+/// Runs an upcall's work, a panic in it ending here (the request's
+/// reply, dropped unanswered on the way, answers it).
+fn run_caught(work: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
 }
