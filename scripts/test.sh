@@ -6,18 +6,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_omniorb=0
-for tool in omniidl catior omniNames nameclt; do
+# valgrind comes with them: `armillary bench instructions` (and its test)
+# counts instructions under callgrind.
+for tool in omniidl catior omniNames nameclt valgrind callgrind_control; do
   command -v "$tool" >/dev/null 2>&1 || need_omniorb=1
 done
 [ -d /usr/include/omniORB4 ] || need_omniorb=1
 [ -d /usr/share/idl/omniORB ] || need_omniorb=1
 if [ "$need_omniorb" = 1 ]; then
-  echo "== installing omniORB (libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver)"
+  echo "== installing omniORB (libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver) and valgrind"
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver pkg-config g++ >/dev/null
+  $SUDO apt-get install -y -qq libomniorb4-dev omniidl omniorb omniorb-idl omniorb-nameserver pkg-config g++ valgrind >/dev/null
 fi
 
 # Java and Maven, for the JacORB peers (armillary_testkit::jacorb fetches

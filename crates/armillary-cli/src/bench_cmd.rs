@@ -19,7 +19,9 @@
 //! clients in `middle_tier_clients` and its models in
 //! `middle_tier_model`); `collocation` reproduces the collocation paper's
 //! Figure 4 (see `bench_collocation`); `lb` the Visibroker study's load
-//! balancing (see `bench_lb`). What they share to report lives
+//! balancing (see `bench_lb`); `instructions` counts the instructions a
+//! call costs each side of each ORB under callgrind (see
+//! `bench_instructions`). What they share to report lives
 //! in `bench_report`; their child processes and the raw TCP baseline in
 //! `bench_process`; the Armillary echo server and its stub in
 //! `echo_peer`; omniORB's peer programs in `omniorb_peers`.
@@ -92,6 +94,11 @@ enum BenchCommand {
     /// The Visibroker study's load balancing: clients against one server
     /// and against replicas behind `armillary lb serve` (see `bench_lb`).
     Lb(crate::bench_lb::LbBenchOptions),
+    /// Instructions one synchronous `echo_longlong` call costs the client
+    /// and the server, Armillary's and omniORB's, counted by valgrind's
+    /// callgrind: a figure the machine's load does not move (see
+    /// `bench_instructions`).
+    Instructions(crate::bench_instructions::InstructionsOptions),
     /// Time of `armillary idl compile` over an IDL corpus, each file on
     /// its own, against `omniidl -bcxx` over the same files.
     Idl {
@@ -199,6 +206,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         BenchCommand::MiddleTier(options) => crate::bench_middle_tier::run(options),
         BenchCommand::Collocation(options) => crate::bench_collocation::run(options),
         BenchCommand::Lb(options) => crate::bench_lb::run(options),
+        BenchCommand::Instructions(options) => crate::bench_instructions::run(options),
         BenchCommand::ServeSink { ior_file, delay_ms } => {
             crate::middle_tier_peers::serve_sink(&ior_file, Duration::from_millis(delay_ms))
         }

@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 mod bench_cmd;
 mod bench_collocation;
 mod bench_idl;
+mod bench_instructions;
 mod bench_invocation;
 mod bench_lb;
 mod bench_middle_tier;

@@ -482,6 +482,63 @@ fn bench_collocation_reports_every_strategy_size_and_goal() {
 }
 
 #[test]
+fn bench_instructions_counts_each_side_of_both_orbs() {
+    let dir = std::env::temp_dir().join(format!("armillary-cg-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("instructions.json");
+    let keep = dir.join("callgrind");
+    let (code, out, err) = run(&[
+        "bench",
+        "instructions",
+        "--calls",
+        "200",
+        "--warm",
+        "50",
+        "--json",
+        json.to_str().unwrap(),
+        "--keep",
+        keep.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for side in ["client", "server", "both"] {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().next() == Some(side)),
+            "no row for {side}:\n{out}"
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["benchmark"], "instructions");
+    assert_eq!(report["calls"], 200);
+    // Every count is there and is a count (never its size: that is the
+    // benchmark's to say, not the test's).
+    for side in ["client", "server", "both"] {
+        for orb in ["armillary", "omniorb"] {
+            let n = report[side][orb]["instructions_per_call"].as_f64();
+            assert!(n.is_some_and(|n| n > 0.0), "{side}.{orb}: {report}");
+        }
+        assert!(
+            report[side]["armillary_over_omniorb"].as_f64().is_some(),
+            "{side}: {report}"
+        );
+    }
+    // The files kept for callgrind_annotate: both clients' two runs and
+    // both servers' dump.
+    for file in [
+        "client-armillary-few.out",
+        "client-armillary-many.out",
+        "client-omniorb-few.out",
+        "client-omniorb-many.out",
+        "server-armillary.out.1",
+        "server-omniorb.out.1",
+    ] {
+        assert!(keep.join(file).is_file(), "{file} was not kept");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
     let dir = std::env::temp_dir().join(format!("armillary-inv-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -1,0 +1,368 @@
+//! `armillary bench instructions`: the instructions one synchronous
+//! `echo_longlong` call costs each side, Armillary's and omniORB's,
+//! counted by valgrind's callgrind. A count of instructions does not
+//! move with the machine's load, as every timing here does: it shows
+//! what a change to the call path saves where `bench sync` cannot tell
+//! it from noise (it is not the time: cache misses, system calls and
+//! the scheduler are not in it).
+//!
+//! - **Client**: the generated stub (`bench drive-sync-throughput`, one
+//!   thread) and omniORB's `bench_client` each run under callgrind
+//!   against omniORB's `interop_server` (run natively), twice: `warm`
+//!   calls, then `warm + calls`. The difference over `calls` is the cost
+//!   of a call alone: the process's start, its ORB's set-up and the
+//!   connection cancel out.
+//! - **Server**: `bench serve-echo` (the ORB's default model) and
+//!   omniORB's `interop_server` each run under callgrind, called by
+//!   omniORB's `bench_client` (natively): `warm` calls, the counts zeroed
+//!   (`callgrind_control -z`), `calls` calls, the counts written out
+//!   (`callgrind_control -d`), every thread of the server counted.
+//!
+//! Both clients send the same 80-byte request (GIOP 1.2, to omniORB's
+//! object); each server reads the request for its own object (104 bytes
+//! for Armillary's, whose object keys are longer, 80 for omniORB's) and
+//! sends the same 32-byte reply, so the figures compare the ORBs' work. `callgrind_annotate FILE` on the files kept with
+//! `--keep DIR` says where the instructions go, function by function.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use clap::Args;
+use serde_json::json;
+
+use crate::bench_process::{wait_for_file_from, Peer};
+use crate::omniorb_peers::{OmniorbPeers, Program};
+
+/// `armillary bench instructions` options.
+#[derive(Debug, Args)]
+pub struct InstructionsOptions {
+    /// Calls counted on each side (after the warm-up).
+    #[arg(long, default_value_t = 10_000)]
+    calls: usize,
+    /// Calls made before counting starts.
+    #[arg(long, default_value_t = 2_000)]
+    warm: usize,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Keep callgrind's output files in this directory (for
+    /// `callgrind_annotate`); by default they are removed.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+}
+
+/// Instructions per call of one side of each ORB.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Side {
+    armillary: f64,
+    omniorb: f64,
+}
+
+impl Side {
+    fn ratio(&self) -> f64 {
+        self.armillary / self.omniorb
+    }
+
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "armillary": { "instructions_per_call": round1(self.armillary) },
+            "omniorb": { "instructions_per_call": round1(self.omniorb) },
+            "armillary_over_omniorb": round3(self.ratio()),
+        })
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Runs `armillary bench instructions`.
+pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
+    if options.calls == 0 {
+        return Err("--calls must be at least 1".into());
+    }
+    for tool in ["valgrind", "callgrind_control"] {
+        if !tool_runs(tool) {
+            return Err(format!(
+                "{tool} is needed to count instructions (Debian: apt-get install valgrind)"
+            ));
+        }
+    }
+    let peers = crate::omniorb_peers::find()
+        .ok_or("omniORB's peer programs are needed: they are the other side of every call")?;
+    let dir = match &options.keep {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("armillary-callgrind-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    let result = measure(&options, peers, &dir);
+    if options.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let (client, server) = result?;
+
+    let whole = Side {
+        armillary: client.armillary + server.armillary,
+        omniorb: client.omniorb + server.omniorb,
+    };
+    let rows: Vec<Vec<String>> = [("client", client), ("server", server), ("both", whole)]
+        .iter()
+        .map(|(name, side)| {
+            vec![
+                (*name).to_owned(),
+                format!("{:.0}", side.armillary),
+                format!("{:.0}", side.omniorb),
+                format!("{:.2}", side.ratio()),
+            ]
+        })
+        .collect();
+    println!("instructions per synchronous echo_longlong call (callgrind)");
+    crate::bench_report::print_table(
+        1,
+        &["side", "Armillary", "omniORB", "Armillary / omniORB"],
+        &rows,
+    );
+    if let Some(path) = &options.json {
+        let report = json!({
+            "benchmark": "instructions",
+            "operation": "echo_longlong",
+            "calls": options.calls,
+            "warm_up_calls": options.warm,
+            "client": client.to_json(),
+            "server": server.to_json(),
+            "both": whole.to_json(),
+        });
+        crate::bench_report::write_json(path, &report)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Both sides of both ORBs: (client, server).
+fn measure(
+    options: &InstructionsOptions,
+    peers: &OmniorbPeers,
+    dir: &Path,
+) -> Result<(Side, Side), String> {
+    let (warm, calls) = (options.warm, options.calls);
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bar = crate::bench_report::progress(6, "");
+
+    // The clients, against omniORB's server run natively.
+    let (omni_server, omni_ior_file) = peers.start_server(dir)?;
+    let omni_ior = std::fs::read_to_string(&omni_ior_file)
+        .map_err(|e| format!("cannot read {}: {e}", omni_ior_file.display()))?;
+    let armillary_client = |n: usize| -> Vec<OsString> {
+        let mut args: Vec<OsString> = ["bench", "drive-sync-throughput", "--ior"]
+            .map(OsString::from)
+            .to_vec();
+        args.push(omni_ior.trim().into());
+        args.extend(["--threads", "1", "--calls"].map(OsString::from));
+        args.push(n.to_string().into());
+        args
+    };
+    let omniorb_client =
+        |n: usize| -> Vec<OsString> { vec![omni_ior_file.clone().into(), n.to_string().into()] };
+    let bench_client = peers.program(Program::BenchClient);
+    let per_call = |name: &str, program: &Path, args: &dyn Fn(usize) -> Vec<OsString>| {
+        bar.set_message(format!("client: {name}, {warm} calls"));
+        let few = counted_run(
+            program,
+            &args(warm),
+            &dir.join(format!("client-{name}-few.out")),
+        )?;
+        bar.inc(1);
+        bar.set_message(format!("client: {name}, {} calls", warm + calls));
+        let many = counted_run(
+            program,
+            &args(warm + calls),
+            &dir.join(format!("client-{name}-many.out")),
+        )?;
+        bar.inc(1);
+        Ok::<f64, String>(many.saturating_sub(few) as f64 / calls as f64)
+    };
+    let client = Side {
+        armillary: per_call("armillary", &exe, &armillary_client)?,
+        omniorb: per_call("omniorb", &bench_client, &omniorb_client)?,
+    };
+    drop(omni_server);
+
+    // The servers, called by omniORB's client run natively.
+    bar.set_message("server: armillary");
+    let armillary_ior = dir.join("armillary-server.ior");
+    let armillary = counted_server(
+        &exe,
+        &[
+            OsStr::new("bench"),
+            OsStr::new("serve-echo"),
+            OsStr::new("--ior-file"),
+            armillary_ior.as_os_str(),
+        ],
+        &armillary_ior,
+        &dir.join("server-armillary.out"),
+        peers,
+        (warm, calls),
+    )?;
+    bar.inc(1);
+    bar.set_message("server: omniorb");
+    let omniorb_ior = dir.join("omniorb-server.ior");
+    let omniorb = counted_server(
+        &peers.program(Program::InteropServer),
+        &[
+            OsStr::new("--ior-file"),
+            omniorb_ior.as_os_str(),
+            OsStr::new("-ORBendPoint"),
+            OsStr::new("giop:tcp:127.0.0.1:0"),
+        ],
+        &omniorb_ior,
+        &dir.join("server-omniorb.out"),
+        peers,
+        (warm, calls),
+    )?;
+    bar.inc(1);
+    bar.finish_and_clear();
+    Ok((client, Side { armillary, omniorb }))
+}
+
+/// Runs `program` with `args` under callgrind, its counts written to
+/// `out`; the instructions it ran in all.
+fn counted_run(program: &Path, args: &[OsString], out: &Path) -> Result<u64, String> {
+    let run = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(callgrind_out(out))
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run valgrind: {e}"))?;
+    if !run.status.success() {
+        let err = String::from_utf8_lossy(&run.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(5).collect();
+        return Err(format!(
+            "{} under callgrind failed ({}): {}",
+            program.display(),
+            run.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ));
+    }
+    read_total(out)
+}
+
+/// Runs the server `program` with `args` under callgrind until it has
+/// written `ior_file`, has omniORB's client make `warm` calls, then
+/// `calls` more with the server's counts zeroed before and written out
+/// after them: the instructions per call of the server's every thread.
+fn counted_server(
+    program: &Path,
+    args: &[&OsStr],
+    ior_file: &Path,
+    out: &Path,
+    peers: &OmniorbPeers,
+    (warm, calls): (usize, usize),
+) -> Result<f64, String> {
+    let _ = std::fs::remove_file(ior_file);
+    let mut server = Peer(
+        Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(callgrind_out(out))
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run valgrind: {e}"))?,
+    );
+    wait_for_file_from(&mut server, ior_file)
+        .map_err(|e| format!("{} under callgrind did not start: {e}", program.display()))?;
+    let pid = server.0.id().to_string();
+    if warm > 0 {
+        peers.echo_latencies(ior_file, warm)?;
+    }
+    callgrind_control(&["-z", &pid])?;
+    peers.echo_latencies(ior_file, calls)?;
+    callgrind_control(&["-d", &pid])?;
+    // The dump after the zeroing is the first: `OUT.1`.
+    let dump = PathBuf::from(format!("{}.1", out.display()));
+    Ok(read_total(&dump)? as f64 / calls as f64)
+}
+
+fn callgrind_out(out: &Path) -> OsString {
+    let mut arg = OsString::from("--callgrind-out-file=");
+    arg.push(out);
+    arg
+}
+
+fn callgrind_control(args: &[&str]) -> Result<(), String> {
+    let run = Command::new("callgrind_control")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run callgrind_control: {e}"))?;
+    if run.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "callgrind_control {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&run.stderr).trim()
+        ))
+    }
+}
+
+fn tool_runs(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn read_total(out: &Path) -> Result<u64, String> {
+    let text = std::fs::read_to_string(out)
+        .map_err(|e| format!("callgrind wrote no {}: {e}", out.display()))?;
+    total_instructions(&text).ok_or_else(|| format!("{} has no instruction count", out.display()))
+}
+
+/// The instructions a callgrind output file counts in all: its
+/// `summary:` line (`totals:` in some versions), the event being `Ir`.
+fn total_instructions(text: &str) -> Option<u64> {
+    ["summary:", "totals:"].iter().find_map(|key| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_total_is_read_from_the_summary_line() {
+        let file = "version: 1\ncreator: callgrind-3.19.0\ncmd: x\nevents: Ir\nsummary: 57390040\n\nfl=(1) a.rs\nfn=(1) f\n3 5\ntotals: 57390195\n";
+        assert_eq!(total_instructions(file), Some(57_390_040));
+        assert_eq!(total_instructions("events: Ir\ntotals: 12\n"), Some(12));
+        assert_eq!(total_instructions("events: Ir\n"), None);
+        assert_eq!(total_instructions("summary: many\n"), None);
+    }
+
+    #[test]
+    fn a_side_reports_its_ratio_rounded() {
+        let side = Side {
+            armillary: 5877.04,
+            omniorb: 3148.0,
+        };
+        let json = side.to_json();
+        assert_eq!(json["armillary"]["instructions_per_call"], 5877.0);
+        assert_eq!(json["omniorb"]["instructions_per_call"], 3148.0);
+        assert_eq!(json["armillary_over_omniorb"], 1.867);
+    }
+}
