@@ -231,23 +231,17 @@ fn measure(
 /// Runs `program` with `args` under callgrind, its counts written to
 /// `out`; the instructions it ran in all.
 fn counted_run(program: &Path, args: &[OsString], out: &Path) -> Result<u64, String> {
-    let run = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(callgrind_out(out))
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+    let run = under_callgrind(program, args, out)
         .output()
         .map_err(|e| format!("cannot run valgrind: {e}"))?;
     if !run.status.success() {
         let err = String::from_utf8_lossy(&run.stderr);
-        let tail: Vec<&str> = err.lines().rev().take(5).collect();
+        let lines: Vec<&str> = err.lines().collect();
         return Err(format!(
             "{} under callgrind failed ({}): {}",
             program.display(),
             run.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            lines[lines.len().saturating_sub(5)..].join(" / ")
         ));
     }
     read_total(out)
@@ -267,13 +261,7 @@ fn counted_server(
 ) -> Result<f64, String> {
     let _ = std::fs::remove_file(ior_file);
     let mut server = Peer(
-        Command::new("valgrind")
-            .arg("--tool=callgrind")
-            .arg(callgrind_out(out))
-            .arg(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+        under_callgrind(program, args, out)
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot run valgrind: {e}"))?,
@@ -292,10 +280,20 @@ fn counted_server(
     Ok(read_total(&dump)? as f64 / calls as f64)
 }
 
-fn callgrind_out(out: &Path) -> OsString {
-    let mut arg = OsString::from("--callgrind-out-file=");
-    arg.push(out);
-    arg
+/// `program` with `args` run under callgrind, its counts written to
+/// `out`; no standard input or output.
+fn under_callgrind(program: &Path, args: &[impl AsRef<OsStr>], out: &Path) -> Command {
+    let mut out_file = OsString::from("--callgrind-out-file=");
+    out_file.push(out);
+    let mut command = Command::new("valgrind");
+    command
+        .arg("--tool=callgrind")
+        .arg(out_file)
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    command
 }
 
 fn callgrind_control(args: &[&str]) -> Result<(), String> {

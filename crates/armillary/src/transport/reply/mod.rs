@@ -135,11 +135,10 @@ impl Entries {
             Some((bound, old)) if *bound == id => Some(std::mem::replace(old, entry)),
             Some(_) => self.more.insert(id, entry),
             None => {
-                if let Some(old) = (!self.more.is_empty())
-                    .then(|| self.more.get_mut(&id))
-                    .flatten()
-                {
-                    return Some(std::mem::replace(old, entry));
+                if !self.more.is_empty() {
+                    if let Some(old) = self.more.get_mut(&id) {
+                        return Some(std::mem::replace(old, entry));
+                    }
                 }
                 self.one = Some((id, entry));
                 None
