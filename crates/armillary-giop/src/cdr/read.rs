@@ -65,6 +65,7 @@ impl<'a> CdrReader<'a> {
     /// message's), so that [`read_octet_seq_shared`](Self::read_octet_seq_shared)
     /// can hand out slices of it instead of copies. A reader over bytes
     /// that are not in `source` copies as if it had none.
+    #[inline]
     pub fn with_source(mut self, source: &'a Bytes) -> Self {
         self.source = Some(source);
         self
@@ -72,6 +73,7 @@ impl<'a> CdrReader<'a> {
 
     /// Sets the stream offset of `buf[0]` (for a body whose header was cut
     /// off).
+    #[inline]
     pub fn with_align_base(mut self, base: usize) -> Self {
         self.align_base = base;
         self
@@ -79,12 +81,14 @@ impl<'a> CdrReader<'a> {
 
     /// Starts reading at index `pos` of the buffer (e.g. after a header
     /// that was already decoded); alignment still counts from `buf[0]`.
+    #[inline]
     pub fn with_position(mut self, pos: usize) -> Self {
         self.pos = pos.min(self.buf.len());
         self
     }
 
     /// Sets the transmission code sets.
+    #[inline]
     pub fn with_codesets(mut self, codesets: CodeSets) -> Self {
         self.codesets = codesets;
         self
@@ -222,8 +226,26 @@ impl<'a> CdrReader<'a> {
         self.read_octets(n).map(|_| ())
     }
 
-    #[inline]
+    /// Takes an aligned primitive of `N` bytes (`N` a power of two): one
+    /// branch when it lies whole in an unfragmented buffer, the general
+    /// path ([`take_aligned`](Self::take_aligned)) otherwise.
+    #[inline(always)]
     fn take<const N: usize>(&mut self) -> Result<[u8; N], CdrError> {
+        let at = self.pos + ((self.align_base + self.pos).wrapping_neg() & (N - 1));
+        if self.fragment_starts.is_empty() {
+            if let Some(Ok(out)) = self.buf.get(at..at + N).map(<[u8; N]>::try_from) {
+                self.pos = at + N;
+                return Ok(out);
+            }
+        }
+        self.take_aligned()
+    }
+
+    /// [`take`](Self::take)'s general path: a fragmented message's
+    /// alignment, and the error of a read past the end.
+    #[cold]
+    #[inline(never)]
+    fn take_aligned<const N: usize>(&mut self) -> Result<[u8; N], CdrError> {
         self.align(N)?;
         if !self.fragment_starts.is_empty() {
             self.check_not_split(N)?;
@@ -301,6 +323,7 @@ impl<'a> CdrReader<'a> {
 
     /// Reads a sequence length and checks that `n` elements of at least
     /// `min_size` bytes each could fit in what is left.
+    #[inline]
     pub fn read_seq_len(&mut self, min_size: usize) -> Result<usize, CdrError> {
         let offset = self.position();
         let n = self.read_ulong()?;
@@ -316,6 +339,7 @@ impl<'a> CdrReader<'a> {
     }
 
     /// Reads a `sequence<octet>` without copying it.
+    #[inline]
     pub fn read_octet_seq(&mut self) -> Result<&'a [u8], CdrError> {
         let n = self.read_seq_len(1)?;
         self.read_octets(n)
@@ -353,6 +377,7 @@ impl<'a> CdrReader<'a> {
     }
 
     /// Reads the bytes of an IDL `string` (without its NUL), borrowed.
+    #[inline]
     pub fn read_string_bytes(&mut self) -> Result<&'a [u8], CdrError> {
         let offset = self.position();
         let n = self.read_seq_len(1)?;
