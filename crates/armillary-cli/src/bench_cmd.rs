@@ -94,8 +94,9 @@ enum BenchCommand {
     /// The Visibroker study's load balancing: clients against one server
     /// and against replicas behind `armillary lb serve` (see `bench_lb`).
     Lb(crate::bench_lb::LbBenchOptions),
-    /// Instructions one synchronous `echo_longlong` call costs the client
-    /// and the server, Armillary's and omniORB's, counted by valgrind's
+    /// Instructions one synchronous `echo_longlong` call, and one oneway
+    /// `ping`, cost the client and the server, Armillary's and omniORB's,
+    /// counted by valgrind's
     /// callgrind: a figure the machine's load does not move (see
     /// `bench_instructions`).
     Instructions(crate::bench_instructions::InstructionsOptions),

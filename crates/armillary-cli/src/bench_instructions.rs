@@ -1,6 +1,6 @@
 //! `armillary bench instructions`: the instructions one synchronous
-//! `echo_longlong` call costs each side, Armillary's and omniORB's,
-//! counted by valgrind's callgrind. A count of instructions does not
+//! `echo_longlong` call, and one oneway `ping`, cost each side,
+//! Armillary's and omniORB's, counted by valgrind's callgrind. A count of instructions does not
 //! move with the machine's load, as every timing here does: it shows
 //! what a change to the call path saves where `bench sync` cannot tell
 //! it from noise (it is not the time: cache misses, system calls and
@@ -17,6 +17,13 @@
 //!   omniORB's `bench_client` (natively): `warm` calls, the counts zeroed
 //!   (`callgrind_control -z`), `calls` calls, the counts written out
 //!   (`callgrind_control -d`), every thread of the server counted.
+//!
+//! - **Oneways**: the same, for a oneway `ping`. The clients are
+//!   `bench drive-sync-throughput --oneway` and omniORB's
+//!   `sync_bench_client oneway`; each server is driven by the former
+//!   (natively), which asks for the server's count every few
+//!   milliseconds, not in a loop, so that the count of calls the server
+//!   runs does not depend on how slow callgrind makes it.
 //!
 //! Both clients send the same 80-byte request (GIOP 1.2, to omniORB's
 //! object); each server reads the request for its own object (104 bytes
@@ -104,98 +111,216 @@ pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
     if options.keep.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let (client, server) = result?;
-
-    let whole = Side {
-        armillary: client.armillary + server.armillary,
-        omniorb: client.omniorb + server.omniorb,
-    };
-    let rows: Vec<Vec<String>> = [("client", client), ("server", server), ("both", whole)]
+    let Counted { echo, oneway } = result?;
+    let rows: Vec<Vec<String>> = [("echo_longlong", &echo), ("oneway ping", &oneway)]
         .iter()
-        .map(|(name, side)| {
-            vec![
-                (*name).to_owned(),
-                format!("{:.0}", side.armillary),
-                format!("{:.0}", side.omniorb),
-                format!("{:.2}", side.ratio()),
+        .flat_map(|(call, sides)| {
+            [
+                ("client", sides.client),
+                ("server", sides.server),
+                ("both", sides.both()),
             ]
+            .map(|(name, side)| {
+                vec![
+                    (*call).to_owned(),
+                    name.to_owned(),
+                    format!("{:.0}", side.armillary),
+                    format!("{:.0}", side.omniorb),
+                    format!("{:.2}", side.ratio()),
+                ]
+            })
         })
         .collect();
-    println!("instructions per synchronous echo_longlong call (callgrind)");
+    println!("instructions per call (callgrind)");
     crate::bench_report::print_table(
-        1,
-        &["side", "Armillary", "omniORB", "Armillary / omniORB"],
+        2,
+        &[
+            "call",
+            "side",
+            "Armillary",
+            "omniORB",
+            "Armillary / omniORB",
+        ],
         &rows,
     );
     if let Some(path) = &options.json {
-        let report = json!({
+        let mut report = json!({
             "benchmark": "instructions",
             "operation": "echo_longlong",
             "calls": options.calls,
             "warm_up_calls": options.warm,
-            "client": client.to_json(),
-            "server": server.to_json(),
-            "both": whole.to_json(),
+            "oneway": oneway.to_json(),
         });
+        // The echo's sides at the top level, as before the oneways came.
+        if let (Some(report), serde_json::Value::Object(sides)) =
+            (report.as_object_mut(), echo.to_json())
+        {
+            report.extend(sides);
+        }
         crate::bench_report::write_json(path, &report)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Both sides of both ORBs: (client, server).
+/// Both sides of both ORBs for one kind of call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sides {
+    client: Side,
+    server: Side,
+}
+
+impl Sides {
+    fn both(&self) -> Side {
+        Side {
+            armillary: self.client.armillary + self.server.armillary,
+            omniorb: self.client.omniorb + self.server.omniorb,
+        }
+    }
+
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "client": self.client.to_json(),
+            "server": self.server.to_json(),
+            "both": self.both().to_json(),
+        })
+    }
+}
+
+/// What `bench instructions` counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Counted {
+    echo: Sides,
+    oneway: Sides,
+}
+
+/// The kinds of call counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// A synchronous `echo_longlong`.
+    Echo,
+    /// A oneway `ping`.
+    Oneway,
+}
+
+impl Call {
+    fn name(self) -> &'static str {
+        match self {
+            Call::Echo => "echo",
+            Call::Oneway => "oneway",
+        }
+    }
+}
+
+/// Both sides of both ORBs, for each kind of call.
 fn measure(
     options: &InstructionsOptions,
     peers: &OmniorbPeers,
     dir: &Path,
-) -> Result<(Side, Side), String> {
-    let (warm, calls) = (options.warm, options.calls);
+) -> Result<Counted, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let bar = crate::bench_report::progress(6, "");
+    let bar = crate::bench_report::progress(12, "");
+    let sides = |call| measure_call(options, peers, dir, &exe, call, &bar);
+    let counted = Counted {
+        echo: sides(Call::Echo)?,
+        oneway: sides(Call::Oneway)?,
+    };
+    bar.finish_and_clear();
+    Ok(counted)
+}
+
+/// Both sides of both ORBs for `call`.
+fn measure_call(
+    options: &InstructionsOptions,
+    peers: &OmniorbPeers,
+    dir: &Path,
+    exe: &Path,
+    call: Call,
+    bar: &indicatif::ProgressBar,
+) -> Result<Sides, String> {
+    let (warm, calls) = (options.warm, options.calls);
+    let kind = call.name();
+    // Armillary's client: the generated stub, calling the object in
+    // `ior` `n` times.
+    let armillary_client = |ior: &str, n: usize| -> Vec<OsString> {
+        let mut args: Vec<OsString> = ["bench", "drive-sync-throughput", "--ior"]
+            .map(OsString::from)
+            .to_vec();
+        args.push(ior.trim().into());
+        args.extend(["--threads", "1", "--calls"].map(OsString::from));
+        args.push(n.to_string().into());
+        if call == Call::Oneway {
+            args.push("--oneway".into());
+        }
+        args
+    };
 
     // The clients, against omniORB's server run natively.
     let (omni_server, omni_ior_file) = peers.start_server(dir)?;
     let omni_ior = std::fs::read_to_string(&omni_ior_file)
         .map_err(|e| format!("cannot read {}: {e}", omni_ior_file.display()))?;
-    let armillary_client = |n: usize| -> Vec<OsString> {
-        let mut args: Vec<OsString> = ["bench", "drive-sync-throughput", "--ior"]
-            .map(OsString::from)
-            .to_vec();
-        args.push(omni_ior.trim().into());
-        args.extend(["--threads", "1", "--calls"].map(OsString::from));
-        args.push(n.to_string().into());
+    let omniorb_client = |n: usize| -> Vec<OsString> {
+        let mut args: Vec<OsString> = Vec::new();
+        if call == Call::Oneway {
+            args.push("oneway".into());
+        }
+        args.extend([omni_ior_file.clone().into(), n.to_string().into()]);
         args
     };
-    let omniorb_client =
-        |n: usize| -> Vec<OsString> { vec![omni_ior_file.clone().into(), n.to_string().into()] };
-    let bench_client = peers.program(Program::BenchClient);
+    let omniorb_program = peers.program(match call {
+        Call::Echo => Program::BenchClient,
+        Call::Oneway => Program::SyncBenchClient,
+    });
     let per_call = |name: &str, program: &Path, args: &dyn Fn(usize) -> Vec<OsString>| {
-        bar.set_message(format!("client: {name}, {warm} calls"));
+        bar.set_message(format!("{kind} client: {name}, {warm} calls"));
         let few = counted_run(
             program,
             &args(warm),
-            &dir.join(format!("client-{name}-few.out")),
+            &dir.join(format!("{kind}-client-{name}-few.out")),
         )?;
         bar.inc(1);
-        bar.set_message(format!("client: {name}, {} calls", warm + calls));
+        bar.set_message(format!("{kind} client: {name}, {} calls", warm + calls));
         let many = counted_run(
             program,
             &args(warm + calls),
-            &dir.join(format!("client-{name}-many.out")),
+            &dir.join(format!("{kind}-client-{name}-many.out")),
         )?;
         bar.inc(1);
         Ok::<f64, String>(many.saturating_sub(few) as f64 / calls as f64)
     };
     let client = Side {
-        armillary: per_call("armillary", &exe, &armillary_client)?,
-        omniorb: per_call("omniorb", &bench_client, &omniorb_client)?,
+        armillary: per_call("armillary", exe, &|n| armillary_client(&omni_ior, n))?,
+        omniorb: per_call("omniorb", &omniorb_program, &omniorb_client)?,
     };
     drop(omni_server);
 
-    // The servers, called by omniORB's client run natively.
-    bar.set_message("server: armillary");
-    let armillary_ior = dir.join("armillary-server.ior");
+    // The servers, each called natively: by omniORB's client (echoes),
+    // by Armillary's (oneways; see the module docs).
+    let drive = |ior_file: &Path, n: usize| -> Result<(), String> {
+        match call {
+            Call::Echo => peers.echo_latencies(ior_file, n).map(drop),
+            Call::Oneway => {
+                let ior = std::fs::read_to_string(ior_file)
+                    .map_err(|e| format!("cannot read {}: {e}", ior_file.display()))?;
+                let run = Command::new(exe)
+                    .args(armillary_client(&ior, n))
+                    .stdin(Stdio::null())
+                    .output()
+                    .map_err(|e| format!("cannot run the oneway client: {e}"))?;
+                match run.status.success() {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "the oneway client failed ({}): {}",
+                        run.status,
+                        String::from_utf8_lossy(&run.stderr).trim()
+                    )),
+                }
+            }
+        }
+    };
+    bar.set_message(format!("{kind} server: armillary"));
+    let armillary_ior = dir.join(format!("{kind}-armillary-server.ior"));
     let armillary = counted_server(
-        &exe,
+        exe,
         &[
             OsStr::new("bench"),
             OsStr::new("serve-echo"),
@@ -203,13 +328,13 @@ fn measure(
             armillary_ior.as_os_str(),
         ],
         &armillary_ior,
-        &dir.join("server-armillary.out"),
-        peers,
+        &dir.join(format!("{kind}-server-armillary.out")),
+        &drive,
         (warm, calls),
     )?;
     bar.inc(1);
-    bar.set_message("server: omniorb");
-    let omniorb_ior = dir.join("omniorb-server.ior");
+    bar.set_message(format!("{kind} server: omniorb"));
+    let omniorb_ior = dir.join(format!("{kind}-omniorb-server.ior"));
     let omniorb = counted_server(
         &peers.program(Program::InteropServer),
         &[
@@ -219,13 +344,15 @@ fn measure(
             OsStr::new("giop:tcp:127.0.0.1:0"),
         ],
         &omniorb_ior,
-        &dir.join("server-omniorb.out"),
-        peers,
+        &dir.join(format!("{kind}-server-omniorb.out")),
+        &drive,
         (warm, calls),
     )?;
     bar.inc(1);
-    bar.finish_and_clear();
-    Ok((client, Side { armillary, omniorb }))
+    Ok(Sides {
+        client,
+        server: Side { armillary, omniorb },
+    })
 }
 
 /// Runs `program` with `args` under callgrind, its counts written to
@@ -248,15 +375,15 @@ fn counted_run(program: &Path, args: &[OsString], out: &Path) -> Result<u64, Str
 }
 
 /// Runs the server `program` with `args` under callgrind until it has
-/// written `ior_file`, has omniORB's client make `warm` calls, then
-/// `calls` more with the server's counts zeroed before and written out
-/// after them: the instructions per call of the server's every thread.
+/// written `ior_file`, has `drive` make `warm` calls, then `calls` more
+/// with the server's counts zeroed before and written out after them:
+/// the instructions per call of the server's every thread.
 fn counted_server(
     program: &Path,
     args: &[&OsStr],
     ior_file: &Path,
     out: &Path,
-    peers: &OmniorbPeers,
+    drive: &dyn Fn(&Path, usize) -> Result<(), String>,
     (warm, calls): (usize, usize),
 ) -> Result<f64, String> {
     let _ = std::fs::remove_file(ior_file);
@@ -270,10 +397,10 @@ fn counted_server(
         .map_err(|e| format!("{} under callgrind did not start: {e}", program.display()))?;
     let pid = server.0.id().to_string();
     if warm > 0 {
-        peers.echo_latencies(ior_file, warm)?;
+        drive(ior_file, warm)?;
     }
     callgrind_control(&["-z", &pid])?;
-    peers.echo_latencies(ior_file, calls)?;
+    drive(ior_file, calls)?;
     callgrind_control(&["-d", &pid])?;
     // The dump after the zeroing is the first: `OUT.1`.
     let dump = PathBuf::from(format!("{}.1", out.display()));

@@ -36,6 +36,14 @@ pub struct DriveOptions {
     /// Calls in all, split evenly between the threads.
     #[arg(long)]
     calls: usize,
+    /// Oneway `ping`s from one thread instead (`--threads` is not read),
+    /// then `oneway_count` every few milliseconds until the server has
+    /// counted them all: `bench instructions`' oneway client, and its
+    /// driver of each server. A count of calls that does not depend on
+    /// how fast the server is, so that the instructions counted do not
+    /// either.
+    #[arg(long)]
+    oneway: bool,
 }
 
 /// What a throughput or oneway client measured: `calls` calls in
@@ -78,6 +86,12 @@ pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
     for i in 0..WARM_UP_CALLS {
         check(i, echo.echo_longlong(i).map_err(|e| e.to_string())?)?;
     }
+    if options.oneway {
+        let elapsed = oneways(&echo, options.calls)?;
+        println!("elapsed_ns {}\ncalls {}", elapsed.as_nanos(), options.calls);
+        let _ = orb.shutdown(armillary::WaitForCompletion::No);
+        return Ok(ExitCode::SUCCESS);
+    }
     let threads = options.threads.max(1);
     let start = Barrier::new(threads + 1);
     let (t0, outcomes) = std::thread::scope(|scope| {
@@ -112,6 +126,41 @@ pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
     // Not an upcall: cannot fail in a way that matters here.
     let _ = orb.shutdown(armillary::WaitForCompletion::No);
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often [`oneways`] asks the server how many it has counted.
+const COUNT_POLL: Duration = Duration::from_millis(5);
+
+/// How long [`oneways`] waits for the server to count them all (a server
+/// under callgrind runs about fifty times slower).
+const COUNT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// `calls` oneway `ping`s, then `oneway_count` every [`COUNT_POLL`]
+/// until the server counted them: the time from the first ping.
+fn oneways(echo: &Everything, calls: usize) -> Result<Duration, String> {
+    let count = || echo.oneway_count().map_err(|e| e.to_string());
+    for i in 0..WARM_UP_CALLS as i32 {
+        echo.ping(i).map_err(|e| e.to_string())?;
+    }
+    let before = count()?;
+    let target = i64::from(before) + calls as i64;
+    let t0 = Instant::now();
+    for i in 0..calls {
+        echo.ping(i as i32).map_err(|e| e.to_string())?;
+    }
+    let mut counted = i64::from(count()?);
+    while counted < target && t0.elapsed() < COUNT_DEADLINE {
+        std::thread::sleep(COUNT_POLL);
+        counted = i64::from(count()?);
+    }
+    let elapsed = t0.elapsed();
+    if counted < target {
+        return Err(format!(
+            "the server counted {} of {calls} oneways",
+            counted - i64::from(before)
+        ));
+    }
+    Ok(elapsed)
 }
 
 fn check(sent: i64, got: i64) -> Result<(), String> {

@@ -500,12 +500,16 @@ fn bench_instructions_counts_each_side_of_both_orbs() {
         keep.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    for side in ["client", "server", "both"] {
-        assert!(
-            out.lines()
-                .any(|l| l.split_whitespace().next() == Some(side)),
-            "no row for {side}:\n{out}"
-        );
+    for call in ["echo_longlong", "oneway"] {
+        for side in ["client", "server", "both"] {
+            assert!(
+                out.lines().any(|l| {
+                    let words: Vec<&str> = l.split_whitespace().collect();
+                    words.first() == Some(&call) && words.contains(&side)
+                }),
+                "no row for {call} {side}:\n{out}"
+            );
+        }
     }
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -513,27 +517,31 @@ fn bench_instructions_counts_each_side_of_both_orbs() {
     assert_eq!(report["calls"], 200);
     // Every count is there and is a count (never its size: that is the
     // benchmark's to say, not the test's).
-    for side in ["client", "server", "both"] {
-        for orb in ["armillary", "omniorb"] {
-            let n = report[side][orb]["instructions_per_call"].as_f64();
-            assert!(n.is_some_and(|n| n > 0.0), "{side}.{orb}: {report}");
+    // (The echo's sides at the top level, the oneway's under `oneway`.)
+    for (call, sides) in [("echo", &report), ("oneway", &report["oneway"])] {
+        for side in ["client", "server", "both"] {
+            for orb in ["armillary", "omniorb"] {
+                let n = sides[side][orb]["instructions_per_call"].as_f64();
+                assert!(n.is_some_and(|n| n > 0.0), "{call} {side}.{orb}: {report}");
+            }
+            assert!(
+                sides[side]["armillary_over_omniorb"].as_f64().is_some(),
+                "{call} {side}: {report}"
+            );
         }
-        assert!(
-            report[side]["armillary_over_omniorb"].as_f64().is_some(),
-            "{side}: {report}"
-        );
-    }
-    // The files kept for callgrind_annotate: both clients' two runs and
-    // both servers' dump.
-    for file in [
-        "client-armillary-few.out",
-        "client-armillary-many.out",
-        "client-omniorb-few.out",
-        "client-omniorb-many.out",
-        "server-armillary.out.1",
-        "server-omniorb.out.1",
-    ] {
-        assert!(keep.join(file).is_file(), "{file} was not kept");
+        // The files kept for callgrind_annotate: both clients' two runs
+        // and both servers' dump.
+        for file in [
+            "client-armillary-few.out",
+            "client-armillary-many.out",
+            "client-omniorb-few.out",
+            "client-omniorb-many.out",
+            "server-armillary.out.1",
+            "server-omniorb.out.1",
+        ] {
+            let file = format!("{call}-{file}");
+            assert!(keep.join(&file).is_file(), "{file} was not kept");
+        }
     }
     let _ = std::fs::remove_dir_all(dir);
 }
