@@ -438,6 +438,25 @@ fn lists_with_an_iterator() {
     assert_eq!(last.next_one().unwrap(), (true, all[1].clone()));
 }
 
+/// A reference the service hands out from a collocated call belongs to
+/// the ORB serving it, as one in a remote reply does: not to whichever
+/// ORB of the process started last, which may shut down first (the
+/// reference's calls then failed with BAD_INV_ORDER; seen when tests ran
+/// side by side, each with its own ORB).
+#[test]
+fn a_reference_from_a_collocated_call_belongs_to_the_serving_orb() {
+    let s = service();
+    s.root.bind_new_context(&n("ctx")).unwrap();
+    // Started after the service's: the ORB an unbound reference would
+    // bind to.
+    let later = Orb::with_config(OrbConfig::new()).unwrap();
+    let ctx = NamingContext::from_object(s.root.resolve(&n("ctx")).unwrap());
+    ctx.bind_new_context(&n("inner")).unwrap();
+    later.shutdown(WaitForCompletion::Yes).unwrap();
+    drop(later);
+    assert_eq!(ctx.list(10).unwrap().0.len(), 1);
+}
+
 #[test]
 fn destroys_only_empty_contexts() {
     let s = service();

@@ -50,6 +50,13 @@ pub(crate) trait LocalServer: Send + Sync {
         contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt;
 
+    /// While the returned scope lives, object references decoded on this
+    /// thread belong to this ORB, as a request's arguments do when it
+    /// serves them: a typed collocated call runs its servant inside it,
+    /// so that a reference the servant decodes itself (from a store, say)
+    /// binds to the ORB serving it, not to whichever ORB started last.
+    fn serving_scope(&self) -> Option<crate::object::DecodingScope>;
+
     /// Whether this ORB has server request interceptors: its collocated
     /// calls then carry encoded arguments, so that they see them as a
     /// remote request's.
@@ -273,8 +280,10 @@ impl LocalTarget {
         if !self.serving.load(Ordering::Acquire) {
             return None;
         }
+        let server = self.server.upgrade()?;
         // After the oneways this thread posted, as on a connection.
         crate::thread_role::wait_for_posted_oneways();
+        let _scope = server.serving_scope();
         let interface = call.interface();
         let ran = self.kept.run(|servant| {
             contain(CompletionStatus::Maybe, || {

@@ -10,9 +10,10 @@ use std::time::Instant;
 use super::{for_strategy, thru_poa};
 use crate::config::Collocation;
 use crate::local_server::{self, CallContexts, LocalAttempt, LocalBody, LocalServer, LocalTarget};
-use crate::object::{Invoker, OutgoingRequest};
+use crate::object::{DecodingScope, Invoker, OutgoingRequest};
 use crate::orb::OrbCore;
 use crate::pending::PendingReply;
+use crate::transport::server::ObjectAdapter;
 
 impl LocalServer for OrbCore {
     fn call(
@@ -27,7 +28,12 @@ impl LocalServer for OrbCore {
         if self.shut_down.load(Ordering::SeqCst) {
             return LocalAttempt::NotHere;
         }
+        let _scope = self.serving_scope();
         for_strategy(strategy).call(&self, target, request, deadline, body, contexts)
+    }
+
+    fn serving_scope(&self) -> Option<DecodingScope> {
+        ObjectAdapter::decoding_scope(self)
     }
 
     fn intercepts(&self) -> bool {

@@ -441,6 +441,7 @@ impl Work {
     ) {
         match self {
             Work::Typed(interface, job) => {
+                let _scope = core.decoding_scope();
                 let ran = upcall.run_with(operation, |servant| {
                     contain(CompletionStatus::Maybe, || {
                         match servant.local_interface(interface) {
