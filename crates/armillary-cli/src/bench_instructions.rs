@@ -1,7 +1,8 @@
 //! `armillary bench instructions`: the instructions one synchronous
 //! `echo_longlong` call, and one oneway `ping`, cost each side,
-//! Armillary's and omniORB's, counted by valgrind's callgrind. A count of instructions does not
-//! move with the machine's load, as every timing here does: it shows
+//! Armillary's and omniORB's, counted by valgrind's callgrind. A count
+//! of instructions does not move with the machine's load, as every
+//! timing here does: it shows
 //! what a change to the call path saves where `bench sync` cannot tell
 //! it from noise (it is not the time: cache misses, system calls and
 //! the scheduler are not in it).
@@ -17,7 +18,6 @@
 //!   omniORB's `bench_client` (natively): `warm` calls, the counts zeroed
 //!   (`callgrind_control -z`), `calls` calls, the counts written out
 //!   (`callgrind_control -d`), every thread of the server counted.
-//!
 //! - **Oneways**: the same, for a oneway `ping`. The clients are
 //!   `bench drive-sync-throughput --oneway` and omniORB's
 //!   `sync_bench_client oneway`; each server is driven by the former
@@ -28,8 +28,9 @@
 //! Both clients send the same 80-byte request (GIOP 1.2, to omniORB's
 //! object); each server reads the request for its own object (104 bytes
 //! for Armillary's, whose object keys are longer, 80 for omniORB's) and
-//! sends the same 32-byte reply, so the figures compare the ORBs' work. `callgrind_annotate FILE` on the files kept with
-//! `--keep DIR` says where the instructions go, function by function.
+//! sends the same 32-byte reply, so the figures compare the ORBs' work.
+//! `callgrind_annotate FILE` on the files kept with `--keep DIR` says
+//! where the instructions go, function by function.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

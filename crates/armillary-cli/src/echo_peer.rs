@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use armillary::{Orb, SystemException};
 
@@ -106,6 +106,40 @@ pub(crate) fn start(
     let ior = wait_for_file_from(&mut server, &ior_file)
         .map_err(|e| format!("the echo server ({concurrency}) did not start: {e}"))?;
     Ok((server, ior))
+}
+
+/// Makes `calls` oneway `ping`s on `echo`, then asks `oneway_count` until
+/// the server has counted them all (every `poll`, or at once again when
+/// it is zero), no longer than `deadline`: the time from the first ping
+/// to that count. A server that counts fewer, or more, is an error.
+pub(crate) fn counted_oneways(
+    echo: &Everything,
+    calls: usize,
+    poll: Duration,
+    deadline: Duration,
+) -> Result<Duration, String> {
+    let count = || echo.oneway_count().map_err(|e| e.to_string());
+    let before = count()?;
+    let target = before + calls as i32;
+    let t0 = Instant::now();
+    for i in 0..calls as i32 {
+        echo.ping(i).map_err(|e| e.to_string())?;
+    }
+    let mut counted = count()?;
+    while counted < target && t0.elapsed() < deadline {
+        if !poll.is_zero() {
+            std::thread::sleep(poll);
+        }
+        counted = count()?;
+    }
+    let elapsed = t0.elapsed();
+    if counted != target {
+        return Err(format!(
+            "the server counted {} of {calls} oneways",
+            counted - before
+        ));
+    }
+    Ok(elapsed)
 }
 
 /// Makes `calls` synchronous `echo_longlong` calls on `echo`, one after

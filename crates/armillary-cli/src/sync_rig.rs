@@ -344,24 +344,7 @@ fn armillary_latency(echo: &Everything, calls: usize) -> Result<Measured, String
 /// `calls` oneway `ping`s, then `oneway_count` until the server has
 /// counted them all: the time from the first ping to that count.
 fn armillary_oneways(echo: &Everything, calls: usize) -> Result<Measured, String> {
-    let count = || echo.oneway_count().map_err(|e| e.to_string());
-    let before = count()?;
-    let target = before + calls as i32;
-    let t0 = Instant::now();
-    for i in 0..calls as i32 {
-        echo.ping(i).map_err(|e| e.to_string())?;
-    }
-    let mut counted = count()?;
-    while counted < target && t0.elapsed() < COUNT_DEADLINE {
-        counted = count()?;
-    }
-    let elapsed = t0.elapsed();
-    if counted != target {
-        return Err(format!(
-            "the server counted {} of {calls} oneways",
-            counted - before
-        ));
-    }
+    let elapsed = echo_peer::counted_oneways(echo, calls, Duration::ZERO, COUNT_DEADLINE)?;
     Ok(Measured::Rate(calls as f64 / elapsed.as_secs_f64()))
 }
 

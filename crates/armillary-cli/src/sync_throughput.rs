@@ -128,39 +128,20 @@ pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// How often [`oneways`] asks the server how many it has counted.
+/// How often the oneway client asks the server how many it has counted.
 const COUNT_POLL: Duration = Duration::from_millis(5);
 
-/// How long [`oneways`] waits for the server to count them all (a server
-/// under callgrind runs about fifty times slower).
+/// How long the oneway client waits for the server to count them all (a
+/// server under callgrind runs about fifty times slower).
 const COUNT_DEADLINE: Duration = Duration::from_secs(600);
 
-/// `calls` oneway `ping`s, then `oneway_count` every [`COUNT_POLL`]
-/// until the server counted them: the time from the first ping.
+/// Warm-up `ping`s, then `calls` counted ones (see
+/// [`echo_peer::counted_oneways`](crate::echo_peer::counted_oneways)).
 fn oneways(echo: &Everything, calls: usize) -> Result<Duration, String> {
-    let count = || echo.oneway_count().map_err(|e| e.to_string());
     for i in 0..WARM_UP_CALLS as i32 {
         echo.ping(i).map_err(|e| e.to_string())?;
     }
-    let before = count()?;
-    let target = i64::from(before) + calls as i64;
-    let t0 = Instant::now();
-    for i in 0..calls {
-        echo.ping(i as i32).map_err(|e| e.to_string())?;
-    }
-    let mut counted = i64::from(count()?);
-    while counted < target && t0.elapsed() < COUNT_DEADLINE {
-        std::thread::sleep(COUNT_POLL);
-        counted = i64::from(count()?);
-    }
-    let elapsed = t0.elapsed();
-    if counted < target {
-        return Err(format!(
-            "the server counted {} of {calls} oneways",
-            counted - i64::from(before)
-        ));
-    }
-    Ok(elapsed)
+    crate::echo_peer::counted_oneways(echo, calls, COUNT_POLL, COUNT_DEADLINE)
 }
 
 fn check(sent: i64, got: i64) -> Result<(), String> {
