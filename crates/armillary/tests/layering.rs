@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "transport",
             "transport/client",
+            "transport/connection_cache",
             "transport/mux",
             "transport/outbox",
             "transport/profiles",

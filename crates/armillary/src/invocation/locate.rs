@@ -49,7 +49,7 @@ impl OrbCore {
             reply: Some(id),
             deadline,
         };
-        if let Err(e) = conn.send(&bytes, outgoing) {
+        if let Err(e) = conn.send(&bytes, outgoing, Caller::Waits) {
             conn.unbind(id);
             self.connections.evict(&conn);
             return match e {

@@ -44,7 +44,8 @@ use armillary_giop::{ByteOrder, CdrDecode, GiopVersion};
 
 use crate::object::{Invoker, Location, OutgoingRequest, ReplyMessage, ReplyOutcome};
 use crate::pending::PendingReply;
-use crate::transport::client::{Awaited, Checkout, ClientConnection, Closed, SendError};
+use crate::transport::client::{Awaited, ClientConnection, Closed, SendError};
+use crate::transport::connection_cache::Checkout;
 use crate::transport::mux::Caller;
 use crate::transport::outbox::Outgoing;
 use crate::transport::reply::sync::SyncSlot;
@@ -104,8 +105,7 @@ impl OrbCore {
         caller: Caller,
         deadline: Option<Instant>,
     ) -> Result<Checkout, SystemException> {
-        self.connections
-            .get((&route.host, route.port, route.tls), caller, deadline)
+        self.connections.get(route, caller, deadline)
     }
 
     /// What a reply wait that ran out of time means for the call and the
@@ -236,7 +236,7 @@ impl OrbCore {
         let mut last_error = None;
         let routes = usable.routes.as_ref().map_err(Clone::clone)?;
         for route in routes {
-            let conn = match self.connection(route, caller, deadline) {
+            let mut conn = match self.connection(route, caller, deadline) {
                 Ok(c) => c,
                 Err(e) => {
                     last_error = Some(e);
@@ -360,11 +360,14 @@ impl OrbCore {
                     CompletionStatus::No,
                 ));
             }
+            if wait {
+                conn.bound();
+            }
             let outgoing = Outgoing {
                 reply: wait.then_some(id),
                 deadline,
             };
-            if let Err(e) = conn.send(&bytes, outgoing) {
+            if let Err(e) = conn.send(&bytes, outgoing, caller) {
                 // Not sent whole: the server cannot have run it.
                 conn.unbind(id);
                 self.connections.evict(&conn);

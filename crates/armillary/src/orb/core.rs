@@ -17,7 +17,8 @@ use crate::completion::WaitForCompletion;
 use crate::config::OrbConfig;
 use crate::object::{Invoker, ObjectRef};
 use crate::poa::{Poa, PoaRegistry, ReferenceFactory};
-use crate::transport::client::{ClientConnection, ConnectionCache};
+use crate::transport::client::ClientConnection;
+use crate::transport::connection_cache::ConnectionCache;
 use crate::transport::server::{ObjectAdapter, Server};
 
 use crate::error::OrbError;

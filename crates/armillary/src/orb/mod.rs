@@ -43,7 +43,7 @@ use crate::endpoint::Endpoint;
 use crate::object::{Invoker, ObjectRef};
 use crate::poa::current::CurrentServant;
 use crate::poa::{Poa, PoaRegistry};
-use crate::transport::client::ConnectionCache;
+use crate::transport::connection_cache::ConnectionCache;
 use crate::transport::server::ServerStats;
 
 use crate::collocation::local_objects::{local_reference, LocalPoaServant};

@@ -1,4 +1,5 @@
-//! The client side of IIOP: connections cached by endpoint, requests
+//! The client side of IIOP: a connection to a server (cached by
+//! [`connection_cache`](super::connection_cache)), its requests
 //! written by the calling thread (or queued for the thread writing the
 //! connection), replies read by whichever thread leads (Leader/Followers:
 //! the leader reads the socket and hands each reply to the
@@ -53,7 +54,6 @@
 //! takes a request's message out of the queue); nothing locks the read
 //! state while it holds the outbox.
 
-use crate::fast_map::FastMap;
 use std::io::ErrorKind;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -67,7 +67,7 @@ use armillary_giop::GiopVersion;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::gather::write_from;
-use super::mux::{Caller, Taken};
+use super::mux::Caller;
 use super::outbox::{Batch, Departure, Outbox, Outgoing, Stop, Stopped, Verdict};
 use super::reply::sync::SyncSlot;
 pub(crate) use super::reply::Awaited;
@@ -80,7 +80,7 @@ use crate::reactor::{EventHandler, Reactor};
 use crate::trace::{HostPort, Side};
 
 /// How long opening a connection may take when the call has no deadline.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long closing a connection waits for what is queued on it, and its
 /// CloseConnection, to be written (a server that stops reading must not
@@ -93,6 +93,17 @@ const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 /// rarely dies between two of them (if it does, the call fails as if it
 /// had died during it).
 const TRUST_RECENT: Duration = Duration::from_millis(1);
+
+/// What [`ClientConnection::claim_if_idle`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// Idle and open: claimed for the caller.
+    Claimed,
+    /// Carrying a request, read by a thread, or claimed by another caller.
+    Busy,
+    /// Closed (found so now, or before).
+    Closed,
+}
 
 /// Why a connection stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,7 +298,7 @@ impl ClientConnection {
     /// Connects within `connect_timeout` (and, with `tls`, runs the TLS
     /// handshake within it); replies larger than `max_message_size` are
     /// refused.
-    fn open(
+    pub(super) fn open(
         host: &str,
         port: u16,
         tls: Option<&Arc<rustls::ClientConfig>>,
@@ -348,6 +359,12 @@ impl ClientConnection {
     }
 
     /// The server's `host:port`, as traces name it.
+    /// The host, port and TLS it was opened to: its key in the cache.
+    pub(super) fn endpoint(&self) -> (&str, u16, bool) {
+        let (host, port, tls) = &self.endpoint;
+        (host, *port, *tls)
+    }
+
     pub(crate) fn peer(&self) -> HostPort<'_> {
         HostPort(&self.endpoint.0, self.endpoint.1)
     }
@@ -362,16 +379,24 @@ impl ClientConnection {
     /// exclusive transport mux. The claim ends when the request binds its
     /// dispatcher (the connection is busy until its reply), or with
     /// [`unclaim`](Self::unclaim) (a oneway, or a request never sent).
-    pub(crate) fn claim_if_idle(&self) -> bool {
+    ///
+    /// An idle connection is looked at as
+    /// [`is_dead_while_idle`](Self::is_dead_while_idle) does, under the
+    /// same lock: one that the server closed is not claimed.
+    pub(crate) fn claim_if_idle(&self) -> Claim {
         let mut state = self.state.lock();
-        let idle = state.closed.is_none()
-            && !state.claimed
-            && !state.leader
-            && state.dispatchers.is_empty();
-        if idle {
-            state.claimed = true;
+        if state.closed.is_some() {
+            return Claim::Closed;
         }
-        idle
+        if state.claimed || state.leader || !state.dispatchers.is_empty() {
+            return Claim::Busy;
+        }
+        if self.dead_while_idle(&mut state) {
+            release(state);
+            return Claim::Closed;
+        }
+        state.claimed = true;
+        Claim::Claimed
     }
 
     /// Ends a claim (see [`claim_if_idle`](Self::claim_if_idle)).
@@ -394,8 +419,19 @@ impl ClientConnection {
     /// arrived, or an earlier look found it open: a stream of oneways,
     /// which get no replies, looks once per `TRUST_RECENT`, not once per
     /// request).
-    fn is_dead_while_idle(&self) -> bool {
+    pub(super) fn is_dead_while_idle(&self) -> bool {
         let mut state = self.state.lock();
+        let dead = self.dead_while_idle(&mut state);
+        if dead {
+            release(state);
+        }
+        dead
+    }
+
+    /// [`is_dead_while_idle`](Self::is_dead_while_idle), with the read
+    /// state locked (`state`); a connection found closed is ended (what
+    /// that hands back runs once the caller releases the state).
+    fn dead_while_idle(&self, state: &mut ReadState) -> bool {
         if state.closed.is_some() {
             return true;
         }
@@ -406,9 +442,8 @@ impl ClientConnection {
             return false;
         }
         if readiness(self.stream.socket()) == Readiness::Closed {
-            self.end(&mut state, Closed::Broken);
+            self.end(state, Closed::Broken);
             let _ = self.stream.socket().shutdown(Shutdown::Both);
-            release(state);
             return true;
         }
         state.last_known_open = Instant::now();
@@ -556,10 +591,11 @@ impl ClientConnection {
     }
 
     /// Sends a whole message, `outgoing` saying which reply it awaits and
-    /// when its write must be over: writes it now, or leaves it to another
-    /// thread:
-    /// - while asynchronous requests are pipelined on the connection (two
-    ///   or more outstanding, this one included), to the connection's
+    /// when its write must be over, for a request whose caller is `caller`:
+    /// writes it now, or leaves it to another thread:
+    /// - a deferred or asynchronous request (`Caller::Defers`), while
+    ///   asynchronous requests are pipelined on the connection (two or
+    ///   more outstanding, this one included), to the connection's
     ///   writer thread ([`write_behind`](Self::write_behind)), which
     ///   writes what queued while it slept or wrote in one go: the sending
     ///   thread makes no system call, and many requests leave per write;
@@ -578,8 +614,12 @@ impl ClientConnection {
         self: &Arc<Self>,
         bytes: &SplicedBytes,
         outgoing: Outgoing,
+        caller: Caller,
     ) -> Result<(), SendError> {
-        let pipelining = self.state.lock().dispatchers.readerless() >= 2;
+        // A synchronous call or a oneway does not look: it is written
+        // now, or behind whoever writes (or after what is queued).
+        let pipelining =
+            caller == Caller::Defers && self.state.lock().dispatchers.readerless() >= 2;
         let mut outbox = self.outbox.lock();
         if outbox.shut {
             return Err(SendError::Failed);
@@ -1403,198 +1443,6 @@ fn accept(state: &mut ReadState, frame: Frame) -> Option<MessageType> {
 /// What a read that found the end of the stream says.
 const ENDED: &dyn std::fmt::Display = &"the server closed the connection without CloseConnection";
 
-/// The cached connections to one endpoint. Its lock is held while a
-/// connection is chosen or opened, so callers that need the same endpoint
-/// at once share (muxed) or take turns at (exclusive) the connections
-/// instead of each opening its own.
-type Slot = Arc<Mutex<Vec<Arc<ClientConnection>>>>;
-
-/// One host's connection slots, by port and whether they are TLS.
-type HostSlots = FastMap<(u16, bool), Slot>;
-
-/// Open connections, by endpoint (and whether they are TLS), handed out
-/// as the [transport mux](super::mux) says.
-pub(crate) struct ConnectionCache {
-    /// By host, then by port and TLS (so that a lookup, on every call,
-    /// allocates no key).
-    connections: Mutex<FastMap<String, HostSlots>>,
-    /// How TLS connections are made; `None` without trusted roots.
-    tls: Option<Arc<rustls::ClientConfig>>,
-    /// Whether requests share connections.
-    mux: Box<dyn super::mux::TransportMux>,
-    /// The largest reply a connection accepts (`-ORBMaxMessageSize`).
-    max_message_size: usize,
-}
-
-impl ConnectionCache {
-    /// A cache whose TLS connections use `tls`, sharing connections as
-    /// `mux` says, whose connections accept replies of at most
-    /// `max_message_size` bytes.
-    pub(crate) fn new(
-        tls: Option<Arc<rustls::ClientConfig>>,
-        mux: Box<dyn super::mux::TransportMux>,
-        max_message_size: usize,
-    ) -> Self {
-        ConnectionCache {
-            connections: Mutex::default(),
-            tls,
-            mux,
-            max_message_size,
-        }
-    }
-
-    /// Whether TLS connections can be made.
-    pub(crate) fn has_tls(&self) -> bool {
-        self.tls.is_some()
-    }
-
-    /// A live connection to `host:port` (over TLS with `tls`) for one
-    /// request whose caller `caller`: a cached one the mux lets it use, or
-    /// a new one (opened within `deadline` when there is one).
-    pub(crate) fn get(
-        &self,
-        (host, port, tls): (&str, u16, bool),
-        caller: Caller,
-        deadline: Option<Instant>,
-    ) -> Result<Checkout, SystemException> {
-        let config = match (tls, &self.tls) {
-            (false, _) => None,
-            (true, Some(config)) => Some(config),
-            (true, None) => {
-                return Err(SystemException::no_permission(
-                    minor::TLS_NOT_CONFIGURED,
-                    CompletionStatus::No,
-                ))
-            }
-        };
-        let slot = {
-            let mut connections = self.connections.lock();
-            let found = connections
-                .get(host)
-                .and_then(|by_port| by_port.get(&(port, tls)));
-            match found {
-                Some(slot) => slot.clone(),
-                None => connections
-                    .entry(host.to_owned())
-                    .or_default()
-                    .entry((port, tls))
-                    .or_default()
-                    .clone(),
-            }
-        };
-        // Another caller may be opening a connection: wait for it no
-        // longer than our own deadline.
-        let mut list = match deadline {
-            Some(deadline) => slot.try_lock_until(deadline).ok_or_else(|| {
-                SystemException::timeout(minor::CALL_TIMEOUT, CompletionStatus::No)
-            })?,
-            None => slot.lock(),
-        };
-        let mut i = 0;
-        while i < list.len() {
-            let c = &list[i];
-            let taken = self.mux.take(c, caller);
-            if taken != Taken::No {
-                if !c.is_dead_while_idle() {
-                    return Ok(Checkout(c.clone(), taken == Taken::Claimed));
-                }
-                list.remove(i);
-                continue;
-            }
-            i += 1;
-        }
-        if list.len() >= self.mux.max_per_endpoint() {
-            // All busy and no more allowed: share one (see the mux).
-            if let Some(c) = list.first() {
-                return Ok(Checkout(c.clone(), false));
-            }
-        }
-        let connect_timeout = match deadline {
-            Some(d) => d
-                .saturating_duration_since(Instant::now())
-                .clamp(Duration::from_millis(1), CONNECT_TIMEOUT),
-            None => CONNECT_TIMEOUT,
-        };
-        let fresh =
-            ClientConnection::open(host, port, config, connect_timeout, self.max_message_size)?;
-        let claimed = self.mux.take(&fresh, caller) == Taken::Claimed;
-        list.push(fresh.clone());
-        Ok(Checkout(fresh, claimed))
-    }
-
-    /// Drops `conn` from the cache (it failed or closed).
-    pub(crate) fn evict(&self, conn: &Arc<ClientConnection>) {
-        let (host, port, tls) = &conn.endpoint;
-        let slot = self
-            .connections
-            .lock()
-            .get(host)
-            .and_then(|by_port| by_port.get(&(*port, *tls)))
-            .cloned();
-        if let Some(slot) = slot {
-            slot.lock().retain(|c| !Arc::ptr_eq(c, conn));
-        }
-    }
-
-    /// Closes every connection with CloseConnection.
-    pub(crate) fn close_all(&self, version: GiopVersion) {
-        let slots: Vec<Slot> = self
-            .connections
-            .lock()
-            .drain()
-            .flat_map(|(_, by_port)| by_port.into_values())
-            .collect();
-        for slot in slots {
-            let list = std::mem::take(&mut *slot.lock());
-            for c in list {
-                c.close(version);
-            }
-        }
-    }
-
-    /// The connections cached to `host:port` now (for tests).
-    #[cfg(test)]
-    pub(crate) fn count(&self, host: &str, port: u16) -> usize {
-        let slot = self
-            .connections
-            .lock()
-            .get(host)
-            .and_then(|by_port| by_port.get(&(port, false)))
-            .cloned();
-        slot.map_or(0, |s| s.lock().len())
-    }
-}
-
-impl std::fmt::Debug for ConnectionCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectionCache")
-            .field("mux", &self.mux)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A connection handed out for one request: ends the exclusive mux's
-/// claim on it when dropped (by then the request has bound its reply's
-/// dispatcher, which keeps the connection busy, or needs no reply).
-#[derive(Debug)]
-pub(crate) struct Checkout(Arc<ClientConnection>, bool);
-
-impl std::ops::Deref for Checkout {
-    type Target = Arc<ClientConnection>;
-
-    fn deref(&self) -> &Arc<ClientConnection> {
-        &self.0
-    }
-}
-
-impl Drop for Checkout {
-    fn drop(&mut self) {
-        if self.1 {
-            self.0.unclaim();
-        }
-    }
-}
-
 /// What a look at a socket without blocking finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Readiness {
@@ -1690,56 +1538,6 @@ pub(crate) mod tests {
     pub(crate) fn value(frame: &Frame) -> i32 {
         let (_, mut body) = frame.decode().unwrap();
         body.read_long().unwrap()
-    }
-
-    #[test]
-    fn the_exclusive_mux_opens_a_connection_per_busy_request_and_reuses_idle_ones() {
-        use crate::transport::mux::{Exclusive, Muxed};
-        // The connections wait in the listener's backlog: enough here.
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let get = |cache: &ConnectionCache| {
-            cache
-                .get(("127.0.0.1", port, false), Caller::Waits, None)
-                .unwrap()
-        };
-
-        let cache = ConnectionCache::new(
-            None,
-            Box::new(Exclusive {
-                max_per_endpoint: 64,
-                deferred_share: false,
-            }),
-            1 << 20,
-        );
-        let first = get(&cache);
-        let _slot = expect(&first, 1);
-        // A reply is awaited on the first: the next request opens another.
-        let second = get(&cache);
-        assert!(!Arc::ptr_eq(&first, &second));
-        assert_eq!(cache.count("127.0.0.1", port), 2);
-        let (first_conn, second_conn) = (Arc::clone(&first), Arc::clone(&second));
-        drop((first, second));
-        // The second carries nothing (a oneway went out on it): reused.
-        let third = get(&cache);
-        assert!(Arc::ptr_eq(&third, &second_conn));
-        // Taken, even before its request binds: the next opens a third.
-        let fourth = get(&cache);
-        assert!(!Arc::ptr_eq(&fourth, &first_conn) && !Arc::ptr_eq(&fourth, &second_conn));
-        assert_eq!(cache.count("127.0.0.1", port), 3);
-        drop((third, fourth));
-        // The first's reply is in (here: given up): idle again, reused.
-        first_conn.unbind(1);
-        let again = get(&cache);
-        assert!(Arc::ptr_eq(&again, &first_conn));
-        assert_eq!(cache.count("127.0.0.1", port), 3);
-
-        let cache = ConnectionCache::new(None, Box::new(Muxed), 1 << 20);
-        let a = get(&cache);
-        let _slot = expect(&a, 1);
-        let b = get(&cache);
-        assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(cache.count("127.0.0.1", port), 1);
     }
 
     #[test]
@@ -2031,7 +1829,7 @@ pub(crate) mod tests {
         // queues behind it, and so does the close's CloseConnection.
         conn.outbox.lock().writing = true;
         let message = reply(7, 777);
-        conn.send(&message.clone().into(), Outgoing::default())
+        conn.send(&message.clone().into(), Outgoing::default(), Caller::Waits)
             .unwrap();
         let closer = {
             let conn = conn.clone();

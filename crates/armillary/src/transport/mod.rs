@@ -11,6 +11,7 @@
 //! refuses to send a request larger than that.
 
 pub(crate) mod client;
+pub(crate) mod connection_cache;
 pub(crate) mod gather;
 pub(crate) mod mux;
 pub(crate) mod outbox;

@@ -23,6 +23,7 @@ use armillary_giop::system_exception::{minor, CompletionStatus, SystemException}
 use parking_lot::{Mutex, MutexGuard};
 use rustls_pki_types::ServerName;
 
+use super::connection_cache::RouteSlot;
 use crate::tls::{ClientAuth, TlsConfig};
 
 /// Bytes of ciphertext read from a socket at a time by a client.
@@ -477,11 +478,25 @@ pub(crate) fn ior_components(
 }
 
 /// One address to try, and whether to use TLS there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Route {
     pub(crate) host: String,
     pub(crate) port: u16,
     pub(crate) tls: bool,
+    /// The cached connections to it, found on first use.
+    pub(crate) slot: RouteSlot,
+}
+
+impl Route {
+    /// The address `host:port`, over TLS or not.
+    pub(crate) fn new(host: String, port: u16, tls: bool) -> Self {
+        Route {
+            host,
+            port,
+            tls,
+            slot: RouteSlot::default(),
+        }
+    }
 }
 
 /// The addresses of `profile` a client calls, in order. A client with
@@ -499,11 +514,7 @@ pub(crate) fn routes(
     if client_tls && !secure.is_empty() {
         return Ok(secure
             .into_iter()
-            .map(|(host, port)| Route {
-                host,
-                port,
-                tls: true,
-            })
+            .map(|(host, port)| Route::new(host, port, true))
             .collect());
     }
     if require {
@@ -516,11 +527,7 @@ pub(crate) fn routes(
         .addresses()
         .into_iter()
         .filter(|(_, port)| *port != 0)
-        .map(|(host, port)| Route {
-            host,
-            port,
-            tls: false,
-        })
+        .map(|(host, port)| Route::new(host, port, false))
         .collect();
     if plain.is_empty() && !secure.is_empty() {
         return Err(SystemException::no_permission(
@@ -549,10 +556,14 @@ mod tests {
         let both = profile(2809, ior_components(&tls, &published, true));
         let only_tls = profile(0, ior_components(&tls, &published, false));
         let plain = profile(2809, Vec::new());
-        let r = |host: &str, port, tls| Route {
-            host: host.into(),
-            port,
-            tls,
+        let r = |host: &str, port, tls| (host.to_owned(), port, tls);
+        let routes = |profile: &ProfileBody, client_tls, require| {
+            routes(profile, client_tls, require).map(|found| {
+                found
+                    .into_iter()
+                    .map(|r| (r.host, r.port, r.tls))
+                    .collect::<Vec<_>>()
+            })
         };
         assert_eq!(
             routes(&both, true, false).unwrap(),

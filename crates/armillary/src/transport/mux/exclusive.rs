@@ -18,7 +18,7 @@
 //! server closes them (idle timeout) or the ORB shuts down.
 
 use super::{Caller, Taken, TransportMux};
-use crate::transport::client::ClientConnection;
+use crate::transport::client::{Claim, ClientConnection};
 
 /// One request per connection (`-ORBTransportMux exclusive`), or one
 /// synchronous call per connection (`exclusive-calls`, the default).
@@ -34,10 +34,12 @@ impl TransportMux for Exclusive {
     fn take(&self, conn: &ClientConnection, caller: Caller) -> Taken {
         if caller == Caller::Defers && self.deferred_share {
             Taken::Shared
-        } else if conn.claim_if_idle() {
-            Taken::Claimed
         } else {
-            Taken::No
+            match conn.claim_if_idle() {
+                Claim::Claimed => Taken::Claimed,
+                Claim::Busy => Taken::No,
+                Claim::Closed => Taken::Closed,
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! Transport multiplexing: whether requests to one endpoint share a
 //! connection (`-ORBTransportMux`, see
 //! [`crate::config::TransportMux`] for the user's view). The
-//! [connection cache](super::client::ConnectionCache) asks the mux which
+//! [connection cache](super::connection_cache::ConnectionCache) asks the mux which
 //! of an endpoint's cached connections a new request may use, and how
 //! many it may open.
 //!
@@ -37,10 +37,13 @@ pub(crate) enum Taken {
     /// Not for this request.
     No,
     /// Taken for this request alone, until it has bound its reply (see
-    /// `ClientConnection::claim_if_idle`).
+    /// `ClientConnection::claim_if_idle`), and known open.
     Claimed,
     /// Shared with the requests already on it.
     Shared,
+    /// Found closed (the server closed it, or it failed): the cache drops
+    /// it.
+    Closed,
 }
 
 /// Whether a request may use a cached connection.
