@@ -1,18 +1,24 @@
 //! `armillary bench instructions`: the instructions one synchronous
 //! `echo_longlong` call, and one oneway `ping`, cost each side,
-//! Armillary's and omniORB's, counted by valgrind's callgrind. A count
-//! of instructions does not move with the machine's load, as every
-//! timing here does: it shows
-//! what a change to the call path saves where `bench sync` cannot tell
-//! it from noise (it is not the time: cache misses, system calls and
-//! the scheduler are not in it).
+//! Armillary's and omniORB's, counted by valgrind's callgrind, and the
+//! code they run, in 64-byte lines. Neither count moves with the
+//! machine's load, as every timing here does: they show what a change
+//! to the call path saves where `bench sync` cannot tell it from noise
+//! (they are not the time: system calls and the scheduler are not in
+//! them).
+//!
+//! The code lines are the lines holding an instruction run on at least
+//! every other call ([`code_lines`]). The instruction cache holds 512
+//! (32 KiB); each system call's kernel code evicts much of it, so a
+//! call's code is fetched again on every call, a line at a time: more
+//! lines cost time that more instructions alone do not show.
 //!
 //! - **Client**: the generated stub (`bench drive-sync-throughput`, one
-//!   thread) and omniORB's `bench_client` each run under callgrind
-//!   against omniORB's `interop_server` (run natively), twice: `warm`
-//!   calls, then `warm + calls`. The difference over `calls` is the cost
-//!   of a call alone: the process's start, its ORB's set-up and the
-//!   connection cancel out.
+//!   thread) and omniORB's `sync_bench_client throughput` (one thread)
+//!   each run under callgrind against omniORB's `interop_server` (run
+//!   natively), twice: `warm` calls, then `warm + calls`. The difference
+//!   over `calls` is the cost of a call alone: the process's start, its
+//!   ORB's set-up and the connection cancel out.
 //! - **Server**: `bench serve-echo` (the ORB's default model) and
 //!   omniORB's `interop_server` each run under callgrind, called by
 //!   omniORB's `bench_client` (natively): `warm` calls, the counts zeroed
@@ -32,9 +38,11 @@
 //! `callgrind_annotate FILE` on the files kept with `--keep DIR` says
 //! where the instructions go, function by function.
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::rc::Rc;
 
 use clap::Args;
 use serde_json::json;
@@ -60,23 +68,61 @@ pub struct InstructionsOptions {
     keep: Option<PathBuf>,
 }
 
-/// Instructions per call of one side of each ORB.
+/// What one call costs one side of one ORB.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Cost {
+    /// Instructions run per call.
+    instructions: f64,
+    /// The code a call runs, in 64-byte lines (the instruction cache's):
+    /// the lines holding an instruction run on at least every other call
+    /// (see [`code_lines`]).
+    code_lines: usize,
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+
+    fn add(self, other: Cost) -> Cost {
+        Cost {
+            instructions: self.instructions + other.instructions,
+            code_lines: self.code_lines + other.code_lines,
+        }
+    }
+}
+
+impl Cost {
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "instructions_per_call": round1(self.instructions),
+            "code_lines_per_call": self.code_lines,
+        })
+    }
+}
+
+/// What one call costs one side of each ORB.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Side {
-    armillary: f64,
-    omniorb: f64,
+    armillary: Cost,
+    omniorb: Cost,
 }
 
 impl Side {
+    /// Armillary's instructions over omniORB's.
     fn ratio(&self) -> f64 {
-        self.armillary / self.omniorb
+        self.armillary.instructions / self.omniorb.instructions
+    }
+
+    /// Armillary's code lines over omniORB's.
+    fn lines_ratio(&self) -> f64 {
+        self.armillary.code_lines as f64 / self.omniorb.code_lines as f64
     }
 
     fn to_json(self) -> serde_json::Value {
         json!({
-            "armillary": { "instructions_per_call": round1(self.armillary) },
-            "omniorb": { "instructions_per_call": round1(self.omniorb) },
+            "armillary": self.armillary.to_json(),
+            "omniorb": self.omniorb.to_json(),
             "armillary_over_omniorb": round3(self.ratio()),
+            "code_lines_armillary_over_omniorb": round3(self.lines_ratio()),
         })
     }
 }
@@ -125,14 +171,17 @@ pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
                 vec![
                     (*call).to_owned(),
                     name.to_owned(),
-                    format!("{:.0}", side.armillary),
-                    format!("{:.0}", side.omniorb),
+                    format!("{:.0}", side.armillary.instructions),
+                    format!("{:.0}", side.omniorb.instructions),
                     format!("{:.2}", side.ratio()),
+                    side.armillary.code_lines.to_string(),
+                    side.omniorb.code_lines.to_string(),
+                    format!("{:.2}", side.lines_ratio()),
                 ]
             })
         })
         .collect();
-    println!("instructions per call (callgrind)");
+    println!("instructions and code lines (64 bytes) per call (callgrind)");
     crate::bench_report::print_table(
         2,
         &[
@@ -141,6 +190,9 @@ pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
             "Armillary",
             "omniORB",
             "Armillary / omniORB",
+            "lines, Armillary",
+            "lines, omniORB",
+            "lines, A. / o.",
         ],
         &rows,
     );
@@ -259,18 +311,23 @@ fn measure_call(
     let (omni_server, omni_ior_file) = peers.start_server(dir)?;
     let omni_ior = std::fs::read_to_string(&omni_ior_file)
         .map_err(|e| format!("cannot read {}: {e}", omni_ior_file.display()))?;
+    // omniORB's: `sync_bench_client`, whose loop does nothing but call
+    // (`bench_client`, the latency client, also reads the clock twice a
+    // call and prints each call's time: 725 instructions a call more).
     let omniorb_client = |n: usize| -> Vec<OsString> {
         let mut args: Vec<OsString> = Vec::new();
-        if call == Call::Oneway {
-            args.push("oneway".into());
+        match call {
+            Call::Oneway => args.extend(["oneway".into(), omni_ior_file.clone().into()]),
+            Call::Echo => args.extend([
+                "throughput".into(),
+                omni_ior_file.clone().into(),
+                "1".into(),
+            ]),
         }
-        args.extend([omni_ior_file.clone().into(), n.to_string().into()]);
+        args.push(n.to_string().into());
         args
     };
-    let omniorb_program = peers.program(match call {
-        Call::Echo => Program::BenchClient,
-        Call::Oneway => Program::SyncBenchClient,
-    });
+    let omniorb_program = peers.program(Program::SyncBenchClient);
     let per_call = |name: &str, program: &Path, args: &dyn Fn(usize) -> Vec<OsString>| {
         bar.set_message(format!("{kind} client: {name}, {warm} calls"));
         let few = counted_run(
@@ -286,7 +343,10 @@ fn measure_call(
             &dir.join(format!("{kind}-client-{name}-many.out")),
         )?;
         bar.inc(1);
-        Ok::<f64, String>(many.saturating_sub(few) as f64 / calls as f64)
+        Ok::<Cost, String>(Cost {
+            instructions: many.total.saturating_sub(few.total) as f64 / calls as f64,
+            code_lines: code_lines(&many.at, Some(&few.at), calls),
+        })
     };
     let client = Side {
         armillary: per_call("armillary", exe, &|n| armillary_client(&omni_ior, n))?,
@@ -357,8 +417,8 @@ fn measure_call(
 }
 
 /// Runs `program` with `args` under callgrind, its counts written to
-/// `out`; the instructions it ran in all.
-fn counted_run(program: &Path, args: &[OsString], out: &Path) -> Result<u64, String> {
+/// `out`; the instructions it ran.
+fn counted_run(program: &Path, args: &[OsString], out: &Path) -> Result<Counts, String> {
     let run = under_callgrind(program, args, out)
         .output()
         .map_err(|e| format!("cannot run valgrind: {e}"))?;
@@ -372,13 +432,13 @@ fn counted_run(program: &Path, args: &[OsString], out: &Path) -> Result<u64, Str
             lines[lines.len().saturating_sub(5)..].join(" / ")
         ));
     }
-    read_total(out)
+    read_counts(out)
 }
 
 /// Runs the server `program` with `args` under callgrind until it has
 /// written `ior_file`, has `drive` make `warm` calls, then `calls` more
 /// with the server's counts zeroed before and written out after them:
-/// the instructions per call of the server's every thread.
+/// what a call costs the server's every thread.
 fn counted_server(
     program: &Path,
     args: &[&OsStr],
@@ -386,7 +446,7 @@ fn counted_server(
     out: &Path,
     drive: &dyn Fn(&Path, usize) -> Result<(), String>,
     (warm, calls): (usize, usize),
-) -> Result<f64, String> {
+) -> Result<Cost, String> {
     let _ = std::fs::remove_file(ior_file);
     let mut server = Peer(
         under_callgrind(program, args, out)
@@ -405,7 +465,11 @@ fn counted_server(
     callgrind_control(&["-d", &pid])?;
     // The dump after the zeroing is the first: `OUT.1`.
     let dump = PathBuf::from(format!("{}.1", out.display()));
-    Ok(read_total(&dump)? as f64 / calls as f64)
+    let counts = read_counts(&dump)?;
+    Ok(Cost {
+        instructions: counts.total as f64 / calls as f64,
+        code_lines: code_lines(&counts.at, None, calls),
+    })
 }
 
 /// `program` with `args` run under callgrind, its counts written to
@@ -416,6 +480,7 @@ fn under_callgrind(program: &Path, args: &[impl AsRef<OsStr>], out: &Path) -> Co
     let mut command = Command::new("valgrind");
     command
         .arg("--tool=callgrind")
+        .arg("--dump-instr=yes")
         .arg(out_file)
         .arg(program)
         .args(args)
@@ -451,10 +516,119 @@ fn tool_runs(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn read_total(out: &Path) -> Result<u64, String> {
+/// What a callgrind output file counts.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Instructions in all.
+    total: u64,
+    /// Instructions run at each code address.
+    at: Addresses,
+}
+
+/// Instructions run at each code address: an object file (by name) and
+/// an address in it.
+type Addresses = HashMap<(Rc<str>, u64), u64>;
+
+fn read_counts(out: &Path) -> Result<Counts, String> {
     let text = std::fs::read_to_string(out)
         .map_err(|e| format!("callgrind wrote no {}: {e}", out.display()))?;
-    total_instructions(&text).ok_or_else(|| format!("{} has no instruction count", out.display()))
+    let total = total_instructions(&text)
+        .ok_or_else(|| format!("{} has no instruction count", out.display()))?;
+    Ok(Counts {
+        total,
+        at: instructions_at(&text),
+    })
+}
+
+/// The code `calls` calls ran, in 64-byte lines: the lines holding an
+/// instruction run at least `calls / 2` times in `counts`, less what
+/// `base` ran there (a run of fewer calls, for a client's process). An
+/// instruction run once a call, or on every other call, counts; start-up
+/// code cancels out. The instruction cache holds 512 such lines (32 KiB):
+/// a call path longer than that misses in it on every call.
+fn code_lines(counts: &Addresses, base: Option<&Addresses>, calls: usize) -> usize {
+    let half = (calls as u64).div_ceil(2);
+    let lines: HashSet<(&str, u64)> = counts
+        .iter()
+        .filter(|(at, n)| {
+            let before = base.and_then(|b| b.get(*at)).copied().unwrap_or(0);
+            n.saturating_sub(before) >= half
+        })
+        .map(|((object, address), _)| (&**object, address / 64))
+        .collect();
+    lines.len()
+}
+
+/// Instructions run per code address, read from a callgrind output file
+/// written with `--dump-instr=yes` (positions `instr line`, the one
+/// event `Ir`). Names are compressed (`ob=(3) /lib/x.so` once, `ob=(3)`
+/// after); an address is absolute (`0x1a2b`) or relative to the last
+/// one (`+4`, `-8`, `*`); the cost line after `calls=` is the call's
+/// inclusive cost, not the instruction's own, and is skipped.
+fn instructions_at(text: &str) -> Addresses {
+    let mut names: HashMap<&str, Rc<str>> = HashMap::new();
+    let mut object: Rc<str> = Rc::from("");
+    let mut last = 0u64;
+    let mut call_cost_next = false;
+    let mut at = Addresses::new();
+    // `(3) name` names 3; `(3)` is the name given before.
+    fn name<'a>(names: &mut HashMap<&'a str, Rc<str>>, spec: &'a str) -> Rc<str> {
+        let spec = spec.trim();
+        match spec.strip_prefix('(').and_then(|s| s.split_once(')')) {
+            Some((id, rest)) if !rest.trim().is_empty() => {
+                let named: Rc<str> = Rc::from(rest.trim());
+                names.insert(id, named.clone());
+                named
+            }
+            Some((id, _)) => names.get(id).cloned().unwrap_or_else(|| Rc::from(id)),
+            None => Rc::from(spec),
+        }
+    }
+    for line in text.lines() {
+        if let Some(spec) = line.strip_prefix("ob=") {
+            object = name(&mut names, spec);
+            continue;
+        }
+        if let Some(spec) = line.strip_prefix("cob=") {
+            name(&mut names, spec);
+            continue;
+        }
+        if line.starts_with("calls=") {
+            call_cost_next = true;
+            continue;
+        }
+        if !line.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '*')) {
+            continue;
+        }
+        let mut fields = line.split_whitespace();
+        let Some(address) = fields.next().and_then(|a| position(a, last)) else {
+            continue;
+        };
+        last = address;
+        if std::mem::take(&mut call_cost_next) {
+            continue;
+        }
+        // The source line, then the count.
+        if let Some(n) = fields.nth(1).and_then(|n| n.parse::<u64>().ok()) {
+            *at.entry((object.clone(), address)).or_default() += n;
+        }
+    }
+    at
+}
+
+/// An instruction address of a callgrind position: absolute (`0x…` or
+/// decimal), relative to `last` (`+…`, `-…`) or the same (`*`).
+fn position(field: &str, last: u64) -> Option<u64> {
+    let number = |s: &str| match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    };
+    match field.as_bytes().first()? {
+        b'*' => Some(last),
+        b'+' => last.checked_add(number(&field[1..])?),
+        b'-' => last.checked_sub(number(&field[1..])?),
+        _ => number(field),
+    }
 }
 
 /// The instructions a callgrind output file counts in all: its
@@ -481,14 +655,76 @@ mod tests {
     }
 
     #[test]
-    fn a_side_reports_its_ratio_rounded() {
+    fn a_side_reports_its_ratios_rounded() {
         let side = Side {
-            armillary: 5877.04,
-            omniorb: 3148.0,
+            armillary: Cost {
+                instructions: 5877.04,
+                code_lines: 520,
+            },
+            omniorb: Cost {
+                instructions: 3148.0,
+                code_lines: 180,
+            },
         };
         let json = side.to_json();
         assert_eq!(json["armillary"]["instructions_per_call"], 5877.0);
         assert_eq!(json["omniorb"]["instructions_per_call"], 3148.0);
         assert_eq!(json["armillary_over_omniorb"], 1.867);
+        assert_eq!(json["armillary"]["code_lines_per_call"], 520);
+        assert_eq!(json["omniorb"]["code_lines_per_call"], 180);
+        assert_eq!(json["code_lines_armillary_over_omniorb"], 2.889);
+    }
+
+    /// A callgrind file of `--dump-instr=yes`, as callgrind 3.19 writes
+    /// them: compressed names, relative addresses, a call and its
+    /// inclusive cost.
+    const INSTR_FILE: &str = "# callgrind format\nversion: 1\npositions: instr line\n\
+        events: Ir\nsummary: 1000\n\n\
+        ob=(1) /bin/app\nfl=(1) a.rs\nfn=(1) f\n\
+        0x1000 3 100\n+4 * 100\n+60 +1 100\n\
+        cob=(2) /lib/libc.so\ncfn=(2) g\ncalls=100 0x40\n+4 * 5000\n\
+        +4 * 50\n\
+        ob=(2)\nfl=(2) g.c\nfn=(2)\n0x40 1 100\n-0x10 * 7\n\
+        ob=(1)\nfn=(1)\n0x1000 3 1\n";
+
+    #[test]
+    fn instructions_are_read_per_address_and_calls_inclusive_costs_skipped() {
+        let at = instructions_at(INSTR_FILE);
+        let app: Rc<str> = Rc::from("/bin/app");
+        let libc: Rc<str> = Rc::from("/lib/libc.so");
+        assert_eq!(at[&(app.clone(), 0x1000)], 101);
+        assert_eq!(at[&(app.clone(), 0x1004)], 100);
+        assert_eq!(at[&(app.clone(), 0x1040)], 100);
+        // The call's line (0x1044) carries the callee's cost: not counted.
+        assert!(!at.contains_key(&(app.clone(), 0x1044)));
+        assert_eq!(at[&(app, 0x1048)], 50);
+        assert_eq!(at[&(libc.clone(), 0x40)], 100);
+        assert_eq!(at[&(libc, 0x30)], 7);
+    }
+
+    #[test]
+    fn code_lines_count_what_runs_every_other_call_less_the_base() {
+        let at = instructions_at(INSTR_FILE);
+        // 100 calls: 0x1000 and 0x1004 share a line, 0x1040 another;
+        // 0x1048 ran on every other call (same line as 0x1040); libc's
+        // 0x40 is a third line, its 0x30 (7 times) is not.
+        assert_eq!(code_lines(&at, None, 100), 3);
+        assert_eq!(code_lines(&at, None, 101), 3);
+        // 203 calls: none ran half as often.
+        assert_eq!(code_lines(&at, None, 203), 0);
+        // Less a base that ran the app's first line as often.
+        let base = instructions_at("ob=(1) /bin/app\n0x1000 3 101\n+4 * 100\n");
+        assert_eq!(code_lines(&at, Some(&base), 100), 2);
+    }
+
+    #[test]
+    fn positions_are_absolute_relative_or_the_same() {
+        assert_eq!(position("0x10", 0), Some(16));
+        assert_eq!(position("16", 0), Some(16));
+        assert_eq!(position("+4", 16), Some(20));
+        assert_eq!(position("-0x4", 16), Some(12));
+        assert_eq!(position("*", 16), Some(16));
+        assert_eq!(position("-20", 16), None);
+        assert_eq!(position("x", 16), None);
     }
 }

@@ -523,11 +523,22 @@ fn bench_instructions_counts_each_side_of_both_orbs() {
             for orb in ["armillary", "omniorb"] {
                 let n = sides[side][orb]["instructions_per_call"].as_f64();
                 assert!(n.is_some_and(|n| n > 0.0), "{call} {side}.{orb}: {report}");
+                // Every call runs some code, more than a line of it.
+                let lines = sides[side][orb]["code_lines_per_call"].as_u64();
+                assert!(
+                    lines.is_some_and(|n| n > 1),
+                    "{call} {side}.{orb}: {report}"
+                );
             }
-            assert!(
-                sides[side]["armillary_over_omniorb"].as_f64().is_some(),
-                "{call} {side}: {report}"
-            );
+            for ratio in [
+                "armillary_over_omniorb",
+                "code_lines_armillary_over_omniorb",
+            ] {
+                assert!(
+                    sides[side][ratio].as_f64().is_some(),
+                    "{call} {side} {ratio}: {report}"
+                );
+            }
         }
         // The files kept for callgrind_annotate: both clients' two runs
         // and both servers' dump.
