@@ -1,5 +1,5 @@
 //! The server side of IIOP: listeners and connections registered with the
-//! reactor (`connection.rs`); each request read is resolved through the
+//! reactor (`connection/`); each request read is resolved through the
 //! object adapters (`adapter.rs`: the server depends on that trait, not on
 //! the ORB), handed to the concurrency model (`concurrency/`: which
 //! threads read and where a request runs), and its reply written back on

@@ -1,7 +1,8 @@
 //! The bytes a server connection has still to write: whole messages the
 //! socket would not take at once, queued as they were made (each its own
 //! buffer, moved in, not copied), the first perhaps partly written. No
-//! I/O here: `connection.rs` writes from the front and says how much left.
+//! I/O here: `connection/reply.rs` writes from the front and says how much
+//! left.
 
 use std::collections::VecDeque;
 
