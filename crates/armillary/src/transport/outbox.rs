@@ -1,7 +1,7 @@
 //! The outbox of a client connection: the messages waiting for the thread
 //! that writes the connection, and the bookkeeping of a batch being
 //! written, so that a write that fails or runs out of time can tell each
-//! request what became of it. No I/O here: `client.rs` writes.
+//! request what became of it. No I/O here: `client/write.rs` writes.
 //!
 //! A message is written at once by the thread that sends it, or queued
 //! here: while another thread writes the connection (that thread takes
