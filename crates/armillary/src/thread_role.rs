@@ -128,6 +128,29 @@ thread_local! {
     static HOLDING: RefCell<Vec<(usize, Rc<dyn HeldReplies>)>> = const { RefCell::new(Vec::new()) };
     /// The work this thread's concurrency model queued for it alone.
     static SERVING_HOOK: RefCell<Option<Rc<dyn Fn() -> bool>>> = const { RefCell::new(None) };
+    /// Which of `OWNED`, `HOLDING` and `SERVING_HOOK` are in use (bits
+    /// [`OWNS`], [`HOLDS`], [`HOOKED`]): every wait for a reply asks, and
+    /// a thread that is only a client uses none, which this tells without
+    /// reaching those cells (each, having a destructor, costs more to
+    /// reach).
+    static ROLES: Cell<u8> = const { Cell::new(0) };
+}
+
+/// [`ROLES`]' bit for `OWNED` not empty.
+const OWNS: u8 = 1;
+/// [`ROLES`]' bit for `HOLDING` not empty.
+const HOLDS: u8 = 2;
+/// [`ROLES`]' bit for `SERVING_HOOK` set.
+const HOOKED: u8 = 4;
+
+/// Whether the calling thread has `role` (a bit of [`ROLES`]).
+fn has(role: u8) -> bool {
+    ROLES.with(|r| r.get() & role != 0)
+}
+
+/// Records whether the calling thread has `role`.
+fn set_role(role: u8, on: bool) {
+    ROLES.with(|r| r.set(if on { r.get() | role } else { r.get() & !role }));
 }
 
 /// A thread's wait for a reply of its own (see [`waiting_for_reply`]).
@@ -158,6 +181,7 @@ pub(crate) fn is_waiting_for_reply() -> bool {
 /// holder's identity), until [`stop_holding`].
 pub(crate) fn hold_replies(key: usize, holder: Rc<dyn HeldReplies>) {
     HOLDING.with(|h| h.borrow_mut().push((key, holder)));
+    set_role(HOLDS, true);
 }
 
 /// The calling thread no longer holds the replies of `key`.
@@ -167,12 +191,16 @@ pub(crate) fn stop_holding(key: usize) {
         if let Some(i) = h.iter().rposition(|(k, _)| *k == key) {
             h.remove(i);
         }
+        set_role(HOLDS, !h.is_empty());
     });
 }
 
 /// Writes the replies the calling thread holds, everywhere: for a thread
 /// that may block now.
 pub(crate) fn write_held_replies() {
+    if !has(HOLDS) {
+        return;
+    }
     // Copied out first: writing may come back here.
     let holding = HOLDING
         .try_with(|h| {
@@ -191,11 +219,15 @@ pub(crate) fn write_held_replies() {
 /// thread without waiting long, and tells whether it ran any.
 pub(crate) fn serve_while_waiting(serve: impl Fn() -> bool + 'static) -> ServingHookGuard {
     SERVING_HOOK.with(|c| *c.borrow_mut() = Some(Rc::new(serve)));
+    set_role(HOOKED, true);
     ServingHookGuard(())
 }
 
 /// The calling thread's serving hook, if its model installed one.
 pub(crate) fn serving_hook() -> Option<Rc<dyn Fn() -> bool>> {
+    if !has(HOOKED) {
+        return None;
+    }
     SERVING_HOOK.with(|c| c.borrow().clone())
 }
 
@@ -207,6 +239,7 @@ pub(crate) struct ServingHookGuard(());
 impl Drop for ServingHookGuard {
     fn drop(&mut self) {
         SERVING_HOOK.with(|c| c.borrow_mut().take());
+        set_role(HOOKED, false);
     }
 }
 
@@ -214,6 +247,7 @@ impl Drop for ServingHookGuard {
 /// [`disowns`].
 pub(crate) fn owns(owner: Arc<dyn HandOver>) {
     OWNED.with(|o| o.borrow_mut().push(owner));
+    set_role(OWNS, true);
 }
 
 /// The calling thread no longer owns `owner` (it left it).
@@ -223,6 +257,7 @@ pub(crate) fn disowns(owner: &Arc<dyn HandOver>) {
         if let Some(i) = owned.iter().rposition(|p| Arc::ptr_eq(p, owner)) {
             owned.remove(i);
         }
+        set_role(OWNS, !owned.is_empty());
     });
 }
 
@@ -251,6 +286,9 @@ impl std::fmt::Debug for HandOvers {
 /// Marks what the calling thread owns as waiting (see [`HandOvers`]);
 /// `None` when it owns nothing.
 pub(crate) fn hand_overs() -> Option<HandOvers> {
+    if !has(OWNS) {
+        return None;
+    }
     let owned = OWNED.with(|o| o.borrow().clone());
     if owned.is_empty() {
         return None;
