@@ -173,6 +173,15 @@ proptest! {
         if v >= GiopVersion::V1_2 && aligned && msg.body_offset < bytes.len() {
             prop_assert_eq!(msg.body_offset % 8, 0);
         }
+        // A reply's header fields read alone (a client's reply) are
+        // what the whole decode reads.
+        let alone = Message::decode_reply(&bytes, &[]).unwrap();
+        match &fields {
+            MessageBody::Reply(h) => {
+                prop_assert_eq!(alone, Some((msg.header, h.clone(), msg.body_offset)));
+            }
+            _ => prop_assert_eq!(alone, None),
+        }
     }
 
     #[test]
@@ -253,7 +262,17 @@ proptest! {
         let mut bytes = build(v, o, &fields, &payload);
         let i = at % bytes.len();
         bytes[i] = byte;
-        let _ = Message::decode(&bytes);
+        // A reply read alone agrees with the whole decode, whatever the
+        // damage: the same reply, or no reply where it finds none.
+        match (Message::decode(&bytes), Message::decode_reply(&bytes, &[])) {
+            (Ok(msg), alone) => match msg.body {
+                MessageBody::Reply(h) => {
+                    prop_assert_eq!(alone, Ok(Some((msg.header, h, msg.body_offset))));
+                }
+                _ => prop_assert_eq!(alone, Ok(None)),
+            },
+            (Err(_), alone) => prop_assert!(!matches!(alone, Ok(Some(_)))),
+        }
         let mut decoder = FrameDecoder::default();
         if decoder.handle_bytes(&bytes).is_ok() {
             while let Some(f) = decoder.poll_frame() {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use bytes::Bytes;
 
 use super::header::{MessageHeader, MessageType, HEADER_SIZE};
-use super::message::Message;
+use super::message::{Message, ReplyHeader};
 use super::GiopError;
 use crate::cdr::CdrReader;
 use crate::version::{ByteOrder, GiopVersion};
@@ -138,6 +138,26 @@ impl Frame {
             }
             _ => self.message().ok()?.body.request_id(),
         }
+    }
+
+    /// A Reply's header fields, as [`decode`](Self::decode) finds them
+    /// without the [`MessageBody`](super::MessageBody) around them (see
+    /// [`Message::decode_reply`]): the 12-byte header, the reply header
+    /// and a reader at the body that knows the frame's fragment
+    /// boundaries; `Ok(None)` for a message of another type.
+    pub fn decode_reply(
+        &self,
+    ) -> Result<Option<(MessageHeader, ReplyHeader, CdrReader<'_>)>, GiopError> {
+        let Some((header, reply, body_offset)) =
+            Message::decode_reply(&self.bytes, &self.fragment_starts)?
+        else {
+            return Ok(None);
+        };
+        let reader = CdrReader::new(&self.bytes, header.byte_order, header.version)
+            .with_position(body_offset)
+            .with_fragment_starts(&self.fragment_starts)
+            .with_source(&self.bytes);
+        Ok(Some((header, reply, reader)))
     }
 
     /// Decodes the message and returns it with a reader at its body that

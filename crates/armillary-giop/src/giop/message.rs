@@ -449,6 +449,73 @@ fn body_aligned(version: GiopVersion, kind: MessageType) -> bool {
     version >= GiopVersion::V1_2 && matches!(kind, MessageType::Request | MessageType::Reply)
 }
 
+/// The 12-byte header of the message `bytes` (its size checked against
+/// them), and a reader at its header fields that honours the GIOP 1.1
+/// `fragment_starts` (see [`Message::decode_fragmented`]).
+#[inline(always)]
+fn header_fields<'a>(
+    bytes: &'a [u8],
+    fragment_starts: &'a [usize],
+) -> Result<(MessageHeader, CdrReader<'a>), GiopError> {
+    let header = MessageHeader::decode(bytes)?;
+    let actual = bytes.len() - HEADER_SIZE;
+    if header.size as usize != actual {
+        return Err(GiopError::SizeMismatch {
+            declared: header.size as usize,
+            actual,
+        });
+    }
+    let r = CdrReader::new(bytes, header.byte_order, header.version)
+        .with_position(HEADER_SIZE)
+        .with_fragment_starts(fragment_starts);
+    Ok((header, r))
+}
+
+/// A Reply's header fields, read by `r` (GIOP `v`).
+#[inline(always)]
+fn read_reply(
+    r: &mut CdrReader<'_>,
+    v: GiopVersion,
+) -> Result<Result<ReplyHeader, GiopError>, CdrError> {
+    Ok(Ok(if v >= GiopVersion::V1_2 {
+        let request_id = r.read_ulong()?;
+        let reply_status = match status(&ReplyStatus::ALL, r, "reply status")? {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        ReplyHeader {
+            request_id,
+            reply_status,
+            service_contexts: read_contexts(r)?,
+        }
+    } else {
+        let service_contexts = read_contexts(r)?;
+        let request_id = r.read_ulong()?;
+        let reply_status = match status(&ReplyStatus::ALL[..4], r, "reply status")? {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        ReplyHeader {
+            request_id,
+            reply_status,
+            service_contexts,
+        }
+    }))
+}
+
+/// The offset of the body of the message `header` heads, `r` having read
+/// its header fields: GIOP 1.2 aligns a Request's and a Reply's body on
+/// 8 (when there is one).
+#[inline(always)]
+fn body_start(r: &mut CdrReader<'_>, header: &MessageHeader) -> Result<usize, GiopError> {
+    let kind = header.message_type;
+    if body_aligned(header.version, kind) && !r.is_empty() {
+        r.align(8)
+            .map_err(|source| GiopError::Cdr { kind, source })?;
+    }
+    Ok(r.index())
+}
+
 impl Message {
     /// Decodes a whole message (header included, exactly `12 + size`
     /// bytes).
@@ -463,19 +530,9 @@ impl Message {
         bytes: &[u8],
         fragment_starts: &[usize],
     ) -> Result<Message, GiopError> {
-        let header = MessageHeader::decode(bytes)?;
-        let actual = bytes.len() - HEADER_SIZE;
-        if header.size as usize != actual {
-            return Err(GiopError::SizeMismatch {
-                declared: header.size as usize,
-                actual,
-            });
-        }
+        let (header, mut r) = header_fields(bytes, fragment_starts)?;
         let kind = header.message_type;
         let v = header.version;
-        let mut r = CdrReader::new(bytes, header.byte_order, v)
-            .with_position(HEADER_SIZE)
-            .with_fragment_starts(fragment_starts);
         let cdr = |source| GiopError::Cdr { kind, source };
         let body = (|| -> Result<Result<MessageBody, GiopError>, CdrError> {
             Ok(Ok(match kind {
@@ -520,35 +577,10 @@ impl Message {
                     };
                     MessageBody::Request(h)
                 }
-                MessageType::Reply => {
-                    let h = if v >= GiopVersion::V1_2 {
-                        let request_id = r.read_ulong()?;
-                        let reply_status = match status(&ReplyStatus::ALL, &mut r, "reply status")?
-                        {
-                            Ok(s) => s,
-                            Err(e) => return Ok(Err(e)),
-                        };
-                        ReplyHeader {
-                            request_id,
-                            reply_status,
-                            service_contexts: read_contexts(&mut r)?,
-                        }
-                    } else {
-                        let service_contexts = read_contexts(&mut r)?;
-                        let request_id = r.read_ulong()?;
-                        let reply_status =
-                            match status(&ReplyStatus::ALL[..4], &mut r, "reply status")? {
-                                Ok(s) => s,
-                                Err(e) => return Ok(Err(e)),
-                            };
-                        ReplyHeader {
-                            request_id,
-                            reply_status,
-                            service_contexts,
-                        }
-                    };
-                    MessageBody::Reply(h)
-                }
+                MessageType::Reply => match read_reply(&mut r, v)? {
+                    Ok(h) => MessageBody::Reply(h),
+                    Err(e) => return Ok(Err(e)),
+                },
                 MessageType::CancelRequest => MessageBody::CancelRequest {
                     request_id: r.read_ulong()?,
                 },
@@ -589,15 +621,32 @@ impl Message {
             }))
         })()
         .map_err(cdr)??;
-        if body_aligned(v, kind) && !r.is_empty() {
-            r.align(8).map_err(cdr)?;
-        }
         Ok(Message {
+            body_offset: body_start(&mut r, &header)?,
             header,
             body,
-            body_offset: r.index(),
             stale_padding: Vec::new(),
         })
+    }
+
+    /// What [`decode_fragmented`](Self::decode_fragmented) finds in a
+    /// Reply, without the [`MessageBody`] around it (a client reading its
+    /// reply needs no more): the 12-byte header, the reply's header fields
+    /// and the body's offset; `Ok(None)` for a message of another type.
+    pub fn decode_reply(
+        bytes: &[u8],
+        fragment_starts: &[usize],
+    ) -> Result<Option<(MessageHeader, ReplyHeader, usize)>, GiopError> {
+        let (header, mut r) = header_fields(bytes, fragment_starts)?;
+        if header.message_type != MessageType::Reply {
+            return Ok(None);
+        }
+        let reply = read_reply(&mut r, header.version).map_err(|source| GiopError::Cdr {
+            kind: MessageType::Reply,
+            source,
+        })??;
+        let body_offset = body_start(&mut r, &header)?;
+        Ok(Some((header, reply, body_offset)))
     }
 
     /// The request id of the message whose first bytes are `head` (its

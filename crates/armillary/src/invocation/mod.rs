@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use armillary_giop::cdr::codeset::{negotiate, CodeSets};
 use armillary_giop::cdr::{CdrReader, SHARED_OCTETS_MIN};
 use armillary_giop::giop::{
-    MessageBody, MessageBuilder, ReplyStatus, RequestFields, ServiceContext, SyncScope, TargetRef,
+    MessageBuilder, ReplyStatus, RequestFields, ServiceContext, SyncScope, TargetRef,
 };
 use armillary_giop::ior::Ior;
 use armillary_giop::system_exception::{minor, CompletionStatus, SystemException};
@@ -480,19 +480,16 @@ impl OrbCore {
         let marshal = |e: &armillary_giop::cdr::CdrError| {
             SystemException::from_cdr_error(e, CompletionStatus::Maybe)
         };
-        let msg = frame
-            .message()
-            .map_err(|_| SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe))?;
-        let MessageBody::Reply(header) = &msg.body else {
-            return Err(SystemException::marshal(
-                minor::MALFORMED,
-                CompletionStatus::Maybe,
-            ));
-        };
+        let malformed = || SystemException::marshal(minor::MALFORMED, CompletionStatus::Maybe);
+        let (message, header, body) = frame
+            .decode_reply()
+            .map_err(|_| malformed())?
+            .ok_or_else(malformed)?;
         if let Some(contexts) = reply_contexts {
             contexts.clone_from(&header.service_contexts);
         }
-        let mut body: CdrReader<'_> = frame.reader(&msg).with_codesets(codesets);
+        let body_offset = body.index();
+        let mut body: CdrReader<'_> = body.with_codesets(codesets);
         let outcome = match header.reply_status {
             ReplyStatus::NoException => ReplyOutcome::Normal,
             ReplyStatus::UserException => ReplyOutcome::UserException,
@@ -511,9 +508,9 @@ impl OrbCore {
             }
         };
         Ok(Attempt::Done(Some(ReplyMessage {
-            body_offset: msg.body_offset,
-            byte_order: msg.header.byte_order,
-            version: msg.header.version,
+            body_offset,
+            byte_order: message.byte_order,
+            version: message.version,
             codesets,
             outcome,
             bytes: frame.bytes,
