@@ -254,22 +254,31 @@ mod tests {
         Route::new("127.0.0.1".into(), port, false)
     }
 
-    #[test]
-    fn the_exclusive_mux_opens_a_connection_per_busy_request_and_reuses_idle_ones() {
-        use crate::transport::mux::{Exclusive, Muxed};
-        // The connections wait in the listener's backlog: enough here.
+    /// A cache of the exclusive mux, at most `max_per_endpoint`
+    /// connections to an endpoint.
+    fn exclusive(max_per_endpoint: usize) -> ConnectionCache {
+        let mux = crate::transport::mux::Exclusive {
+            max_per_endpoint,
+            deferred_share: false,
+        };
+        ConnectionCache::new(None, Box::new(mux), 1 << 20)
+    }
+
+    /// A loopback listener (its connections wait in its backlog) and its
+    /// port.
+    fn listening() -> (TcpListener, u16) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
+        (listener, port)
+    }
+
+    #[test]
+    fn the_exclusive_mux_opens_a_connection_per_busy_request_and_reuses_idle_ones() {
+        use crate::transport::mux::Muxed;
+        let (_listener, port) = listening();
         let get = |cache: &ConnectionCache| cache.get(&route(port), Caller::Waits, None).unwrap();
 
-        let cache = ConnectionCache::new(
-            None,
-            Box::new(Exclusive {
-                max_per_endpoint: 64,
-                deferred_share: false,
-            }),
-            1 << 20,
-        );
+        let cache = exclusive(64);
         let first = get(&cache);
         let _slot = expect(&first, 1);
         // A reply is awaited on the first: the next request opens another.
@@ -302,17 +311,8 @@ mod tests {
 
     #[test]
     fn a_cached_connection_the_server_closed_is_dropped_and_replaced() {
-        use crate::transport::mux::Exclusive;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let cache = ConnectionCache::new(
-            None,
-            Box::new(Exclusive {
-                max_per_endpoint: 8,
-                deferred_share: false,
-            }),
-            1 << 20,
-        );
+        let (listener, port) = listening();
+        let cache = exclusive(8);
         let first = Arc::clone(&cache.get(&route(port), Caller::Waits, None).unwrap());
         drop(listener.accept().unwrap());
         // The FIN travels asynchronously, and an idle connection is
@@ -336,17 +336,8 @@ mod tests {
 
     #[test]
     fn a_route_keeps_its_slot_and_the_slot_outlives_closing_every_connection() {
-        use crate::transport::mux::Exclusive;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let cache = ConnectionCache::new(
-            None,
-            Box::new(Exclusive {
-                max_per_endpoint: 8,
-                deferred_share: false,
-            }),
-            1 << 20,
-        );
+        let (_listener, port) = listening();
+        let cache = exclusive(8);
         let kept = route(port);
         let first = Arc::clone(&cache.get(&kept, Caller::Waits, None).unwrap());
         // A route met for the first time finds the same slot in the map.
