@@ -289,10 +289,8 @@ pub(crate) fn hand_overs() -> Option<HandOvers> {
     if !has(OWNS) {
         return None;
     }
+    // Not empty: `OWNS` says so.
     let owned = OWNED.with(|o| o.borrow().clone());
-    if owned.is_empty() {
-        return None;
-    }
     for owner in &owned {
         owner.start_waiting();
     }

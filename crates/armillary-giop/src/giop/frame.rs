@@ -153,10 +153,7 @@ impl Frame {
         else {
             return Ok(None);
         };
-        let reader = CdrReader::new(&self.bytes, header.byte_order, header.version)
-            .with_position(body_offset)
-            .with_fragment_starts(&self.fragment_starts)
-            .with_source(&self.bytes);
+        let reader = self.body_at(&header, body_offset);
         Ok(Some((header, reply, reader)))
     }
 
@@ -164,16 +161,21 @@ impl Frame {
     /// knows the frame's fragment boundaries.
     pub fn decode(&self) -> Result<(Message, CdrReader<'_>), GiopError> {
         let msg = self.message()?;
-        let reader = msg
-            .body_reader(&self.bytes)
-            .with_fragment_starts(&self.fragment_starts)
-            .with_source(&self.bytes);
+        let reader = self.reader(&msg);
         Ok((msg, reader))
     }
 
     /// A reader at `msg`'s body (`msg` decoded from this frame).
     pub fn reader(&self, msg: &Message) -> CdrReader<'_> {
-        msg.body_reader(&self.bytes)
+        self.body_at(&msg.header, msg.body_offset)
+    }
+
+    /// A reader of this frame's message, headed by `header`, from
+    /// `offset`: it honours the frame's fragment boundaries, and octet
+    /// sequences it reads may be slices of the frame's bytes.
+    fn body_at(&self, header: &MessageHeader, offset: usize) -> CdrReader<'_> {
+        CdrReader::new(&self.bytes, header.byte_order, header.version)
+            .with_position(offset)
             .with_fragment_starts(&self.fragment_starts)
             .with_source(&self.bytes)
     }

@@ -73,6 +73,15 @@ impl ConnectionCache {
         self.tls.is_some()
     }
 
+    /// The slot of `host:port` (TLS or not), if there is one.
+    fn existing_slot(&self, host: &str, port: u16, tls: bool) -> Option<Slot> {
+        self.connections
+            .lock()
+            .get(host)
+            .and_then(|by_port| by_port.get(&(port, tls)))
+            .cloned()
+    }
+
     /// The slot of `host:port` (TLS or not), made if there is none.
     fn slot(&self, host: &str, port: u16, tls: bool) -> Slot {
         let mut connections = self.connections.lock();
@@ -161,13 +170,7 @@ impl ConnectionCache {
     /// Drops `conn` from the cache (it failed or closed).
     pub(crate) fn evict(&self, conn: &Arc<ClientConnection>) {
         let (host, port, tls) = conn.endpoint();
-        let slot = self
-            .connections
-            .lock()
-            .get(host)
-            .and_then(|by_port| by_port.get(&(port, tls)))
-            .cloned();
-        if let Some(slot) = slot {
+        if let Some(slot) = self.existing_slot(host, port, tls) {
             slot.lock().retain(|c| !Arc::ptr_eq(c, conn));
         }
     }
@@ -192,13 +195,8 @@ impl ConnectionCache {
     /// The connections cached to `host:port` now (for tests).
     #[cfg(test)]
     pub(crate) fn count(&self, host: &str, port: u16) -> usize {
-        let slot = self
-            .connections
-            .lock()
-            .get(host)
-            .and_then(|by_port| by_port.get(&(port, false)))
-            .cloned();
-        slot.map_or(0, |s| s.lock().len())
+        self.existing_slot(host, port, false)
+            .map_or(0, |s| s.lock().len())
     }
 }
 
