@@ -22,7 +22,7 @@
 //!   one at a time, in MB/s: bytes sent plus bytes received (10⁶ a MB)
 //!   over the time the calls took. Contenders: Armillary, omniORB, and raw
 //!   TCP (the client writes the bytes, the server reads them all and
-//!   writes them back).
+//!   writes them back); each turn on a new connection (see `sync_rig`).
 //!
 //! Every reply is checked (the check is not timed): a wrong echo, a lost
 //! oneway or an exception fails the command with an error, never a figure.

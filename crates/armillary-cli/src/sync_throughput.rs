@@ -6,6 +6,11 @@
 //! `echo_longlong` calls between them, every reply checked; the time is
 //! from the threads' common start to the last one's end.
 //!
+//! With `--oneway` it is `bench instructions`' oneway client instead, and
+//! with `--octets N` a client of `echo_octets` of N octets from one
+//! thread: the bytes figure alone, for `perf` or `strace` to watch
+//! against `armillary bench serve-echo`.
+//!
 //! It reports as omniORB's `sync_bench_client` does, on standard output:
 //! `elapsed_ns T` and `calls N`, which [`Elapsed::parse`] reads for
 //! both.
@@ -15,7 +20,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use armillary::config::OrbConfig;
-use armillary::Orb;
+use armillary::{Bytes, Orb};
 use clap::Args;
 
 use crate::echo_peer::Everything;
@@ -44,6 +49,11 @@ pub struct DriveOptions {
     /// either.
     #[arg(long)]
     oneway: bool,
+    /// `echo_octets` of this many octets from one thread instead
+    /// (`--threads` is not read), each reply checked: `bench sync`'s
+    /// bytes figure alone, for a profiler to watch.
+    #[arg(long, conflicts_with = "oneway")]
+    octets: Option<usize>,
 }
 
 /// What a throughput or oneway client measured: `calls` calls in
@@ -83,6 +93,12 @@ pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
         orb.string_to_object(&options.ior)
             .map_err(|e| e.to_string())?,
     );
+    if let Some(size) = options.octets {
+        let elapsed = octet_echoes(&echo, size, options.calls)?;
+        println!("elapsed_ns {}\ncalls {}", elapsed.as_nanos(), options.calls);
+        let _ = orb.shutdown(armillary::WaitForCompletion::No);
+        return Ok(ExitCode::SUCCESS);
+    }
     for i in 0..WARM_UP_CALLS {
         check(i, echo.echo_longlong(i).map_err(|e| e.to_string())?)?;
     }
@@ -142,6 +158,24 @@ fn oneways(echo: &Everything, calls: usize) -> Result<Duration, String> {
         echo.ping(i).map_err(|e| e.to_string())?;
     }
     crate::echo_peer::counted_oneways(echo, calls, COUNT_POLL, COUNT_DEADLINE)
+}
+
+/// Warm-up echoes, then `calls` timed ones of `size` octets, each
+/// reply compared with what was sent (the comparison timed too).
+fn octet_echoes(echo: &Everything, size: usize, calls: usize) -> Result<Duration, String> {
+    let payload = Bytes::from((0..size).map(|j| (j * 7 + 3) as u8).collect::<Vec<u8>>());
+    let mut elapsed = Duration::ZERO;
+    for round in [WARM_UP_CALLS as usize, calls] {
+        let t0 = Instant::now();
+        for _ in 0..round {
+            let reply = echo.echo_octets(&payload).map_err(|e| e.to_string())?;
+            if reply != payload {
+                return Err(format!("an echo of {size} octets returned other octets"));
+            }
+        }
+        elapsed = t0.elapsed();
+    }
+    Ok(elapsed)
 }
 
 fn check(sent: i64, got: i64) -> Result<(), String> {
