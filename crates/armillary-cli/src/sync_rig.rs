@@ -376,7 +376,7 @@ fn armillary_latency(echo: &Everything, calls: usize) -> Result<Measured, String
 /// `calls` oneway `ping`s, then `oneway_count` until the server has
 /// counted them all: the time from the first ping to that count.
 fn armillary_oneways(echo: &Everything, calls: usize) -> Result<Measured, String> {
-    let elapsed = echo_peer::counted_oneways(echo, calls, Duration::ZERO, COUNT_DEADLINE)?;
+    let elapsed = echo_peer::counted_oneways(echo, calls, 0, Duration::ZERO, COUNT_DEADLINE)?;
     Ok(Measured::Rate(calls as f64 / elapsed.as_secs_f64()))
 }
 

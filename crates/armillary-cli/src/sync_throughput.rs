@@ -157,7 +157,13 @@ fn oneways(echo: &Everything, calls: usize) -> Result<Duration, String> {
     for i in 0..WARM_UP_CALLS as i32 {
         echo.ping(i).map_err(|e| e.to_string())?;
     }
-    crate::echo_peer::counted_oneways(echo, calls, COUNT_POLL, COUNT_DEADLINE)
+    crate::echo_peer::counted_oneways(
+        echo,
+        calls,
+        WARM_UP_CALLS as usize,
+        COUNT_POLL,
+        COUNT_DEADLINE,
+    )
 }
 
 /// Warm-up echoes, then `calls` timed ones of `size` octets, each

@@ -64,13 +64,9 @@ impl ServerConnection {
             }
             let mut messages = ReadMessages::new();
             loop {
-                let frames = self.read_frames(reactor, messages.len());
-                let decoded = self.decode_read(frames);
-                if messages.is_empty() {
-                    messages = decoded;
-                } else {
-                    messages.extend(decoded);
-                }
+                let mut frames = ReadFrames::new();
+                self.read_frames(reactor, messages.len(), &mut frames);
+                self.decode_read(frames, &mut messages);
                 let mut gate = self.gate.lock();
                 if gate.again && !self.closed.load(Ordering::SeqCst) && !self.is_refused() {
                     gate.again = false;
@@ -88,7 +84,7 @@ impl ServerConnection {
                     self.hand_to_follower(reactor, frame, msg);
                 }
             }
-            self.serve_read(reactor, messages, || self.counted(reactor));
+            self.serve_read(reactor, &mut messages, || self.counted(reactor));
             self.close_if_finished(reactor);
             if !self.take_resumable() {
                 self.schedule_deadline(reactor);
@@ -195,12 +191,13 @@ impl ServerConnection {
     /// replies are written blocking, which is this model's back-pressure.
     pub(in crate::transport::server) fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         while !self.closed.load(Ordering::SeqCst) {
-            let messages = self.decode_read(self.read_frames(reactor, 0));
+            let mut messages = ReadMessages::new();
+            self.read_messages(reactor, &mut messages);
             if messages.is_empty() && !self.is_refused() && self.is_idle() {
                 self.close_orderly(reactor);
                 return;
             }
-            self.serve_read(reactor, messages, || self.in_progress(reactor));
+            self.serve_read(reactor, &mut messages, || self.in_progress(reactor));
             if self.message_overdue() {
                 self.trace_overdue();
                 self.refuse();
@@ -233,7 +230,8 @@ impl ServerConnection {
         {
             return false;
         }
-        let messages = self.decode_read(self.read_frames(reactor, 0));
+        let mut messages = ReadMessages::new();
+        self.read_messages(reactor, &mut messages);
         if reader.set_read_timeout(before).is_err() {
             self.close(reactor);
         }
@@ -244,29 +242,38 @@ impl ServerConnection {
         served
     }
 
-    /// Reads what is there and returns the whole messages it completed
-    /// (`already`: those the caller read before, for the back-pressure
-    /// check). Stops at end of stream (which it records), when the socket
-    /// has nothing more, when the connection is at its limits, or when
-    /// the stream cannot be decoded or breaks a limit (which refuses the
-    /// connection: the messages completed before are still returned, to be
-    /// answered before MessageError).
-    fn read_frames(&self, reactor: &Arc<Reactor>, already: usize) -> ReadFrames {
+    /// Reads what is there and decodes it into `messages` (a thread of its
+    /// own per connection: no back-pressure count of messages read before).
+    fn read_messages(&self, reactor: &Arc<Reactor>, messages: &mut ReadMessages) {
         let mut frames = ReadFrames::new();
+        self.read_frames(reactor, 0, &mut frames);
+        self.decode_read(frames, messages);
+    }
+
+    /// Reads what is there and adds the whole messages it completed to
+    /// `frames` (`already`: those the caller read before, for the
+    /// back-pressure check). Stops at end of stream (which it records),
+    /// when the socket has nothing more, when the connection is at its
+    /// limits, or when the stream cannot be decoded or breaks a limit
+    /// (which refuses the connection: the messages completed before are
+    /// still given, to be answered before MessageError). The lists are
+    /// the caller's, filled in place: a request's frame and message are a
+    /// few hundred bytes, and a list returned would move them again.
+    fn read_frames(&self, reactor: &Arc<Reactor>, already: usize, frames: &mut ReadFrames) {
         let mut buf = self.read_buf.lock();
         loop {
             if self.closed.load(Ordering::SeqCst)
                 || self.eof.load(Ordering::SeqCst)
                 || self.is_refused()
             {
-                return frames;
+                return;
             }
             if self.blocking_reader.is_none() && self.over_limits(already + frames.len()) {
                 // Back-pressure: read on once the requests are answered
                 // and the replies written (`take_resumable`).
                 self.trace_backpressure();
                 self.read_paused.store(true, Ordering::SeqCst);
-                return frames;
+                return;
             }
             // The rest of a large message arriving is read straight into
             // its own buffer (not over TLS, whose records are opened
@@ -304,7 +311,7 @@ impl ServerConnection {
                     // then close (a message it left unfinished never ends).
                     self.eof.store(true, Ordering::SeqCst);
                     self.peer_closed.store(true, Ordering::SeqCst);
-                    return frames;
+                    return;
                 }
                 Ok(n) => {
                     *self.last_activity.lock() = Instant::now();
@@ -328,7 +335,7 @@ impl ServerConnection {
                                 // alert and close.
                                 self.send(reactor, SplicedBytes::default());
                                 self.close(reactor);
-                                return frames;
+                                return;
                             }
                         },
                     };
@@ -345,14 +352,14 @@ impl ServerConnection {
                     if let Err(e) = decoded {
                         drop(decoder);
                         self.frame_error(&e);
-                        return frames;
+                        return;
                     }
                     let (pending, idle) = (decoder.pending_bytes(), decoder.is_idle());
                     drop(decoder);
                     if !self.account_partial(pending, idle, frames.len() > before) {
                         self.trace_partial_refused();
                         self.refuse();
-                        return frames;
+                        return;
                     }
                     // A thread blocking on its connection serves what it
                     // has before it reads again (a read that filled its
@@ -369,19 +376,17 @@ impl ServerConnection {
                         // is skipped (one syscall less per request). Not so
                         // once the peer has closed: the event that said so
                         // has been taken, so read on to the end of stream.
-                        return frames;
+                        return;
                     }
                 }
                 // Nothing more now; for a blocking socket, its read timeout
                 // expired (WouldBlock on Unix, TimedOut on Windows).
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    return frames
-                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
                     crate::trace::connection_broken(Side::Server, Addr(self.peer), &e);
                     self.close(reactor);
-                    return frames;
+                    return;
                 }
             }
         }
@@ -412,12 +417,13 @@ impl ServerConnection {
         self.refuse();
     }
 
-    /// Decodes the messages read, in order, up to the first that does not
-    /// decode or that a client may not send (a reply or a lone fragment):
-    /// that one refuses the connection, and those after it are dropped
-    /// unread. Every message kept is answered before the MessageError.
-    fn decode_read(&self, frames: ReadFrames) -> ReadMessages {
-        let mut messages = ReadMessages::with_capacity(frames.len());
+    /// Decodes the messages read, in order, into `messages` (after those
+    /// there), up to the first that does not decode or that a client may
+    /// not send (a reply or a lone fragment): that one refuses the
+    /// connection, and those after it are dropped unread. Every message
+    /// kept is answered before the MessageError.
+    fn decode_read(&self, frames: ReadFrames, messages: &mut ReadMessages) {
+        messages.reserve(frames.len());
         for frame in frames {
             match frame.message() {
                 Ok(msg) if client_may_send(&msg.body) => messages.push(Some((frame, msg))),
@@ -428,7 +434,6 @@ impl ServerConnection {
                 }
             }
         }
-        messages
     }
 
     /// Serves the messages of one read in turn, `in_progress` giving each
@@ -438,13 +443,13 @@ impl ServerConnection {
     fn serve_read(
         &self,
         reactor: &Arc<Reactor>,
-        mut messages: ReadMessages,
+        messages: &mut ReadMessages,
         in_progress: impl Fn() -> Option<InProgress>,
     ) {
         let hold = messages.len() > 1
             && self.concurrency.coalesces_replies()
             && self.hold_replies(reactor);
-        for read in &mut messages {
+        for read in messages.iter_mut() {
             if hold {
                 self.write_held_if_older(reactor, HOLD_LIMIT);
             }
