@@ -110,6 +110,14 @@ pub mod amh {
     armillary::include_idl!("amh");
 }
 
+/// `idl/comments.idl`: IDL comments that Markdown would misread, shown as
+/// written (`cargo test --doc` and `cargo doc` with broken links denied
+/// check that none becomes a doctest or a link).
+#[warn(clippy::pedantic)]
+pub mod comments {
+    armillary::include_idl!("comments");
+}
+
 /// `idl/names.idl`: Rust names that meet through inheritance.
 #[allow(clippy::module_inception)] // its IDL module is `Names`
 #[warn(clippy::pedantic)]

@@ -65,7 +65,7 @@ impl Generator<'_> {
     fn member_doc(member: &Member) -> TokenStream {
         match &member.doc {
             Some(doc) => {
-                let lines = doc.lines().map(|line| format!(" {}", line.trim_end()));
+                let lines = super::comment_doc_lines(doc);
                 quote!(#(#[doc = #lines])*)
             }
             None => {
@@ -220,7 +220,7 @@ impl Generator<'_> {
             .iter()
             .map(|enumerator| {
                 let lines: Vec<String> = match &enumerator.doc {
-                    Some(doc) => doc.lines().map(|l| format!(" {}", l.trim_end())).collect(),
+                    Some(doc) => super::comment_doc_lines(doc),
                     None => vec![format!(" IDL enumerator `{}`.", enumerator.name)],
                 };
                 let extra = self.field_attributes(id, &enumerator.name);

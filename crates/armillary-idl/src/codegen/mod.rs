@@ -847,9 +847,7 @@ impl<'s> Generator<'s> {
         let def = &self.spec[id];
         let mut lines: Vec<String> = Vec::new();
         if let Some(doc) = &def.doc {
-            for line in doc.lines() {
-                lines.push(format!(" {}", line.trim_end()));
-            }
+            lines.extend(comment_doc_lines(doc));
             lines.push(String::new());
         }
         lines.push(format!(
@@ -937,4 +935,40 @@ fn relative_module(from: &[String], to: &[String]) -> TokenStream {
         out.extend(quote!(#part::));
     }
     out
+}
+
+/// An IDL comment as the lines of a doc attribute: a `text` block, shown
+/// as written. Read as Markdown, an IDL comment's indented lines would be
+/// a doctest (compiled as Rust by `cargo test`), a name in brackets a link
+/// that leads nowhere, and `<name>` an HTML tag. The fence is longer than
+/// any run of backticks in the comment.
+pub(crate) fn comment_doc_lines(comment: &str) -> Vec<String> {
+    let longest = comment.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let mut lines = vec![format!(" {fence}text")];
+    lines.extend(comment.lines().map(|line| format!(" {}", line.trim_end())));
+    lines.push(format!(" {fence}"));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comment_doc_lines;
+
+    #[test]
+    fn an_idl_comment_is_a_text_block_fenced_past_its_backticks() {
+        assert_eq!(
+            comment_doc_lines("Adds [a] to <b>.\n\n    indented  "),
+            [
+                " ```text",
+                " Adds [a] to <b>.",
+                " ",
+                "     indented",
+                " ```"
+            ]
+        );
+        let lines = comment_doc_lines("a ```` fence");
+        assert_eq!(lines.first().map(String::as_str), Some(" `````text"));
+        assert_eq!(lines.last().map(String::as_str), Some(" `````"));
+    }
 }
