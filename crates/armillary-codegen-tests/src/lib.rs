@@ -113,6 +113,7 @@ pub mod amh {
 /// `idl/comments.idl`: IDL comments that Markdown would misread, shown as
 /// written (`cargo test --doc` and `cargo doc` with broken links denied
 /// check that none becomes a doctest or a link).
+#[allow(clippy::module_inception)] // its IDL module is `Comments`
 #[warn(clippy::pedantic)]
 pub mod comments {
     armillary::include_idl!("comments");
