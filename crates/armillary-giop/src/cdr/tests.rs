@@ -25,6 +25,63 @@ fn alignment_counts_from_the_base() {
     assert!(r.is_empty());
 }
 
+/// The layout CDR asks for, written out the slow way: zeros up to the
+/// next multiple of the size (counted from the base), then the value.
+fn padded(base: usize, prefix: usize, value: &[u8]) -> Vec<u8> {
+    let mut out = vec![0xAA; prefix];
+    while (base + out.len()) % value.len() != 0 {
+        out.push(0);
+    }
+    out.extend_from_slice(value);
+    out
+}
+
+#[test]
+fn primitives_pad_with_zeros_from_any_offset() {
+    // Every size, byte order and starting offset (the writer writes the
+    // padding and the value together, cut from a fixed-size chunk).
+    for order in [ByteOrder::Big, ByteOrder::Little] {
+        for base in 0..8 {
+            for prefix in 0..9 {
+                let start = || {
+                    let mut w = CdrWriter::new(order, GiopVersion::V1_2).with_align_base(base);
+                    w.write_octets(&vec![0xAA; prefix]);
+                    w
+                };
+                let big = order == ByteOrder::Big;
+                let bytes = |be: &[u8], le: &[u8]| if big { be.to_vec() } else { le.to_vec() };
+                let mut w = start();
+                w.write_ushort(0x0102);
+                assert_eq!(w.as_bytes(), padded(base, prefix, &bytes(&[1, 2], &[2, 1])));
+                let mut w = start();
+                w.write_ulong(0x0102_0304);
+                let v = 0x0102_0304u32;
+                assert_eq!(
+                    w.as_bytes(),
+                    padded(base, prefix, &bytes(&v.to_be_bytes(), &v.to_le_bytes()))
+                );
+                let mut w = start();
+                let v = 0x0102_0304_0506_0708u64;
+                w.write_ulonglong(v);
+                assert_eq!(
+                    w.as_bytes(),
+                    padded(base, prefix, &bytes(&v.to_be_bytes(), &v.to_le_bytes()))
+                );
+                let mut w = start();
+                w.write_octet(9);
+                assert_eq!(w.as_bytes(), padded(base, prefix, &[9]));
+                let mut w = start();
+                w.align(8);
+                w.write_octet(9);
+                let mut want = padded(base, prefix, &[0; 8]);
+                want.truncate(want.len() - 8);
+                want.push(9);
+                assert_eq!(w.as_bytes(), want);
+            }
+        }
+    }
+}
+
 #[test]
 fn strings_in_both_char_code_sets() {
     let mut w = CdrWriter::new(ByteOrder::Little, GiopVersion::V1_2);

@@ -246,14 +246,24 @@ impl CdrWriter {
     /// Pads with zero octets up to the next multiple of `n` (a power of two).
     #[inline]
     pub fn align(&mut self, n: usize) {
-        let pad = if n.is_power_of_two() {
+        let pad = self.padding(n);
+        if pad > 0 {
+            // A fixed-size copy cut to length, not a `resize` (a call to
+            // `memset` for a few octets).
+            let end = self.buf.len() + pad;
+            self.buf.extend_from_slice(&[0; 8]);
+            self.buf.truncate(end);
+        }
+    }
+
+    /// The zero octets [`align`](Self::align) would write for `n`.
+    #[inline]
+    fn padding(&self, n: usize) -> usize {
+        if n.is_power_of_two() {
             // Every CDR alignment (1, 2, 4, 8): a mask, not a division.
             self.position().wrapping_neg() & (n - 1)
         } else {
             (n - self.position() % n) % n
-        };
-        if pad > 0 {
-            self.buf.resize(self.buf.len() + pad, 0);
         }
     }
 
@@ -313,11 +323,22 @@ impl CdrWriter {
 
     #[inline]
     fn put<const N: usize>(&mut self, be: [u8; N], le: [u8; N]) {
-        self.align(N);
-        match self.order {
-            ByteOrder::Big => self.buf.extend_from_slice(&be),
-            ByteOrder::Little => self.buf.extend_from_slice(&le),
+        let value = match self.order {
+            ByteOrder::Big => be,
+            ByteOrder::Little => le,
+        };
+        if N == 1 {
+            self.buf.push(value[0]);
+            return;
         }
+        // The padding's zeros and the value in one fixed-size copy, cut to
+        // length (N ≤ 8, so padding and value take at most 15 octets).
+        let pad = self.padding(N);
+        let mut chunk = [0u8; 16];
+        chunk[pad..pad + N].copy_from_slice(&value);
+        let end = self.buf.len() + pad + N;
+        self.buf.extend_from_slice(&chunk);
+        self.buf.truncate(end);
     }
 
     /// Writes a `short`.
