@@ -589,6 +589,21 @@ fn stubs_call_skeletons_through_an_orb() {
         unknown.unwrap_err().kind(),
         SystemExceptionKind::BadOperation
     );
+    // So is one whose name is as long as an operation's (`echo_long`),
+    // or differs from it only in case: the skeleton compares the name,
+    // not only its length.
+    for name in ["echo_lonh", "ECHO_LONG"] {
+        let unknown: Result<(), SystemException> =
+            object.invoke(name, &|_| Ok(()), |reply| match reply {
+                ReplyBody::Result(_) => Ok(Ok(())),
+                ReplyBody::UserException { .. } => Ok(Ok(())),
+            });
+        assert_eq!(
+            unknown.unwrap_err().kind(),
+            SystemExceptionKind::BadOperation,
+            "{name}"
+        );
+    }
     // A nil reference as a typed stub.
     let nil = Everything::from_object(ObjectRef::nil());
     assert!(nil.is_nil());

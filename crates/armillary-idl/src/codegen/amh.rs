@@ -255,35 +255,26 @@ impl Generator<'_> {
             });
         }
 
-        // The dispatch table, sorted by wire name for binary search.
-        let mut order: Vec<&Call> = all_calls.iter().collect();
-        order.sort_by(|a, b| a.wire.as_bytes().cmp(b.wire.as_bytes()));
-        let wire_names: Vec<&str> = order.iter().map(|call| call.wire.as_str()).collect();
-        let count = proc_macro2::Literal::usize_unsuffixed(wire_names.len());
-        let indices = (0..wire_names.len()).map(proc_macro2::Literal::usize_unsuffixed);
-        let arms = order.iter().map(|call| {
-            let upcall = Self::upcall_fn_named(&call.stub_method);
-            quote!(Self::#upcall(&self.servant, request))
-        });
+        let operations: Vec<(&str, TokenStream)> = all_calls
+            .iter()
+            .map(|call| {
+                let upcall = Self::upcall_fn_named(&call.stub_method);
+                (call.wire.as_str(), quote!(Self::#upcall(&self.servant, request)))
+            })
+            .collect();
         let unknown = quote! {
             ::core::result::Result::Err(::armillary::SystemException::bad_operation(
                 ::armillary::minor::UNKNOWN_OPERATION,
                 ::armillary::CompletionStatus::No,
             ))
         };
-        let dispatch = if wire_names.is_empty() {
+        let dispatch = if operations.is_empty() {
             quote! {
                 let _ = (&self.servant, request);
                 #unknown
             }
         } else {
-            quote! {
-                const OPERATIONS: [&str; #count] = [#(#wire_names),*];
-                match OPERATIONS.binary_search(&request.operation()) {
-                    #(::core::result::Result::Ok(#indices) => { #arms })*
-                    _ => #unknown,
-                }
-            }
+            super::operation_dispatch(&operations, &unknown)
         };
 
         let servant_doc = format!(

@@ -937,6 +937,25 @@ fn relative_module(from: &[String], to: &[String]) -> TokenStream {
     out
 }
 
+/// A skeleton's dispatch: a `match` on the operation name's length and
+/// the name, each of `operations` (wire name, the expression that serves
+/// it) an arm, anything else `unknown`. The compiler switches on the
+/// length first and compares only the names of that length, inline: no
+/// call to `memcmp`, as a search of a sorted table of names makes.
+fn operation_dispatch(operations: &[(&str, TokenStream)], unknown: &TokenStream) -> TokenStream {
+    let arms = operations.iter().map(|(wire, serve)| {
+        let len = proc_macro2::Literal::usize_unsuffixed(wire.len());
+        quote!((#len, #wire) => #serve,)
+    });
+    quote! {
+        let operation = request.operation();
+        match (operation.len(), operation) {
+            #(#arms)*
+            _ => #unknown,
+        }
+    }
+}
+
 /// An IDL comment as the lines of a doc attribute: a `text` block, shown
 /// as written. Read as Markdown, an IDL comment's indented lines would be
 /// a doctest (compiled as Rust by `cargo test`), a name in brackets a link
