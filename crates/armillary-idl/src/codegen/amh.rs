@@ -259,7 +259,10 @@ impl Generator<'_> {
             .iter()
             .map(|call| {
                 let upcall = Self::upcall_fn_named(&call.stub_method);
-                (call.wire.as_str(), quote!(Self::#upcall(&self.servant, request)))
+                (
+                    call.wire.as_str(),
+                    quote!(Self::#upcall(&self.servant, request)),
+                )
             })
             .collect();
         let unknown = quote! {
