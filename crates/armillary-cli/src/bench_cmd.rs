@@ -37,7 +37,7 @@ use serde_json::json;
 
 use crate::bench_process::{message_sizes, raw_ping_pongs, start_raw_server, RawShape};
 use crate::bench_report::CallTimes;
-use crate::echo_peer::{self, Everything};
+use crate::echo_peer;
 
 /// `armillary bench …`
 #[derive(Debug, Args)]
@@ -295,7 +295,7 @@ fn latency(
     let (_server, ior) = echo_peer::start(&dir, "echo", concurrency, None)?;
     let orb =
         Orb::with_config(armillary::config::OrbConfig::default()).map_err(|e| e.to_string())?;
-    let echo = Everything::from_object(orb.string_to_object(&ior).map_err(|e| e.to_string())?);
+    let echo = echo_peer::stub(&orb, &ior)?;
     echo.echo_longlong(0)
         .map_err(|e| format!("the Armillary echo server failed: {e}"))?;
 

@@ -82,6 +82,12 @@ pub(crate) fn serve(ior_file: &Path, concurrency: &str) -> Result<ExitCode, Stri
     Ok(ExitCode::SUCCESS)
 }
 
+/// The echo server's object at `ior`, as a stub of `orb`.
+pub(crate) fn stub(orb: &Orb, ior: &str) -> Result<Everything, String> {
+    let object = orb.string_to_object(ior).map_err(|e| e.to_string())?;
+    Ok(Everything::from_object(object))
+}
+
 /// Starts `armillary bench serve-echo` with `-ORBConcurrency
 /// concurrency`, on the CPUs `cpus` (a `taskset` list) when given, else
 /// on the caller's; its IOR written to `dir/NAME.ior`. Returns it (killed

@@ -194,8 +194,7 @@ impl Rig {
 
         let orb = Orb::with_config(OrbConfig::default()).map_err(|e| e.to_string())?;
         let stub = |ior: &str| -> Result<Everything, String> {
-            let echo =
-                Everything::from_object(orb.string_to_object(ior).map_err(|e| e.to_string())?);
+            let echo = echo_peer::stub(&orb, ior)?;
             let mut times = CallTimes::default();
             echo_peer::timed_echoes(&echo, 100, &mut times)
                 .map_err(|e| format!("the Armillary echo server failed: {e}"))?;
@@ -301,10 +300,7 @@ impl Rig {
                 // A client ORB of its own: a new connection (see the module
                 // documentation).
                 let orb = Orb::with_config(OrbConfig::default()).map_err(|e| e.to_string())?;
-                let echo = Everything::from_object(
-                    orb.string_to_object(&self.default_ior)
-                        .map_err(|e| e.to_string())?,
-                );
+                let echo = echo_peer::stub(&orb, &self.default_ior)?;
                 let measured = timed_octet_echoes(size, calls, |payload, reply| {
                     *reply = echo.echo_octets(payload).map_err(|e| e.to_string())?;
                     Ok(())

@@ -23,7 +23,7 @@ use armillary::config::OrbConfig;
 use armillary::{Bytes, Orb};
 use clap::Args;
 
-use crate::echo_peer::Everything;
+use crate::echo_peer::{self, Everything};
 
 /// Checked calls the client makes before it is timed (the connection
 /// opened, the caches filled).
@@ -89,10 +89,7 @@ impl Elapsed {
 /// Runs `armillary bench drive-sync-throughput`.
 pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
     let orb = Orb::with_config(OrbConfig::default()).map_err(|e| e.to_string())?;
-    let echo = Everything::from_object(
-        orb.string_to_object(&options.ior)
-            .map_err(|e| e.to_string())?,
-    );
+    let echo = echo_peer::stub(&orb, &options.ior)?;
     if let Some(size) = options.octets {
         let elapsed = octet_echoes(&echo, size, options.calls)?;
         println!("elapsed_ns {}\ncalls {}", elapsed.as_nanos(), options.calls);
