@@ -265,20 +265,7 @@ impl Generator<'_> {
                 )
             })
             .collect();
-        let unknown = quote! {
-            ::core::result::Result::Err(::armillary::SystemException::bad_operation(
-                ::armillary::minor::UNKNOWN_OPERATION,
-                ::armillary::CompletionStatus::No,
-            ))
-        };
-        let dispatch = if operations.is_empty() {
-            quote! {
-                let _ = (&self.servant, request);
-                #unknown
-            }
-        } else {
-            super::operation_dispatch(&operations, &unknown)
-        };
+        let dispatch = super::operation_dispatch(&operations);
 
         let servant_doc = format!(
             " What a server implements to serve `{idl_name}` with asynchronous method \

@@ -939,10 +939,23 @@ fn relative_module(from: &[String], to: &[String]) -> TokenStream {
 
 /// A skeleton's dispatch: a `match` on the operation name's length and
 /// the name, each of `operations` (wire name, the expression that serves
-/// it) an arm, anything else `unknown`. The compiler switches on the
-/// length first and compares only the names of that length, inline: no
-/// call to `memcmp`, as a search of a sorted table of names makes.
-fn operation_dispatch(operations: &[(&str, TokenStream)], unknown: &TokenStream) -> TokenStream {
+/// it) an arm, anything else BAD_OPERATION (everything, for an interface
+/// without operations). The compiler switches on the length first and
+/// compares only the names of that length, inline: no call to `memcmp`,
+/// as a search of a sorted table of names makes.
+fn operation_dispatch(operations: &[(&str, TokenStream)]) -> TokenStream {
+    let unknown = quote! {
+        ::core::result::Result::Err(::armillary::SystemException::bad_operation(
+            ::armillary::minor::UNKNOWN_OPERATION,
+            ::armillary::CompletionStatus::No,
+        ))
+    };
+    if operations.is_empty() {
+        return quote! {
+            let _ = (&self.servant, request);
+            #unknown
+        };
+    }
     let arms = operations.iter().map(|(wire, serve)| {
         let len = proc_macro2::Literal::usize_unsuffixed(wire.len());
         quote!((#len, #wire) => #serve,)
