@@ -130,9 +130,11 @@ pub(crate) struct ReadState {
     frames: u64,
     /// Replies handed to their dispatchers so far.
     delivered: u64,
-    /// When the connection was last known open: a message arrived, a
-    /// look found it open, or it opened.
-    last_known_open: Instant,
+    /// Until when the connection is trusted to be open without a look:
+    /// [`TRUST_RECENT`] after it was last known open (a message arrived,
+    /// a look found it open, or it opened). Kept as the end of the span,
+    /// so that each call compares two instants instead of subtracting.
+    trusted_until: Instant,
     /// The read timeout currently set on the socket.
     read_timeout: Option<Duration>,
     leader: bool,
@@ -290,7 +292,7 @@ impl ClientConnection {
                 dispatchers: DispatcherTable::default(),
                 frames: 0,
                 delivered: 0,
-                last_known_open: Instant::now(),
+                trusted_until: Instant::now() + TRUST_RECENT,
                 read_timeout: None,
                 leader: false,
                 claimed: false,
@@ -390,10 +392,7 @@ impl ClientConnection {
         if state.closed.is_some() {
             return true;
         }
-        if state.leader
-            || !state.dispatchers.is_empty()
-            || state.last_known_open.elapsed() < TRUST_RECENT
-        {
+        if state.leader || !state.dispatchers.is_empty() || Instant::now() < state.trusted_until {
             return false;
         }
         if readiness(self.stream.socket()) == Readiness::Closed {
@@ -401,7 +400,7 @@ impl ClientConnection {
             let _ = self.stream.socket().shutdown(Shutdown::Both);
             return true;
         }
-        state.last_known_open = Instant::now();
+        state.trusted_until = Instant::now() + TRUST_RECENT;
         false
     }
 

@@ -233,7 +233,7 @@ impl ClientConnection {
                     }
                 }
                 if state.frames != before {
-                    state.last_known_open = Instant::now();
+                    state.trusted_until = Instant::now() + super::TRUST_RECENT;
                 }
                 // The reply the decoder refused ends its request alone;
                 // the close ends the others.

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::SplicedBytes;
 use armillary_giop::giop::{FrameDecoder, MessageBody, MessageBuilder};
@@ -93,13 +94,10 @@ impl ServerConnection {
     /// Whether a message begun on this connection has not been finished
     /// within the message timeout.
     pub(super) fn message_overdue(&self) -> bool {
-        match (
+        overdue(
             self.shared.limits.message_timeout,
             *self.partial_since.lock(),
-        ) {
-            (Some(limit), Some(since)) => since.elapsed() >= limit,
-            _ => false,
-        }
+        )
     }
 
     /// Refuses the connection (see [`refuse`](Self::refuse)) and closes
@@ -174,5 +172,14 @@ impl ServerConnection {
         *self.partial_since.lock() = None;
         self.outgoing.lock().clear();
         self.held_replies.lock().bytes = SplicedBytes::default();
+    }
+}
+
+/// Whether a message begun `since` (none is being received: `None`) has
+/// outlived the message timeout `limit` (none: `None`).
+pub(super) fn overdue(limit: Option<Duration>, since: Option<Instant>) -> bool {
+    match (limit, since) {
+        (Some(limit), Some(since)) => since.elapsed() >= limit,
+        _ => false,
     }
 }

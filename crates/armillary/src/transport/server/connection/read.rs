@@ -18,6 +18,7 @@ use smallvec::SmallVec;
 use crate::reactor::Reactor;
 use crate::trace::{Addr, Side};
 
+use super::close::overdue;
 use super::reply::HOLD_LIMIT;
 use super::{InProgress, ServerConnection};
 
@@ -160,26 +161,31 @@ impl ServerConnection {
     /// be refused: over the budget, or its message is overdue.
     fn account_partial(&self, pending: usize, idle: bool, completed: bool) -> bool {
         let before = self.charged.swap(pending, Ordering::SeqCst);
-        let total = if pending >= before {
-            self.shared
-                .partial_bytes
-                .fetch_add(pending - before, Ordering::SeqCst)
-                + (pending - before)
-        } else {
-            self.shared
-                .partial_bytes
-                .fetch_sub(before - pending, Ordering::SeqCst)
-                - (before - pending)
+        // The budget is shared by every connection: a read that leaves the
+        // charge as it was (most reads: whole messages, nothing left over)
+        // only looks at it.
+        let partial_bytes = &self.shared.partial_bytes;
+        let total = match pending.cmp(&before) {
+            std::cmp::Ordering::Equal => partial_bytes.load(Ordering::SeqCst),
+            std::cmp::Ordering::Greater => {
+                partial_bytes.fetch_add(pending - before, Ordering::SeqCst) + (pending - before)
+            }
+            std::cmp::Ordering::Less => {
+                partial_bytes.fetch_sub(before - pending, Ordering::SeqCst) - (before - pending)
+            }
         };
-        {
+        // When the message being received began, and whether it is overdue
+        // (`message_overdue`, under the same lock).
+        let overdue = {
             let mut since = self.partial_since.lock();
             if idle {
                 *since = None;
             } else if completed || since.is_none() {
                 *since = Some(Instant::now());
             }
-        }
-        total <= self.shared.limits.max_partial_bytes && !self.message_overdue()
+            overdue(self.shared.limits.message_timeout, *since)
+        };
+        total <= self.shared.limits.max_partial_bytes && !overdue
     }
 
     /// Thread per connection: read and serve until the connection closes.
