@@ -357,7 +357,19 @@ pub(crate) fn plot_lines_svg(
                 }
             }
         };
-        let x_tick = tick(x1 - x0);
+        // An axis of counts (clients, requests) is labelled at whole
+        // numbers only, however short its span.
+        let counts = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .all(|&(x, _)| x.fract() == 0.0);
+        let x_span = tick(x1 - x0);
+        let x_tick = |v: &f64| match (counts, v.fract() == 0.0) {
+            (true, true) => format!("{v:.0}"),
+            (true, false) => String::new(),
+            (false, _) => x_span(v),
+        };
         let y_linear = tick(y1);
         let y_tick = |v: &f64| {
             if log {
@@ -835,5 +847,44 @@ mod tests {
         assert!((s.max_us - 9.0).abs() < 1e-9);
         assert!((s.jitter_us - 2.0).abs() < 1e-9);
         assert!(Summary::of(&[]).avg_us.is_nan());
+    }
+
+    #[test]
+    fn an_axis_of_counts_is_labelled_at_whole_numbers() {
+        let path = std::env::temp_dir().join(format!("armillary-axis-{}.svg", std::process::id()));
+        let panel = |points: Vec<(f64, f64)>| Panel {
+            caption: "calls".into(),
+            x_label: "clients".into(),
+            y_label: "calls/s".into(),
+            series: vec![Series {
+                name: "one server".into(),
+                points,
+            }],
+            group: None,
+        };
+        let counts = panel(vec![(1.0, 700.0), (4.0, 800.0), (10.0, 780.0)]);
+        plot_lines_svg(&path, &[counts], None, &[]).unwrap();
+        // The SVG backend writes each text on a line of its own.
+        let labels = |svg: &str| -> Vec<String> {
+            svg.lines()
+                .map(str::trim)
+                .filter(|l| !l.starts_with('<'))
+                .map(String::from)
+                .collect()
+        };
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let ticks = labels(&svg);
+        assert!(
+            ticks.iter().any(|t| t == "2") && ticks.iter().any(|t| t == "10"),
+            "{ticks:?}"
+        );
+        assert!(!ticks.iter().any(|t| t.contains('.')), "{ticks:?}");
+        // A fractional axis keeps its decimals.
+        let fractions = panel(vec![(0.0, 1.0), (2.5, 2.0), (5.0, 3.0)]);
+        plot_lines_svg(&path, &[fractions], None, &[]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let ticks = labels(&svg);
+        assert!(ticks.iter().any(|t| t == "2.50"), "{ticks:?}");
     }
 }

@@ -47,8 +47,9 @@ use serde::{Deserialize, Serialize};
 use crate::bench_report::Latencies;
 use crate::middle_tier_peers::generated::middle_tier_bench::Quoter;
 
-/// Clients sharing one ORB (one reactor thread); below the exclusive
-/// transport's 64 connections per server.
+/// Clients sharing one ORB (one reactor thread), each on a connection of
+/// its own: the ORB's limit of connections to one server
+/// (`-ORBMaxConnectionsPerServer`, 8 by default) is raised to this.
 pub(crate) const CLIENTS_PER_ORB: usize = 50;
 
 /// The queue's "stop" message to the sender thread.
@@ -303,6 +304,7 @@ pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
     let requests = options.requests.max(1);
     let deadline = Duration::from_millis(options.deadline_ms);
     let timeout = format!("{}ms", options.deadline_ms.max(1));
+    let connections = CLIENTS_PER_ORB.to_string();
     let mut orbs = Vec::new();
     let mut targets = Vec::new();
     for _ in 0..clients.div_ceil(CLIENTS_PER_ORB) {
@@ -311,6 +313,8 @@ pub(crate) fn drive(options: &DriveOptions) -> Result<ExitCode, String> {
             "reactive",
             "-ORBTransportMux",
             "exclusive",
+            "-ORBMaxConnectionsPerServer",
+            connections.as_str(),
             // A server, so that its reactor reads the replies.
             "-ORBListenEndpoints",
             "iiop://127.0.0.1:0",

@@ -98,6 +98,11 @@ pub(crate) fn serve_middle_tier(
     let (orb, _) = Orb::init([
         "-ORBConcurrency",
         concurrency.as_str(),
+        // Every call to the sink over one connection, whatever the model:
+        // the sink answers them in any order (the ORB's default would
+        // give each waiting upcall a connection of its own, up to 8).
+        "-ORBTransportMux",
+        "muxed",
         // Every client's request may be waiting at the sink at once.
         "-ORBClientMaxOutstanding",
         SINK_MAX_OUTSTANDING,
