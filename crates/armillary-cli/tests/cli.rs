@@ -324,7 +324,9 @@ fn bench_middle_tier_writes_one_record_per_point_and_model() {
         "--models",
         "amh,reactive,tpc",
         "--clients",
-        "2,4",
+        // 10: more clients than the 8 connections an ORB opens to one
+        // server by default.
+        "2,10",
         "--delay-ms",
         "5",
         "--requests",
@@ -379,11 +381,11 @@ fn bench_middle_tier_writes_one_record_per_point_and_model() {
         seen,
         [
             ("amh", 2),
-            ("amh", 4),
+            ("amh", 10),
             ("reactive", 2),
-            ("reactive", 4),
+            ("reactive", 10),
             ("tpc", 2),
-            ("tpc", 4)
+            ("tpc", 10)
         ]
         .map(|(m, c)| (m.to_owned(), c))
     );
