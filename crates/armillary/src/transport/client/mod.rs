@@ -161,6 +161,12 @@ pub(crate) struct ReadState {
 }
 
 impl ReadState {
+    /// Records that the connection is known open now (a message arrived,
+    /// or a look found it open): it is trusted for [`TRUST_RECENT`].
+    fn known_open(&mut self) {
+        self.trusted_until = Instant::now() + TRUST_RECENT;
+    }
+
     /// Marks the connection closed (keeping the first reason) and ends
     /// every outstanding request with it, but those whose messages were
     /// still queued in `outbox` (never written): they may be sent again.
@@ -400,7 +406,7 @@ impl ClientConnection {
             let _ = self.stream.socket().shutdown(Shutdown::Both);
             return true;
         }
-        state.trusted_until = Instant::now() + TRUST_RECENT;
+        state.known_open();
         false
     }
 

@@ -233,7 +233,7 @@ impl ClientConnection {
                     }
                 }
                 if state.frames != before {
-                    state.trusted_until = Instant::now() + super::TRUST_RECENT;
+                    state.known_open();
                 }
                 // The reply the decoder refused ends its request alone;
                 // the close ends the others.

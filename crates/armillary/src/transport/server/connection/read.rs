@@ -176,7 +176,7 @@ impl ServerConnection {
         };
         // When the message being received began, and whether it is overdue
         // (`message_overdue`, under the same lock).
-        let overdue = {
+        let late = {
             let mut since = self.partial_since.lock();
             if idle {
                 *since = None;
@@ -185,7 +185,7 @@ impl ServerConnection {
             }
             overdue(self.shared.limits.message_timeout, *since)
         };
-        total <= self.shared.limits.max_partial_bytes && !overdue
+        total <= self.shared.limits.max_partial_bytes && !late
     }
 
     /// Thread per connection: read and serve until the connection closes.
