@@ -29,7 +29,7 @@ use armillary_giop::system_exception::{CompletionStatus, SystemException};
 use parking_lot::RwLock;
 
 use crate::config::Collocation;
-use crate::object::{Invoker, ObjectRef, OutgoingRequest, ReplyMessage};
+use crate::object::{DecodingScope, Invoker, ObjectRef, OutgoingRequest, ReplyMessage, ScopeToken};
 use crate::object_id::ObjectId;
 use crate::pending::PendingReply;
 use crate::poa::KeptSlot;
@@ -49,13 +49,6 @@ pub(crate) trait LocalServer: Send + Sync {
         body: LocalBody<'_>,
         contexts: Option<&mut CallContexts>,
     ) -> LocalAttempt;
-
-    /// While the returned scope lives, object references decoded on this
-    /// thread belong to this ORB, as a request's arguments do when it
-    /// serves them: a typed collocated call runs its servant inside it,
-    /// so that a reference the servant decodes itself (from a store, say)
-    /// binds to the ORB serving it, not to whichever ORB started last.
-    fn serving_scope(&self) -> Option<crate::object::DecodingScope>;
 
     /// Whether this ORB has server request interceptors: its collocated
     /// calls then carry encoded arguments, so that they see them as a
@@ -150,6 +143,8 @@ struct Registered {
     server: Weak<dyn LocalServer>,
     /// True until it unregisters (read without touching `server`).
     serving: Arc<AtomicBool>,
+    /// The scope a typed call to its objects runs its servant in.
+    scope: ScopeToken,
 }
 
 /// Every serving ORB of the process (see the module docs).
@@ -169,14 +164,22 @@ fn same_host(published: &str, named: &str) -> bool {
 }
 
 /// Makes `server` the ORB that serves `endpoints` (host, port pairs its
-/// IORs publish) in this process, until [`unregister`]ed.
-pub(crate) fn register(endpoints: Vec<(String, u16)>, server: Weak<dyn LocalServer>) {
+/// IORs publish) in this process, until [`unregister`]ed; `scope` is
+/// its decoding scope, which a typed collocated call runs its servant
+/// in, so that a reference the servant decodes itself (from a store,
+/// say) binds to the ORB serving it, not to whichever ORB started last.
+pub(crate) fn register(
+    endpoints: Vec<(String, u16)>,
+    server: Weak<dyn LocalServer>,
+    scope: ScopeToken,
+) {
     let mut servers = SERVERS.write();
     servers.retain(|r| r.server.strong_count() > 0);
     servers.push(Registered {
         endpoints,
         server,
         serving: Arc::new(AtomicBool::new(true)),
+        scope,
     });
     GENERATION.fetch_add(1, Ordering::SeqCst);
 }
@@ -212,6 +215,7 @@ fn lookup(ior: &Ior) -> Option<LocalTarget> {
             serves.then(|| LocalTarget {
                 server: registered.server.clone(),
                 serving: registered.serving.clone(),
+                scope: registered.scope.clone(),
                 key: profile.object_key.clone(),
                 kept: KeptSlot::default(),
                 direct: OnceLock::new(),
@@ -226,6 +230,8 @@ pub(crate) struct LocalTarget {
     server: Weak<dyn LocalServer>,
     /// Its ORB's registration, true while it serves.
     serving: Arc<AtomicBool>,
+    /// Its ORB's decoding scope (see [`register`]).
+    scope: ScopeToken,
     key: Vec<u8>,
     /// The object the `thru-poa` strategy found in its POA's active object
     /// map, for later calls to skip the lookup (`poa::KeptTarget`).
@@ -277,13 +283,14 @@ impl LocalTarget {
         &self,
         call: &mut dyn TypedCall,
     ) -> Option<Result<(), SystemException>> {
-        if !self.serving.load(Ordering::Acquire) {
+        // Its ORB serving and still there (a load, not an upgrade: the
+        // call needs nothing of the ORB but its decoding scope).
+        if !self.serving.load(Ordering::Acquire) || self.server.strong_count() == 0 {
             return None;
         }
-        let server = self.server.upgrade()?;
         // After the oneways this thread posted, as on a connection.
         crate::thread_role::wait_for_posted_oneways();
-        let _scope = server.serving_scope();
+        let _scope = DecodingScope::enter_token(&self.scope);
         let interface = call.interface();
         let ran = self.kept.run(|servant| {
             contain(CompletionStatus::Maybe, || {

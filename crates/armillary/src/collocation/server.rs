@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::{for_strategy, thru_poa};
 use crate::config::Collocation;
 use crate::local_server::{self, CallContexts, LocalAttempt, LocalBody, LocalServer, LocalTarget};
-use crate::object::{DecodingScope, Invoker, OutgoingRequest};
+use crate::object::{Invoker, OutgoingRequest, ScopeToken};
 use crate::orb::OrbCore;
 use crate::pending::PendingReply;
 use crate::transport::server::ObjectAdapter;
@@ -28,12 +28,8 @@ impl LocalServer for OrbCore {
         if self.shut_down.load(Ordering::SeqCst) {
             return LocalAttempt::NotHere;
         }
-        let _scope = self.serving_scope();
+        let _scope = ObjectAdapter::decoding_scope(&*self);
         for_strategy(strategy).call(&self, target, request, deadline, body, contexts)
-    }
-
-    fn serving_scope(&self) -> Option<DecodingScope> {
-        ObjectAdapter::decoding_scope(self)
     }
 
     fn intercepts(&self) -> bool {
@@ -74,7 +70,8 @@ impl OrbCore {
         let mut endpoints = server.published();
         endpoints.extend(server.published_tls());
         let me: Weak<dyn LocalServer> = self.me.clone();
-        local_server::register(endpoints, me);
+        let invoker: Weak<dyn Invoker> = self.me.clone();
+        local_server::register(endpoints, me, ScopeToken::new(invoker));
     }
 
     /// Removes this ORB from the process's table of serving ORBs.

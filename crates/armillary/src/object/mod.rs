@@ -330,6 +330,34 @@ impl DecodingScope {
             _origin: Origin::new(token).enter(),
         }
     }
+
+    /// Enters the scope `token` stands for (made once, see
+    /// [`ScopeToken`]): no lookup, no allocation.
+    pub(crate) fn enter_token(token: &ScopeToken) -> Self {
+        DecodingScope {
+            _origin: Origin::new(token.0.clone()).enter(),
+        }
+    }
+}
+
+/// A [`DecodingScope`] of one ORB made ahead, for a path that enters it
+/// on every call (a collocated typed call): entering it only clones the
+/// token, where [`DecodingScope::enter`] needs the ORB's invoker, and so
+/// the ORB upgraded from a weak reference, first. Weak, as every token.
+#[derive(Clone)]
+pub(crate) struct ScopeToken(Arc<ReceivingInvoker>);
+
+impl ScopeToken {
+    /// The token of `invoker`'s scope.
+    pub(crate) fn new(invoker: Weak<dyn Invoker>) -> ScopeToken {
+        ScopeToken(Arc::new(ReceivingInvoker(invoker)))
+    }
+}
+
+impl std::fmt::Debug for ScopeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScopeToken(..)")
+    }
 }
 
 /// The invoker of the ORB that received what is being decoded on this
