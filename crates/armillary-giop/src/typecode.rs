@@ -72,10 +72,11 @@
 //! apart for certain: where they put the member's name at the same place
 //! there is nothing to tell; where one form's label cannot be read (a
 //! zero octet is no `wchar`) it is the other; elsewhere the rest of the
-//! union is read both ways, and the reading that decodes wins; if both
+//! union is read both ways, and the reading that decodes wins (no name
+//! in a TypeCode may hold a NUL, as no IDL name does: a reading that
+//! takes a length's zero octets for a name's characters fails); if both
 //! do, the only one that ends exactly at the end of the union's
-//! encapsulation, then the only one whose member names hold no NUL (IDL
-//! strings never do). Two readings left undecided with different members
+//! encapsulation. Two readings left undecided with different members
 //! are a MARSHAL error, never a guess. Reading twice is bounded: one
 //! TypeCode's decoding parses at most about twice as many TypeCodes as
 //! its bytes can hold, so hostile nesting of ambiguous labels is refused
@@ -962,17 +963,17 @@ impl TypeCode {
                 Ok(())
             }
             Repr::Interface { id, name, .. } => encaps(w, st, &|e, _, _| {
-                e.write_string(id)?;
-                e.write_string(name)
+                write_name(e, id)?;
+                write_name(e, name)
             }),
             Repr::Struct {
                 id, name, members, ..
             } => encaps(w, st, &|e, b, st| {
-                e.write_string(id)?;
-                e.write_string(name)?;
+                write_name(e, id)?;
+                write_name(e, name)?;
                 e.write_len(members.len())?;
                 for m in members {
-                    e.write_string(&m.name)?;
+                    write_name(e, &m.name)?;
                     m.type_code.encode_at(e, b, st)?;
                 }
                 Ok(())
@@ -984,8 +985,8 @@ impl TypeCode {
                 default_index,
                 members,
             } => encaps(w, st, &|e, b, st| {
-                e.write_string(id)?;
-                e.write_string(name)?;
+                write_name(e, id)?;
+                write_name(e, name)?;
                 discriminator.encode_at(e, b, st)?;
                 e.write_long(*default_index);
                 e.write_len(members.len())?;
@@ -1000,16 +1001,16 @@ impl TypeCode {
                     } else {
                         write_label(e, discriminator, m.label)?;
                     }
-                    e.write_string(&m.name)?;
+                    write_name(e, &m.name)?;
                     m.type_code.encode_at(e, b, st)?;
                 }
                 Ok(())
             }),
             Repr::Enum { id, name, members } => encaps(w, st, &|e, _, _| {
-                e.write_string(id)?;
-                e.write_string(name)?;
+                write_name(e, id)?;
+                write_name(e, name)?;
                 e.write_len(members.len())?;
-                members.iter().try_for_each(|m| e.write_string(m))
+                members.iter().try_for_each(|m| write_name(e, m))
             }),
             Repr::Sequence { element, bound } => encaps(w, st, &|e, b, st| {
                 element.encode_at(e, b, st)?;
@@ -1024,8 +1025,8 @@ impl TypeCode {
             Repr::Alias {
                 id, name, content, ..
             } => encaps(w, st, &|e, b, st| {
-                e.write_string(id)?;
-                e.write_string(name)?;
+                write_name(e, id)?;
+                write_name(e, name)?;
                 content.encode_at(e, b, st)
             }),
             Repr::Fixed { digits, scale } => {
@@ -1041,8 +1042,8 @@ impl TypeCode {
                 members,
                 ..
             } => encaps(w, st, &|e, b, st| {
-                e.write_string(id)?;
-                e.write_string(name)?;
+                write_name(e, id)?;
+                write_name(e, name)?;
                 e.write_short(*modifier);
                 match concrete {
                     Some(tc) => tc.encode_at(e, b, st)?,
@@ -1050,7 +1051,7 @@ impl TypeCode {
                 }
                 e.write_len(members.len())?;
                 for m in members {
-                    e.write_string(&m.name)?;
+                    write_name(e, &m.name)?;
                     m.type_code.encode_at(e, b, st)?;
                     e.write_short(m.visibility);
                 }
@@ -1169,6 +1170,36 @@ fn parse_budget(len: usize) -> usize {
     2 * (len / 4 + 1) + 16
 }
 
+/// Reads a TypeCode's repository id, name or member name. No IDL name
+/// holds a NUL, and a C or C++ ORB would cut one there, so one that does
+/// is refused: where a union's default label can be read two ways, the
+/// wrong reading takes bytes of the other's lengths (whose high octets
+/// are zero) for a name's characters, and fails here.
+fn read_name(e: &mut CdrReader<'_>) -> Result<String, CdrError> {
+    let offset = e.position();
+    let name = e.read_string()?;
+    match name.contains('\0') {
+        true => Err(CdrError::Invalid {
+            offset,
+            what: "TypeCode name or repository id holds a NUL",
+        }),
+        false => Ok(name),
+    }
+}
+
+/// Writes a TypeCode's repository id, name or member name: one holding a
+/// NUL, which no receiver could read back (see [`read_name`]), is an
+/// error.
+fn write_name(e: &mut CdrWriter, name: &str) -> Result<(), CdrError> {
+    if name.contains('\0') {
+        return Err(CdrError::Invalid {
+            offset: e.len(),
+            what: "TypeCode name or repository id holds a NUL",
+        });
+    }
+    e.write_string(name)
+}
+
 /// One way of reading a union's members from its default member on (see
 /// [`read_members_from_default`]).
 struct Reading<'a> {
@@ -1179,15 +1210,6 @@ struct Reading<'a> {
     done: BTreeMap<usize, TypeCode>,
     /// The first form a union inside it showed.
     seen: Option<DefaultLabelForm>,
-}
-
-impl Reading<'_> {
-    /// Whether no member name holds a NUL. An IDL string never does; a
-    /// reading that took the bytes of the other reading's name length
-    /// (whose high octets are zero) for a name's characters does.
-    fn names_without_nul(&self) -> bool {
-        self.members.iter().all(|m| !m.name.contains('\0'))
-    }
 }
 
 /// Reads a union's `n` members, the default one's label (at index
@@ -1221,7 +1243,7 @@ fn read_member(
 ) -> Result<UnionMember, CdrError> {
     Ok(UnionMember {
         label,
-        name: e.read_string()?,
+        name: read_name(e)?,
         type_code: decode_at(e, b, st)?,
     })
 }
@@ -1231,13 +1253,13 @@ fn read_member(
 /// or a value of the discriminator's type (any value: TAO writes the
 /// union's default discriminator value). Where both put the member's name
 /// at the same place, either will do; elsewhere the rest is read both
-/// ways, and the reading taken is the one that decodes; if both do, the
-/// only one that ends exactly at the end of the encapsulation; if that
-/// does not tell, the only one whose member names hold no NUL (where TAO's
+/// ways, and the reading taken is the one that decodes (where TAO's
 /// label is a small number, the zero-octet reading can take the label for
-/// a name's length, the typed reading's name length for its characters,
-/// and go on in step with it). Two readings still undecided that differ
-/// are an error. The default member's label is kept as 0.
+/// a name's length and the typed reading's name length for its
+/// characters, which [`read_name`] refuses for their zero octets); if
+/// both do, the only one that ends exactly at the end of the
+/// encapsulation. Two readings still undecided that differ are an error.
+/// The default member's label is kept as 0.
 fn read_members_from_default<'a>(
     e: &mut CdrReader<'a>,
     b: usize,
@@ -1304,8 +1326,7 @@ fn read_members_from_default<'a>(
                 (false, true) => Some(DefaultLabelForm::DiscriminatorTyped),
                 _ => None,
             };
-            let form = only(o.rest.is_empty(), t.rest.is_empty())
-                .or_else(|| only(o.names_without_nul(), t.names_without_nul()));
+            let form = only(o.rest.is_empty(), t.rest.is_empty());
             match form {
                 Some(DefaultLabelForm::ZeroOctet) => (o, form),
                 Some(DefaultLabelForm::DiscriminatorTyped) => (t, form),
@@ -1405,18 +1426,18 @@ fn decode_params(
         | K::Component
         | K::Home => {
             let (mut e, _) = open_encaps(r, base, st)?;
-            let id = e.read_string()?;
-            let name = e.read_string()?;
+            let id = read_name(&mut e)?;
+            let name = read_name(&mut e)?;
             TypeCode::interface(kind, &id, &name)
         }
         K::Struct | K::Except => {
             let (mut e, b) = open_encaps(r, base, st)?;
-            let id = e.read_string()?;
-            let name = e.read_string()?;
+            let id = read_name(&mut e)?;
+            let name = read_name(&mut e)?;
             st.open.push((start, id.clone()));
             let members = e.read_seq_with(8, |e| {
                 Ok(StructMember {
-                    name: e.read_string()?,
+                    name: read_name(e)?,
                     type_code: decode_at(e, b, st)?,
                 })
             });
@@ -1430,8 +1451,8 @@ fn decode_params(
         }
         K::Union => {
             let (mut e, b) = open_encaps(r, base, st)?;
-            let id = e.read_string()?;
-            let name = e.read_string()?;
+            let id = read_name(&mut e)?;
+            let name = read_name(&mut e)?;
             st.open.push((start, id.clone()));
             let result = (|| {
                 let discriminator = decode_at(&mut e, b, st)?;
@@ -1446,9 +1467,9 @@ fn decode_params(
         }
         K::Enum => {
             let (mut e, _) = open_encaps(r, base, st)?;
-            let id = e.read_string()?;
-            let name = e.read_string()?;
-            let members = e.read_seq_with(5, |e| e.read_string())?;
+            let id = read_name(&mut e)?;
+            let name = read_name(&mut e)?;
+            let members = e.read_seq_with(5, read_name)?;
             TypeCode::new(Repr::Enum { id, name, members })
         }
         K::Sequence | K::Array => {
@@ -1463,8 +1484,8 @@ fn decode_params(
         }
         K::Alias | K::ValueBox => {
             let (mut e, b) = open_encaps(r, base, st)?;
-            let id = e.read_string()?;
-            let name = e.read_string()?;
+            let id = read_name(&mut e)?;
+            let name = read_name(&mut e)?;
             st.open.push((start, id.clone()));
             let content = decode_at(&mut e, b, st);
             st.open.pop();
@@ -1477,15 +1498,15 @@ fn decode_params(
         }
         K::Value | K::Event => {
             let (mut e, b) = open_encaps(r, base, st)?;
-            let id = e.read_string()?;
-            let name = e.read_string()?;
+            let id = read_name(&mut e)?;
+            let name = read_name(&mut e)?;
             let modifier = e.read_short()?;
             st.open.push((start, id.clone()));
             let result = (|| {
                 let concrete = decode_at(&mut e, b, st)?;
                 let members = e.read_seq_with(10, |e| {
                     Ok(ValueMember {
-                        name: e.read_string()?,
+                        name: read_name(e)?,
                         type_code: decode_at(e, b, st)?,
                         visibility: e.read_short()?,
                     })
@@ -1521,6 +1542,70 @@ fn open_encaps<'a>(
 mod tests {
     use super::*;
     use crate::{ByteOrder, GiopVersion};
+
+    /// The parse budget, which no input crafted so far reaches since a
+    /// reading that takes a length's zero octets for a name fails (see
+    /// `union_default_labels.rs`): a decoding that parsed more TypeCodes
+    /// than an encapsulation's bytes can hold is refused.
+    #[test]
+    fn a_decoding_past_its_budget_is_refused() {
+        let mut st = DecodeState {
+            budget: Some(parse_budget(40)),
+            ..DecodeState::default()
+        };
+        st.parsed = parse_budget(40);
+        assert!(st.check_budget(7).is_ok());
+        st.parsed += 1;
+        assert!(matches!(
+            st.check_budget(7),
+            Err(CdrError::Invalid { offset: 7, what }) if what.contains("costly")
+        ));
+        // Only the outermost encapsulation sets one: none, no limit.
+        let unset = DecodeState {
+            parsed: usize::MAX,
+            ..DecodeState::default()
+        };
+        assert!(unset.check_budget(0).is_ok());
+    }
+
+    #[test]
+    fn names_holding_a_nul_are_neither_written_nor_read() {
+        let tc = TypeCode::struct_tc(
+            "IDL:S:1.0",
+            "S",
+            vec![StructMember {
+                name: "a\0b".into(),
+                type_code: TypeCode::long(),
+            }],
+        );
+        let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
+        assert!(matches!(
+            tc.encode(&mut w),
+            Err(CdrError::Invalid { what, .. }) if what.contains("NUL")
+        ));
+        // The same bytes made by hand: refused when read.
+        let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
+        w.write_ulong(TCKind::Struct as u32);
+        w.write_encapsulation(|e| {
+            e.write_string("IDL:S:1.0")?;
+            e.write_string("S")?;
+            e.write_ulong(1);
+            e.write_string("a\0b")?;
+            TypeCode::long().encode(e)
+        })
+        .unwrap();
+        let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Big, GiopVersion::V1_2);
+        assert!(matches!(
+            TypeCode::decode(&mut r),
+            Err(CdrError::Invalid { what, .. }) if what.contains("NUL")
+        ));
+        // An empty name (omniORB sends them) is a name.
+        let empty = TypeCode::struct_tc("", "", vec![]);
+        let mut w = CdrWriter::new(ByteOrder::Big, GiopVersion::V1_2);
+        empty.encode(&mut w).unwrap();
+        let mut r = CdrReader::new(w.as_bytes(), ByteOrder::Big, GiopVersion::V1_2);
+        assert!(TypeCode::decode(&mut r).unwrap().equal(&empty));
+    }
 
     fn node() -> TypeCode {
         TypeCode::struct_tc(
