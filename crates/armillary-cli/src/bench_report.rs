@@ -4,7 +4,8 @@
 //! (hdrhistogram), an aligned text table, JSON files, SVG line plots
 //! (legend inside, or beside with a dashed reference line), bar charts
 //! and grouped bar charts (on a logarithmic or linear axis), one chart
-//! or a grid of them (plotters).
+//! or a grid of them (plotters), and the goals an issue sets as ratios
+//! of two figures of one run (JSON and a PASS/MISS table).
 //!
 //! It measures nothing itself; each subcommand's module owns its
 //! experiment and calls these to show the result.
@@ -19,7 +20,7 @@ use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 /// A progress bar of `len` steps, `{bar} pos/len unit message`, drawn on
 /// stderr (hidden when stderr is not a terminal).
@@ -230,6 +231,68 @@ pub(crate) fn format_table(left: usize, header: &[&str], rows: &[Vec<String>]) -
         out.push_str(&line(&mut row.iter().map(String::as_str)));
     }
     out
+}
+/// A number for the JSON: rounded to `decimals`, `null` when not finite.
+pub(crate) fn number(x: f64, decimals: i32) -> Value {
+    if x.is_finite() {
+        let scale = 10f64.powi(decimals);
+        json!((x * scale).round() / scale)
+    } else {
+        Value::Null
+    }
+}
+
+/// A goal, as JSON: `{ratio, <bound>: limit, met}` for `ours / theirs`
+/// against `bound` (`"at_most"` or `"at_least"`); `ratio` and `met` are
+/// `null` when either figure is missing.
+pub(crate) fn goal(ours: &Value, theirs: &Value, bound: &str, limit: f64) -> Value {
+    let ratio = match (ours.as_f64(), theirs.as_f64()) {
+        (Some(a), Some(b)) if b > 0.0 => a / b,
+        _ => f64::NAN,
+    };
+    let met = if !ratio.is_finite() {
+        Value::Null
+    } else if bound == "at_most" {
+        json!(ratio <= limit)
+    } else {
+        json!(ratio >= limit)
+    };
+    let mut g = Map::new();
+    g.insert("ratio".into(), number(ratio, 3));
+    g.insert(bound.into(), json!(limit));
+    g.insert("met".into(), met);
+    Value::Object(g)
+}
+
+/// Prints the goals of `goals` (an object of [`goal`]s) named by
+/// `names` (`(key, label)`, in table order): each ratio, its bound, and
+/// PASS, MISS or "not measured". A goal missed is reported, never a
+/// failure of the command: timings on a shared machine decide nothing.
+pub(crate) fn print_goal_table(goals: &Value, names: &[(&str, &str)]) {
+    let rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|(key, label)| {
+            let g = &goals[*key];
+            let bound = match (g["at_most"].as_f64(), g["at_least"].as_f64()) {
+                (Some(x), _) => format!("≤ {x}"),
+                (_, Some(x)) => format!("≥ {x}"),
+                _ => String::new(),
+            };
+            vec![
+                (*label).to_owned(),
+                g["ratio"]
+                    .as_f64()
+                    .map_or("–".to_owned(), |r| format!("{r:.3}")),
+                bound,
+                match g["met"].as_bool() {
+                    Some(true) => "PASS".to_owned(),
+                    Some(false) => "MISS".to_owned(),
+                    None => "not measured".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    print_table(1, &["goal", "ratio", "needed", "met"], &rows);
 }
 
 /// Writes `value` as pretty JSON to `path`.

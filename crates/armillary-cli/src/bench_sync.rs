@@ -83,8 +83,8 @@ use serde_json::{json, Map, Value};
 
 use crate::bench_process::{online_cpus, taskset_runs};
 use crate::bench_report::{
-    pin, plot_grouped_bar_panels_svg, print_table, progress, write_json, CallTimes, GroupedBars,
-    Pinning,
+    goal, number, pin, plot_grouped_bar_panels_svg, print_goal_table, print_table, progress,
+    write_json, CallTimes, GroupedBars, Pinning,
 };
 use crate::sync_rig::{Contender, Measured, Rig, Turn, SIZES, THREADS};
 
@@ -393,36 +393,6 @@ fn measure(
     Ok((tally, rig.message_bytes.clone()))
 }
 
-/// A number for the JSON: rounded to `decimals`, `null` when not finite.
-fn number(x: f64, decimals: i32) -> Value {
-    if x.is_finite() {
-        let scale = 10f64.powi(decimals);
-        json!((x * scale).round() / scale)
-    } else {
-        Value::Null
-    }
-}
-
-/// A goal: `ours / theirs` against `bound` (`at_most` or `at_least`).
-fn goal(ours: &Value, theirs: &Value, bound: &str, limit: f64) -> Value {
-    let ratio = match (ours.as_f64(), theirs.as_f64()) {
-        (Some(a), Some(b)) if b > 0.0 => a / b,
-        _ => f64::NAN,
-    };
-    let met = if !ratio.is_finite() {
-        Value::Null
-    } else if bound == "at_most" {
-        json!(ratio <= limit)
-    } else {
-        json!(ratio >= limit)
-    };
-    let mut g = Map::new();
-    g.insert("ratio".into(), number(ratio, 3));
-    g.insert(bound.into(), json!(limit));
-    g.insert("met".into(), met);
-    Value::Object(g)
-}
-
 fn report_json(
     tally: &Tally,
     counts: &Counts,
@@ -624,30 +594,7 @@ fn print_goals(report: &Value) {
         ("oneway_vs_omniorb", "oneway / omniORB's"),
         ("bytes_mib1_vs_raw_tcp", "bytes, 1 MiB / raw TCP's"),
     ];
-    let rows: Vec<Vec<String>> = names
-        .iter()
-        .map(|(key, label)| {
-            let g = &report["goals"][*key];
-            let bound = match (g["at_most"].as_f64(), g["at_least"].as_f64()) {
-                (Some(x), _) => format!("≤ {x}"),
-                (_, Some(x)) => format!("≥ {x}"),
-                _ => String::new(),
-            };
-            vec![
-                (*label).to_owned(),
-                g["ratio"]
-                    .as_f64()
-                    .map_or("–".to_owned(), |r| format!("{r:.3}")),
-                bound,
-                match g["met"].as_bool() {
-                    Some(true) => "PASS".to_owned(),
-                    Some(false) => "MISS".to_owned(),
-                    None => "not measured".to_owned(),
-                },
-            ]
-        })
-        .collect();
-    print_table(1, &["goal", "ratio", "goal", "met"], &rows);
+    print_goal_table(&report["goals"], &names);
 }
 
 /// A grouped bar chart per figure.

@@ -664,6 +664,21 @@ fn bench_invocation_prints_both_tables_and_writes_json_and_svg() {
             "{form}: {report}"
         );
     }
+    // The goals of issues 22 and 23, judged on this run: each a ratio,
+    // its bound and whether it was met (never whether it was).
+    assert_eq!(report["rounds"], 100, "{report}");
+    assert!(out.contains("Goals (issues 22 and 23)"), "{out}");
+    for (goal, bound) in [
+        ("ami_poller_vs_smi", "at_most"),
+        ("ami_future_vs_smi", "at_most"),
+        ("ami_callback_vs_smi", "at_most"),
+        ("ami_callback_vs_ami_future", "at_least"),
+    ] {
+        let g = &report["goals"][goal];
+        assert!(g["ratio"].as_f64().is_some(), "{goal}: {report}");
+        assert!(g[bound].as_f64().is_some(), "{goal}: {report}");
+        assert!(g["met"].is_boolean(), "{goal}: {report}");
+    }
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.contains("<svg"), "{plot}");
     assert!(plot.contains("dii_deferred"), "{plot}");
@@ -682,6 +697,8 @@ fn bench_invocation_measures_only_the_forms_asked_for() {
         "10",
         "--throughput-calls",
         "200",
+        "--rounds",
+        "3",
         "--forms",
         "smi,ami_future,raw_tcp",
         "--json",
@@ -690,6 +707,22 @@ fn bench_invocation_measures_only_the_forms_asked_for() {
     assert_eq!(code, 0, "{out}\n{err}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Ten calls in three rounds: every call made, none twice.
+    assert_eq!(report["rounds"], 3, "{report}");
+    for form in ["smi", "ami_future"] {
+        assert_eq!(report["latency"][form]["calls"], 10, "{form}: {report}");
+    }
+    // A goal whose figures were not both measured is judged on nothing.
+    assert!(
+        report["goals"]["ami_future_vs_smi"]["ratio"]
+            .as_f64()
+            .is_some(),
+        "{report}"
+    );
+    for goal in ["ami_poller_vs_smi", "ami_callback_vs_ami_future"] {
+        assert!(report["goals"][goal]["met"].is_null(), "{goal}: {report}");
+        assert!(report["goals"][goal]["ratio"].is_null(), "{goal}: {report}");
+    }
     // Every key is there; those not asked for are null.
     assert!(
         report["latency"]["smi"]["avg_us"].as_f64().is_some(),
