@@ -157,6 +157,10 @@ pub(crate) struct ReadState {
     /// synchronous call does not wake it).
     #[cfg(test)]
     linger_wakeups: u64,
+    /// How many times that thread went to wait for bytes in its socket
+    /// wait (tests watch it then sleeps until something is due).
+    #[cfg(test)]
+    socket_waits: u64,
     closed: Option<Closed>,
 }
 
@@ -309,6 +313,8 @@ impl ClientConnection {
                 reader_turns: 0,
                 #[cfg(test)]
                 linger_wakeups: 0,
+                #[cfg(test)]
+                socket_waits: 0,
                 closed: None,
             }),
             wake: Condvar::new(),

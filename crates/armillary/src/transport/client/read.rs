@@ -162,17 +162,19 @@ impl ClientConnection {
 
     /// One read as the leader (with the read state unlocked meanwhile),
     /// `timeout` at most; what it brings is dispatched, then the followers
-    /// are woken (one may have its reply, one must lead).
+    /// are woken (one may have its reply, one must lead). False when the
+    /// read brought nothing: its time ran out (or a signal cut it short)
+    /// with the connection still open.
     pub(super) fn lead_once(
         &self,
         state: &mut MutexGuard<'_, ReadState>,
         timeout: Option<Duration>,
-    ) {
+    ) -> bool {
         if needs_new_timeout(state.read_timeout, timeout) {
             if self.stream.socket().set_read_timeout(timeout).is_err() {
                 self.end(state, Closed::Broken);
                 let _ = self.stream.socket().shutdown(Shutdown::Both);
-                return;
+                return true;
             }
             state.read_timeout = timeout;
         }
@@ -186,6 +188,10 @@ impl ClientConnection {
             None => self.stream.read(&mut buf),
         });
         state.leader = false;
+        let brought = !matches!(&read, Err(e) if matches!(
+            e.kind(),
+            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+        ));
         if !matches!(read, Ok(1..)) {
             if let Some(lent) = direct.take() {
                 // Nothing read into it: the decoder takes it back as it was.
@@ -250,6 +256,7 @@ impl ClientConnection {
             self.expire_locked(state);
         }
         self.wake.notify_all();
+        brought
     }
 }
 

@@ -123,12 +123,19 @@ impl ClientConnection {
     }
 
     /// Leads (or follows) on the connection while asynchronous requests
-    /// are outstanding on it, ending each at its deadline. With nothing
-    /// to read it waits in `socket_wait` until bytes arrive or the
-    /// earliest deadline (a request bound with an earlier one wakes it);
-    /// while a caller reads, it follows until then.
+    /// are outstanding on it, ending each at its deadline. It first reads
+    /// for [`POLL_READ`] at most, which takes a reply that has arrived or
+    /// comes at once in one system call; when that read brings nothing,
+    /// it waits in `socket_wait` until bytes arrive or the earliest
+    /// deadline (a request bound with an earlier one wakes it), so that a
+    /// slow reply costs no wake-ups. While a caller reads, it follows
+    /// until then. A request bound during that first read with a deadline
+    /// sooner than its end ends [`POLL_READ`] late at worst.
     fn read_for_asynchronous(&self, mut socket_wait: Option<&mut SocketWait>) {
         let mut state = self.state.lock();
+        // Whether the last read brought something: the next read, not a
+        // look and a wait, then comes first.
+        let mut reading = true;
         loop {
             #[cfg(test)]
             {
@@ -154,10 +161,16 @@ impl ClientConnection {
                     None => self.wake.wait(&mut state),
                 }
             } else if let Some(wait) = socket_wait.as_deref_mut() {
-                if self.has_input() {
+                if reading && until.is_none_or(|until| until >= Instant::now() + POLL_READ) {
+                    reading = self.lead_once(&mut state, Some(POLL_READ));
+                } else if self.has_input() {
                     // What has arrived: a read takes it at once.
-                    self.lead_once(&mut state, Some(POLL_READ));
+                    reading = self.lead_once(&mut state, Some(POLL_READ));
                 } else {
+                    #[cfg(test)]
+                    {
+                        state.socket_waits += 1;
+                    }
                     MutexGuard::unlocked(&mut state, || wait.wait(until));
                 }
             } else {

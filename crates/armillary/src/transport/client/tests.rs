@@ -366,16 +366,19 @@ fn the_reader_thread_wakes_at_the_earliest_deadline_and_not_for_nothing() {
     use crate::transport::reply::deferred::DeferredSlot;
     let (conn, _server) = connected();
     // An asynchronous request with a far deadline: its reader thread
-    // waits for bytes, or that deadline.
+    // reads for a moment (`POLL_READ`), then waits for bytes, or that
+    // deadline.
     let patient = Arc::new(DeferredSlot::new(true));
     let far = Instant::now() + Duration::from_secs(3600);
     conn.bind(1, patient.dispatcher(), Some(far));
     assert!(conn.ensure_reader());
     let turns = || conn.state.lock().reader_turns;
-    armillary_testkit::wait_until("the reader runs", || turns() >= 1);
+    armillary_testkit::wait_until("the reader waits for bytes", || {
+        conn.state.lock().socket_waits >= 1
+    });
     // Nothing comes and nothing is due: it does not wake (a reader
-    // that looked at deadlines every so often would have, many
-    // times).
+    // that looked at deadlines, or read, every so often would have,
+    // many times).
     let waiting = turns();
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(turns(), waiting, "the reader woke with nothing due");
