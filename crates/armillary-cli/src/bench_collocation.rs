@@ -55,13 +55,18 @@
 //! to 60 ×). A goal missed is reported as `MISS`, never as a failure: only
 //! errors fail the command.
 //!
+//! `--strategies a,b` measures only the strategies named (to profile
+//! one, say); the others are reported as not measured, and a goal that
+//! needs one of them is not judged.
+//!
 //! Output: a progress bar on stderr; on stdout a table of calls/s per
 //! strategy and size and one of the goals' ratios with PASS or MISS.
 //! `--json FILE`: `remote`, `thru_poa`, `direct`, `plain`, each with
 //! `"4"` and `"1024"`, each `{calls_per_s, calls, seconds}` (the best
-//! round's); `goals.direct_vs_plain`, `goals.thru_poa_vs_direct`,
-//! `goals.thru_poa_vs_remote`, each `{ratio, at_least, n, met,
-//! ratio_at_1024}`; and `benchmark` (`"collocation"`), `rounds`,
+//! round's), or `null` when not measured; `goals.direct_vs_plain`,
+//! `goals.thru_poa_vs_direct`, `goals.thru_poa_vs_remote`, each
+//! `{ratio, at_least, n, met, ratio_at_1024}` (`ratio` and `met` `null`
+//! when a strategy it needs was not measured); and `benchmark` (`"collocation"`), `rounds`,
 //! `seconds_per_round` or `calls_per_round` (the other `null`),
 //! `statistic` (`"best round"`), `pinning`. `--plot FILE.svg`: Figure 4,
 //! calls/s per strategy as bars grouped by size, on a logarithmic axis
@@ -137,6 +142,14 @@ impl Strategy {
         }
     }
 
+    /// The strategy named `key` (as [`Strategy::key`] spells it).
+    fn parse(key: &str) -> Result<Strategy, String> {
+        Strategy::ALL
+            .into_iter()
+            .find(|s| s.key() == key)
+            .ok_or_else(|| format!("no strategy {key} (remote, thru_poa, direct, plain)"))
+    }
+
     /// The name in the plot's legend.
     fn label(self) -> &'static str {
         match self {
@@ -171,6 +184,11 @@ pub struct CollocationOptions {
     /// Draw the results (the paper's Figure 4) into this SVG file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Measure only these strategies (comma-separated: `remote`,
+    /// `thru_poa`, `direct`, `plain`), e.g. to profile one; the others
+    /// are reported as not measured (`null` in the JSON).
+    #[arg(long, value_delimiter = ',', value_parser = Strategy::parse)]
+    strategies: Vec<Strategy>,
 }
 
 /// How long one (strategy, size) runs in one round.
@@ -410,11 +428,17 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
         None => return Err(format!("--seconds {} is not a time", options.seconds)),
     };
     let rounds = options.rounds.max(1);
-    let best = measure(budget, rounds)?;
+    let measured: Vec<Strategy> = Strategy::ALL
+        .into_iter()
+        .filter(|s| options.strategies.is_empty() || options.strategies.contains(s))
+        .collect();
+    let best = measure(budget, rounds, &measured)?;
+    // NaN for a strategy not measured.
     let rate = |s: Strategy, n: usize| -> f64 {
         SIZES
             .iter()
             .position(|&size| size == n)
+            .filter(|_| measured.contains(&s))
             .map_or(f64::NAN, |i| best[s as usize][i].calls_per_s)
     };
 
@@ -426,7 +450,10 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
         .iter()
         .map(|&s| {
             std::iter::once(s.key().to_owned())
-                .chain(SIZES.iter().map(|&n| format!("{:.0}", rate(s, n))))
+                .chain(SIZES.iter().map(|&n| match rate(s, n) {
+                    r if r.is_finite() => format!("{r:.0}"),
+                    _ => "not measured".to_owned(),
+                }))
                 .collect()
         })
         .collect();
@@ -437,13 +464,26 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
     for goal in &GOALS {
         let ratio = |n| rate(goal.numerator, n) / rate(goal.denominator, n);
         let (at_goal, at_1024) = (ratio(GOAL_SIZE), ratio(1024));
-        let met = at_goal >= goal.at_least;
+        // Judged only when both figures were measured.
+        let met = at_goal.is_finite().then(|| at_goal >= goal.at_least);
+        let shown = |r: f64| {
+            if r.is_finite() {
+                format!("{r:.3}")
+            } else {
+                "–".to_owned()
+            }
+        };
         goal_rows.push(vec![
             format!("{} / {}", goal.numerator.key(), goal.denominator.key()),
             format!("≥ {}", goal.at_least),
-            format!("{at_goal:.3}"),
-            if met { "PASS" } else { "MISS" }.to_owned(),
-            format!("{at_1024:.3}"),
+            shown(at_goal),
+            match met {
+                Some(true) => "PASS",
+                Some(false) => "MISS",
+                None => "not measured",
+            }
+            .to_owned(),
+            shown(at_1024),
         ]);
         goals.insert(
             goal.key.to_owned(),
@@ -478,6 +518,10 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
         "goals": goals,
     });
     for s in Strategy::ALL {
+        if !measured.contains(&s) {
+            report[s.key()] = Value::Null;
+            continue;
+        }
         let mut sizes = Map::new();
         for (i, n) in SIZES.iter().enumerate() {
             let b = best[s as usize][i];
@@ -502,7 +546,7 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
                 caption: "cube(sequence<long>) on a servant in the same process".into(),
                 y_label: "calls/s (log scale)".into(),
                 groups: SIZES.iter().map(|&n| elements(n)).collect(),
-                series: Strategy::ALL
+                series: measured
                     .iter()
                     .map(|&s| (s.label().to_owned(), SIZES.map(|n| rate(s, n)).to_vec()))
                     .collect(),
@@ -532,14 +576,19 @@ fn finite_or_null(x: f64) -> Value {
     }
 }
 
-/// Warms every (strategy, size) up, then runs `rounds` rounds of them
-/// all; the best round of each, indexed `[strategy][size]`.
-fn measure(budget: Budget, rounds: usize) -> Result<[[Best; 2]; 4], String> {
+/// Warms every (strategy, size) of `strategies` up, then runs `rounds`
+/// rounds of them all; the best round of each, indexed
+/// `[strategy][size]` (a strategy not measured keeps its default).
+fn measure(
+    budget: Budget,
+    rounds: usize,
+    strategies: &[Strategy],
+) -> Result<[[Best; 2]; 4], String> {
     let bench = Bench::start()?;
     let work = SIZES.map(Workload::of);
-    let steps = (Strategy::ALL.len() * SIZES.len() * (rounds + 1)) as u64;
+    let steps = (strategies.len() * SIZES.len() * (rounds + 1)) as u64;
     let bar = progress(steps, "");
-    for s in Strategy::ALL {
+    for &s in strategies {
         for w in &work {
             bar.set_message(format!("warm-up {} n={}", s.key(), w.input.len()));
             bench.calls(s, w, Budget::Calls(WARM_UP_CALLS as u64))?;
@@ -549,7 +598,7 @@ fn measure(budget: Budget, rounds: usize) -> Result<[[Best; 2]; 4], String> {
     let mut best = [[Best::default(); 2]; 4];
     for round in 1..=rounds {
         for (i, w) in work.iter().enumerate() {
-            for s in Strategy::ALL {
+            for &s in strategies {
                 bar.set_message(format!(
                     "round {round}/{rounds} {} n={}",
                     s.key(),

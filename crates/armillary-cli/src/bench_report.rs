@@ -746,10 +746,13 @@ fn draw_grouped_bars(
     };
     match (chart.log_y, hi > 0.0) {
         (true, true) => {
-            // The decade below the smallest bar (so that it shows), and
-            // room above the tallest for its label.
+            // From the decade below the smallest bar (so that it shows)
+            // to the decade above the tallest with room for its label:
+            // whole decades, whose axis plotters labels once each (a
+            // range ending inside a decade got one label drawn twice).
             let lo = 10f64.powf((lo * 0.9).log10().floor());
-            let ctx = builder().build_cartesian_2d(0.0..groups, (lo..hi * 2.5).log_scale())?;
+            let top = 10f64.powf((hi * 1.6).log10().ceil());
+            let ctx = builder().build_cartesian_2d(0.0..groups, (lo..top).log_scale())?;
             draw_bars_on(ctx, area, chart, colour_of, lo, &|v| v * 1.08)?;
         }
         (true, false) => {

@@ -484,6 +484,60 @@ fn bench_collocation_reports_every_strategy_size_and_goal() {
 }
 
 #[test]
+fn bench_collocation_measures_only_the_strategies_asked_for() {
+    let dir = std::env::temp_dir().join(format!("armillary-colloc-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, svg) = (dir.join("collocation.json"), dir.join("collocation.svg"));
+    let (code, out, err) = run(&[
+        "bench",
+        "collocation",
+        "--calls",
+        "10",
+        "--rounds",
+        "1",
+        "--cpus",
+        "none",
+        "--strategies",
+        "thru_poa,direct",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for strategy in ["thru_poa", "direct"] {
+        assert_eq!(report[strategy]["4"]["calls"], 10, "{report}");
+    }
+    for strategy in ["remote", "plain"] {
+        assert!(report[strategy].is_null(), "{strategy}: {report}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(strategy) && l.contains("not measured")),
+            "{strategy}:\n{out}"
+        );
+    }
+    // The goal between the two measured is judged; those that need a
+    // strategy not measured are not.
+    assert!(report["goals"]["thru_poa_vs_direct"]["met"].is_boolean());
+    for goal in ["direct_vs_plain", "thru_poa_vs_remote"] {
+        let g = &report["goals"][goal];
+        assert!(
+            g["met"].is_null() && g["ratio"].is_null(),
+            "{goal}: {report}"
+        );
+    }
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("thru-POA") && !plot.contains("plain Rust call"));
+    // A strategy that does not exist is refused, naming the ones that do.
+    let (code, _, err) = run(&["bench", "collocation", "--strategies", "sideways"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no strategy sideways"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn bench_instructions_counts_each_side_of_both_orbs() {
     let dir = std::env::temp_dir().join(format!("armillary-cg-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
