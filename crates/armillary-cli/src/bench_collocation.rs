@@ -465,7 +465,7 @@ pub fn run(options: CollocationOptions) -> Result<ExitCode, String> {
         let ratio = |n| rate(goal.numerator, n) / rate(goal.denominator, n);
         let (at_goal, at_1024) = (ratio(GOAL_SIZE), ratio(1024));
         // Judged only when both figures were measured.
-        let met = at_goal.is_finite().then(|| at_goal >= goal.at_least);
+        let met = at_goal.is_finite().then_some(at_goal >= goal.at_least);
         let shown = |r: f64| {
             if r.is_finite() {
                 format!("{r:.3}")
