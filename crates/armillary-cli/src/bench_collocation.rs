@@ -66,8 +66,9 @@
 //! round's), or `null` when not measured; `goals.direct_vs_plain`,
 //! `goals.thru_poa_vs_direct`, `goals.thru_poa_vs_remote`, each
 //! `{ratio, at_least, n, met, ratio_at_1024}` (`ratio` and `met` `null`
-//! when a strategy it needs was not measured); and `benchmark` (`"collocation"`), `rounds`,
-//! `seconds_per_round` or `calls_per_round` (the other `null`),
+//! when a strategy it needs was not measured); and `benchmark`
+//! (`"collocation"`), `rounds`, `seconds_per_round` or
+//! `calls_per_round` (the other `null`),
 //! `statistic` (`"best round"`), `pinning`. `--plot FILE.svg`: Figure 4,
 //! calls/s per strategy as bars grouped by size, on a logarithmic axis
 //! (the figures span four to five orders of magnitude), each bar

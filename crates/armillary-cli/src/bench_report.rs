@@ -232,6 +232,7 @@ pub(crate) fn format_table(left: usize, header: &[&str], rows: &[Vec<String>]) -
     }
     out
 }
+
 /// A number for the JSON: rounded to `decimals`, `null` when not finite.
 pub(crate) fn number(x: f64, decimals: i32) -> Value {
     if x.is_finite() {

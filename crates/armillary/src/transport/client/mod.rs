@@ -634,6 +634,18 @@ fn release(mut state: MutexGuard<'_, ReadState>) {
     run(handoffs);
 }
 
+/// Whether a read or write that failed with `e` only ran out of time (a
+/// socket timeout) or was cut short by a signal: nothing moved, and the
+/// caller looks at its deadline and tries again.
+fn ran_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
 /// Runs dispatchers' handoffs, in the order they were dispatched.
 fn run(handoffs: Vec<Handoff>) {
     for handoff in handoffs {

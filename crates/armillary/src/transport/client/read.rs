@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use armillary_giop::giop::{Frame, FrameError, MessageType};
 use parking_lot::MutexGuard;
 
-use super::{needs_new_timeout, release, run, Awaited, ClientConnection, Closed, ReadState};
+use super::{
+    needs_new_timeout, ran_out, release, run, Awaited, ClientConnection, Closed, ReadState,
+};
 use crate::trace::Side;
 use crate::transport::reply::sync::SyncSlot;
 use crate::transport::tls::is_tls_refusal;
@@ -188,10 +190,7 @@ impl ClientConnection {
             None => self.stream.read(&mut buf),
         });
         state.leader = false;
-        let brought = !matches!(&read, Err(e) if matches!(
-            e.kind(),
-            ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-        ));
+        let brought = !matches!(&read, Err(e) if ran_out(e));
         if !matches!(read, Ok(1..)) {
             if let Some(lent) = direct.take() {
                 // Nothing read into it: the decoder takes it back as it was.
@@ -203,11 +202,7 @@ impl ClientConnection {
                 state.closed.get_or_insert(Closed::Refused);
             }
             // Out of time, or a signal: the caller looks at its deadline.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if ran_out(&e) => {}
             Ok(0) | Err(_) => {
                 if state.closed.is_none() {
                     let why = read

@@ -2,7 +2,6 @@
 //! thread, queued for the thread writing the connection, or left to the
 //! connection's writer thread, and the write of a batch to the socket.
 
-use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,7 +9,7 @@ use armillary_giop::cdr::SplicedBytes;
 use parking_lot::MutexGuard;
 
 use super::reader::READER_LINGER;
-use super::{needs_new_timeout, release, Awaited, ClientConnection, Closed};
+use super::{needs_new_timeout, ran_out, release, Awaited, ClientConnection, Closed};
 use crate::trace::Side;
 use crate::transport::gather::write_from;
 use crate::transport::mux::Caller;
@@ -285,11 +284,7 @@ impl ClientConnection {
                 Ok(n) => written += n,
                 // Out of time (the deadline is looked at again), or a
                 // signal.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if ran_out(&e) => {}
                 Err(_) => return Err(stopped(Stop::Failed)),
             }
         }
