@@ -238,6 +238,65 @@ proptest! {
         prop_assert!(decoder.is_idle());
     }
 
+    /// However a transport reads the stream (into a buffer the decoder
+    /// lends, or its own), in whatever pieces, and however long it keeps
+    /// the frames (whose large buffers the decoder reuses once dropped),
+    /// the frames are the messages sent, byte for byte.
+    #[test]
+    fn lent_and_plain_reads_give_the_same_frames(
+        sizes in prop::collection::vec(
+            prop_oneof![0usize..200, 60_000usize..70_000, 100_000usize..400_000],
+            1..8,
+        ),
+        steps in prop::collection::vec((1usize..300_000, any::<bool>()), 1..12),
+        keep in prop::collection::vec(any::<bool>(), 1..8),
+    ) {
+        let mut stream = Vec::new();
+        let mut expected = Vec::new();
+        for (k, body) in sizes.iter().enumerate() {
+            let mut m = b"GIOP\x01\x02\x01\x00".to_vec();
+            m.extend_from_slice(&(*body as u32).to_le_bytes());
+            m.extend((0..*body).map(|i| (i * 13 + k * 101 + i / 253) as u8));
+            stream.extend_from_slice(&m);
+            expected.push(m);
+        }
+        let mut decoder = FrameDecoder::default();
+        let (mut got, mut kept) = (Vec::new(), Vec::new());
+        let (mut at, mut i) = (0, 0);
+        while at < stream.len() {
+            let (step, lend) = steps[i % steps.len()];
+            i += 1;
+            let step = step.min(stream.len() - at);
+            let lent = if lend { decoder.lend_for_read(step) } else { None };
+            match lent {
+                Some(mut read) => {
+                    let room = read.room();
+                    prop_assert!(!room.is_empty());
+                    let n = room.len().min(step);
+                    room[..n].copy_from_slice(&stream[at..at + n]);
+                    at += n;
+                    decoder.handle_direct_read(read, n).unwrap();
+                }
+                None => {
+                    decoder.handle_bytes(&stream[at..at + step]).unwrap();
+                    at += step;
+                }
+            }
+            while let Some(f) = decoder.poll_frame() {
+                got.push(f.bytes.to_vec());
+                if keep[got.len() % keep.len()] {
+                    kept.push(f);
+                }
+            }
+        }
+        prop_assert_eq!(&got, &expected);
+        prop_assert!(decoder.is_idle());
+        // The frames kept are still their messages.
+        for f in &kept {
+            prop_assert!(expected.iter().any(|m| f.bytes == m[..]));
+        }
+    }
+
     #[test]
     fn garbage_never_panics(data in prop::collection::vec(any::<u8>(), 0..400), cut in 1usize..50) {
         let _ = Message::decode(&data);

@@ -7,10 +7,12 @@
 //! frames. While a large message arrives, its buffer can be lent out to
 //! read the rest of it into straight from the socket
 //! ([`FrameDecoder::lend_for_read`]): its body then reaches the frame with
-//! no copy. A reassembled message is laid out as if it had been sent whole:
-//! the first message's bytes followed by each fragment's data, with the
-//! more-fragments flag cleared and the size fixed up, so that alignment
-//! still counts from the first header byte.
+//! no copy. Between messages, a decoder lends the spare buffer a dropped
+//! large frame left: a large message that begins in that read stays in
+//! it, and none of its bytes is copied. A reassembled message is laid out
+//! as if it had been sent whole: the first message's bytes followed by
+//! each fragment's data, with the more-fragments flag cleared and the size
+//! fixed up, so that alignment still counts from the first header byte.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -216,6 +218,14 @@ impl Recycler {
         }
     }
 
+    /// Keeps `buf` as the spare unless the spare kept is larger.
+    fn give(&self, buf: Vec<u8>) {
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.as_ref().is_none_or(|kept| kept.len() < buf.len()) {
+            *spare = Some(buf);
+        }
+    }
+
     /// Bytes of memory the spare buffer takes.
     fn held(&self) -> usize {
         let spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
@@ -238,15 +248,8 @@ impl AsRef<[u8]> for RecycledBuffer {
 
 impl Drop for RecycledBuffer {
     fn drop(&mut self) {
-        let Some(home) = self.home.upgrade() else {
-            return;
-        };
-        let mut spare = home.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        if spare
-            .as_ref()
-            .is_none_or(|kept| kept.len() < self.buf.len())
-        {
-            *spare = Some(std::mem::take(&mut self.buf));
+        if let Some(home) = self.home.upgrade() {
+            home.give(std::mem::take(&mut self.buf));
         }
     }
 }
@@ -281,9 +284,21 @@ pub struct DirectRead {
     filled: usize,
     /// Where the room ends.
     end: usize,
-    /// The message's length, when `buf` is a recycled buffer (initialised
-    /// past `end`); `None` when `buf` ends at `end`.
-    recycled: Option<usize>,
+    /// What `buf` is.
+    lent: Lent,
+}
+
+/// The buffer a [`DirectRead`] lends.
+#[derive(Debug, Clone, Copy)]
+enum Lent {
+    /// The message's own, fresh: it ends at the room's end.
+    Fresh,
+    /// A recycled buffer, initialised past the room's end, holding the
+    /// message of this length.
+    Recycled { len: usize },
+    /// The decoder held nothing: its spare recycled buffer, for whatever
+    /// the stream brings next (a large message stays in it).
+    Spare,
 }
 
 impl DirectRead {
@@ -375,6 +390,9 @@ impl FrameDecoder {
             return Err(e.clone());
         }
         self.end_direct();
+        if self.buf.is_empty() && self.start_direct(data) {
+            return Ok(());
+        }
         self.grow_for(data.len());
         self.buf.extend_from_slice(data);
         let result = self.drain();
@@ -383,6 +401,38 @@ impl FrameDecoder {
             self.fail(e.clone());
         }
         result
+    }
+
+    /// When `data`, with nothing held before it, is the start of one large
+    /// message (over 64 KiB, within the limit, not all here) and a
+    /// recycled buffer can hold that message, puts `data` at the front of
+    /// that buffer: [`lend_for_read`](Self::lend_for_read) lends the rest
+    /// of it after, so the first bytes too are copied once on their way
+    /// to the frame, not into the decoder's own buffer and out again. True
+    /// if it did; otherwise `data` is fed the usual way.
+    fn start_direct(&mut self, data: &[u8]) -> bool {
+        let Some(len) = self.large_and_unfinished(data) else {
+            return false;
+        };
+        let Some(mut buf) = self.recycler.take(len) else {
+            return false;
+        };
+        buf[..data.len()].copy_from_slice(data);
+        self.direct = Some(Direct {
+            buf,
+            filled: data.len(),
+            len,
+        });
+        true
+    }
+
+    /// The length of the message `data` starts with, when it is large
+    /// (over 64 KiB), within the limit, and not all in `data`.
+    fn large_and_unfinished(&self, data: &[u8]) -> Option<usize> {
+        let header = MessageHeader::decode(data.get(..HEADER_SIZE)?).ok()?;
+        let len = HEADER_SIZE.saturating_add(header.size as usize);
+        (len > SPARE_CAPACITY && len <= self.limits.max_message_size && data.len() < len)
+            .then_some(len)
     }
 
     /// The stream cannot be decoded further: drops what is held.
@@ -394,16 +444,21 @@ impl FrameDecoder {
         self.partial_12.clear();
     }
 
-    /// Lends out the buffer of the message arriving, when it is large
-    /// (over 64 KiB), its header is in and more of it is to come, with
-    /// room for its next bytes (up to `max` of them, which bound what a
-    /// fresh buffer zeroes; a recycled buffer, which is not zeroed, has
-    /// room to the message's end; never past its end):
-    /// read the stream into [`DirectRead::room`], then give it back with
-    /// [`handle_direct_read`](Self::handle_direct_read). The message's
-    /// body then goes from the socket into the buffer its frame is handed
-    /// out in, with no copy. `None`: feed the stream to
-    /// [`handle_bytes`](Self::handle_bytes) as usual.
+    /// Lends out a buffer to read the stream's next bytes into, when that
+    /// spares a copy (`None`: feed the stream to
+    /// [`handle_bytes`](Self::handle_bytes) as usual):
+    /// - the buffer of the message arriving, when it is large (over 64
+    ///   KiB), its header is in and more of it is to come, with room for
+    ///   its next bytes (up to `max` of them, which bound what a fresh
+    ///   buffer zeroes; a recycled buffer, which is not zeroed, has room to
+    ///   the message's end; never past its end);
+    /// - when the decoder holds no bytes of a next message, the spare
+    ///   buffer a dropped large frame left (up to 64 KiB of room): should
+    ///   a large message begin there, the rest of it is read after it, so
+    ///   that none of its bytes is copied on the way to its frame.
+    ///
+    /// Read the stream into [`DirectRead::room`], then give the buffer
+    /// back with [`handle_direct_read`](Self::handle_direct_read).
     pub fn lend_for_read(&mut self, max: usize) -> Option<DirectRead> {
         if self.failed.is_some() || max == 0 {
             return None;
@@ -415,7 +470,17 @@ impl FrameDecoder {
                 buf,
                 filled,
                 end: len,
-                recycled: Some(len),
+                lent: Lent::Recycled { len },
+            });
+        }
+        if self.buf.is_empty() {
+            let buf = self.recycler.take(0)?;
+            let end = buf.len().min(SPARE_CAPACITY);
+            return Some(DirectRead {
+                buf,
+                filled: 0,
+                end,
+                lent: Lent::Spare,
             });
         }
         let len = self.next_message_len()?;
@@ -432,7 +497,7 @@ impl FrameDecoder {
                 buf,
                 filled,
                 end: len,
-                recycled: Some(len),
+                lent: Lent::Recycled { len },
             });
         }
         let end = len.min(filled.saturating_add(max));
@@ -450,7 +515,7 @@ impl FrameDecoder {
             buf,
             filled,
             end,
-            recycled: None,
+            lent: Lent::Fresh,
         })
     }
 
@@ -462,19 +527,37 @@ impl FrameDecoder {
             mut buf,
             filled,
             end,
-            recycled,
+            lent,
         } = read;
         let filled = filled.saturating_add(n).min(end);
-        if let Some(len) = recycled {
-            if filled < len {
+        match lent {
+            Lent::Recycled { len } if filled < len => {
                 self.direct = Some(Direct { buf, filled, len });
                 return match &self.failed {
                     Some(e) => Err(e.clone()),
                     None => Ok(()),
                 };
             }
+            Lent::Spare => {
+                // The start of a large message stays where it is, its rest
+                // to be read after it; anything else goes the usual way,
+                // and the buffer back to be spare.
+                let len = self.large_and_unfinished(&buf[..filled]);
+                if let Some(len) = len.filter(|len| *len <= buf.len()) {
+                    self.direct = Some(Direct { buf, filled, len });
+                    return Ok(());
+                }
+                let result = if filled == 0 {
+                    Ok(())
+                } else {
+                    self.handle_bytes(&buf[..filled])
+                };
+                self.recycler.give(buf);
+                return result;
+            }
             // The whole message: on through `drain`, as if it had been
             // read into the decoder's own buffer.
+            Lent::Recycled { .. } | Lent::Fresh => {}
         }
         buf.truncate(filled);
         self.buf = buf;
@@ -1040,6 +1123,111 @@ mod tests {
         assert_eq!(d.pending_bytes(), HEADER_SIZE + n);
         d.handle_bytes(&fourth[HEADER_SIZE + n..]).unwrap();
         assert_eq!(d.poll_frame().unwrap().bytes, fourth);
+        assert!(d.is_idle());
+    }
+
+    #[test]
+    fn a_large_message_s_first_read_goes_straight_into_a_recycled_buffer() {
+        let mut d = FrameDecoder::default();
+        let first = numbered(request_of(1 << 20), 5);
+        read_lending(&mut d, &first, 256 * 1024);
+        let frame = d.poll_frame().unwrap();
+        let buffer = frame.bytes.as_ptr();
+        drop(frame);
+        // The next large message's first 64 KiB, as a read into the
+        // transport's own buffer brings them: copied once, into the
+        // recycled buffer, and not into the decoder's.
+        let second = numbered(request_of(900_000), 6);
+        let first_read = 64 * 1024;
+        d.handle_bytes(&second[..first_read]).unwrap();
+        assert!(d.buf.is_empty());
+        assert_eq!(d.pending_bytes(), first_read);
+        assert!(d.poll_frame().is_none());
+        let mut at = first_read;
+        while let Some(mut read) = d.lend_for_read(256 * 1024) {
+            assert_eq!(read.buf.as_ptr(), buffer);
+            let room = read.room();
+            let n = room.len().min(200_000);
+            room[..n].copy_from_slice(&second[at..at + n]);
+            at += n;
+            d.handle_direct_read(read, n).unwrap();
+        }
+        assert_eq!(at, second.len());
+        let frame = d.poll_frame().unwrap();
+        assert_eq!(frame.bytes, second);
+        assert_eq!(frame.bytes.as_ptr(), buffer, "no copy");
+        assert!(d.is_idle());
+        drop(frame);
+        // Fed on the usual way (as a TLS connection does, which lends
+        // nothing), it is the same message, in the same buffer.
+        let third = numbered(request_of(700_000), 7);
+        for piece in third.chunks(first_read) {
+            d.handle_bytes(piece).unwrap();
+        }
+        let frame = d.poll_frame().unwrap();
+        assert_eq!(frame.bytes, third);
+        assert_eq!(frame.bytes.as_ptr(), buffer);
+        assert!(d.is_idle());
+        // A first read that holds the whole message, or more than it, or
+        // only part of the header, is fed the usual way.
+        drop(frame);
+        let mut stream = third.clone();
+        stream.extend_from_slice(&third[..HEADER_SIZE - 2]);
+        d.handle_bytes(&stream).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, third);
+        assert_eq!(d.pending_bytes(), HEADER_SIZE - 2);
+        d.handle_bytes(&third[HEADER_SIZE - 2..]).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, third);
+        assert!(d.is_idle());
+    }
+
+    #[test]
+    fn an_idle_decoder_lends_its_spare_buffer_for_whatever_comes_next() {
+        let mut d = FrameDecoder::default();
+        // Nothing to lend before a large frame has come and gone.
+        assert!(d.lend_for_read(1 << 20).is_none());
+        let first = numbered(request_of(1 << 20), 8);
+        read_lending(&mut d, &first, 256 * 1024);
+        let buffer = d.poll_frame().unwrap().bytes.as_ptr();
+        // Small messages read into it go the usual way, and the buffer
+        // back to be spare.
+        let small = request_of(40);
+        let mut read = d.lend_for_read(256 * 1024).unwrap();
+        assert_eq!(read.buf.as_ptr(), buffer);
+        assert_eq!(read.room().len(), SPARE_CAPACITY);
+        let mut stream = small.clone();
+        stream.extend_from_slice(&small[..30]);
+        read.room()[..stream.len()].copy_from_slice(&stream);
+        d.handle_direct_read(read, stream.len()).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, small);
+        assert_eq!(d.pending_bytes(), 30);
+        assert!(d.recycler.held() >= first.len());
+        // Not lent while part of a message is held.
+        assert!(d.lend_for_read(256 * 1024).is_none());
+        d.handle_bytes(&small[30..]).unwrap();
+        assert_eq!(d.poll_frame().unwrap().bytes, small);
+        // Given back unread, it changes nothing.
+        let read = d.lend_for_read(256 * 1024).unwrap();
+        d.handle_direct_read(read, 0).unwrap();
+        assert!(d.is_idle());
+        assert!(d.recycler.held() >= first.len());
+        // A large message that begins in it stays in it to its end: not
+        // one of its bytes is copied.
+        let second = numbered(request_of(900_000), 9);
+        let lent = read_lending(&mut d, &second, 100_000);
+        assert!(
+            lent.len() > 2 && lent.iter().all(|p| *p == buffer),
+            "{lent:?}"
+        );
+        let frame = d.poll_frame().unwrap();
+        assert_eq!(frame.bytes, second);
+        assert_eq!(frame.bytes.as_ptr(), buffer);
+        assert!(d.is_idle());
+        // One larger than the spare goes the usual way.
+        drop(frame);
+        let third = numbered(request_of(1_500_000), 10);
+        read_lending(&mut d, &third, 256 * 1024);
+        assert_eq!(d.poll_frame().unwrap().bytes, third);
         assert!(d.is_idle());
     }
 
