@@ -15,6 +15,7 @@
 //! fixed up, so that alignment still counts from the first header byte.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
@@ -206,14 +207,30 @@ const RECYCLE_MAX: usize = 2 << 20;
 #[derive(Debug, Default)]
 struct Recycler {
     spare: Mutex<Option<Vec<u8>>>,
+    /// Whether `spare` holds a buffer, read without the lock: a decoder
+    /// asks before every read of a connection, and one that has had no
+    /// large message then pays no lock for the answer.
+    kept: AtomicBool,
 }
 
 impl Recycler {
+    /// Whether a spare buffer is kept (without the lock: it may have just
+    /// changed).
+    fn keeps(&self) -> bool {
+        self.kept.load(Ordering::Relaxed)
+    }
+
     /// A spare buffer of at least `len` initialised bytes, if one is kept.
     fn take(&self, len: usize) -> Option<Vec<u8>> {
+        if !self.keeps() {
+            return None;
+        }
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
         match spare.as_ref() {
-            Some(buf) if buf.len() >= len => spare.take(),
+            Some(buf) if buf.len() >= len => {
+                self.kept.store(false, Ordering::Relaxed);
+                spare.take()
+            }
             _ => None,
         }
     }
@@ -223,6 +240,7 @@ impl Recycler {
         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
         if spare.as_ref().is_none_or(|kept| kept.len() < buf.len()) {
             *spare = Some(buf);
+            self.kept.store(true, Ordering::Relaxed);
         }
     }
 
@@ -411,6 +429,10 @@ impl FrameDecoder {
     /// to the frame, not into the decoder's own buffer and out again. True
     /// if it did; otherwise `data` is fed the usual way.
     fn start_direct(&mut self, data: &[u8]) -> bool {
+        // The cheap question first: most reads are of small messages.
+        if !self.recycler.keeps() {
+            return false;
+        }
         let Some(len) = self.large_and_unfinished(data) else {
             return false;
         };
