@@ -2,9 +2,11 @@
 //! without being copied into a message on either side: the client's
 //! request shares the `&Bytes` argument, the server's reply shares the
 //! servant's result (spliced into the message, written with one vectored
-//! write), and each side reads the message it receives into a buffer it
-//! keeps from the last large one. So in the steady state a 1 MiB echo
-//! allocates far less than the megabytes that it moves: counted by a
+//! write), and each side reads the message it receives, from its first
+//! byte, into a buffer it keeps from the last large one (its frame
+//! decoder lends that buffer for the read that brings the message's
+//! start). So in the steady state a 1 MiB echo allocates less than a
+//! kilobyte or so, for the megabytes that it moves: counted by a
 //! counting global allocator (`stats_alloc`) over client and server
 //! together (one process, over IIOP), one call at a time, after calls to
 //! warm up; deterministic, no timing.
@@ -51,9 +53,12 @@ fn a_large_echo_allocates_a_fraction_of_what_it_moves() {
         stats.allocations / CALLS
     );
     // Copying the value into each side's message would allocate 2 MiB a
-    // call, and reading into fresh buffers 2 MiB more.
+    // call, and reading into fresh buffers 2 MiB more; a message's first
+    // bytes read into a decoder's own buffer before they moved to the
+    // large one, 64 KiB a side. What is left is the calls' own bookkeeping
+    // (912 bytes in 6 allocations when this was written).
     assert!(
-        per_call < SIZE / 4,
+        per_call < 16 * 1024,
         "{per_call} bytes allocated a call for a {SIZE}-octet echo"
     );
     client.shutdown(WaitForCompletion::Yes).unwrap();
