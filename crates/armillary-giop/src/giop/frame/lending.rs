@@ -95,11 +95,11 @@ pub(super) struct Direct {
     pub(super) len: usize,
 }
 
-/// A large message's buffer, lent out by
-/// [`FrameDecoder::lend_for_read`] to read the next bytes of the stream
-/// into ([`room`](Self::room)), and given back with
-/// [`FrameDecoder::handle_direct_read`]. The decoder holds none of the
-/// message's bytes meanwhile: give it back before anything else, even
+/// A buffer lent out by [`FrameDecoder::lend_for_read`] to read the next
+/// bytes of the stream into ([`room`](Self::room)), and given back with
+/// [`FrameDecoder::handle_direct_read`]: a large message's own, or,
+/// between messages, the decoder's spare one. The decoder holds none of
+/// the message's bytes meanwhile: give it back before anything else, even
 /// after a failed read (with 0 bytes).
 #[derive(Debug)]
 pub struct DirectRead {
@@ -127,7 +127,8 @@ pub(super) enum Lent {
 
 impl DirectRead {
     /// Where to read the stream's next bytes (never past the end of the
-    /// message; initialised, with zeroes or an earlier message's bytes).
+    /// message being read, nor over 64 KiB for the spare buffer;
+    /// initialised, with zeroes or an earlier message's bytes).
     pub fn room(&mut self) -> &mut [u8] {
         &mut self.buf[self.filled..self.end]
     }
