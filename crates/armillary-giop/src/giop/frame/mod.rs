@@ -262,6 +262,38 @@ impl Default for FrameDecoder {
     }
 }
 
+/// The message at the start of `avail` (`offset` into the stream): its
+/// header and length once all of it is there, `None` while more is to
+/// come; an error for a bad header or a message over the limit.
+fn whole_message(
+    avail: &[u8],
+    offset: u64,
+    limits: &FrameLimits,
+) -> Result<Option<(MessageHeader, usize)>, FrameError> {
+    if avail.len() < HEADER_SIZE {
+        return Ok(None);
+    }
+    let header =
+        MessageHeader::decode(avail).map_err(|source| FrameError::Header { offset, source })?;
+    let len = HEADER_SIZE.saturating_add(header.size as usize);
+    if len > limits.max_message_size {
+        return Err(FrameError::TooLarge {
+            size: len,
+            limit: limits.max_message_size,
+        });
+    }
+    Ok((avail.len() >= len).then_some((header, len)))
+}
+
+/// The request id of the message `avail` starts with, when `e` refused it
+/// for its size (see [`FrameDecoder::refused_request_id`]).
+fn refused_id(e: &FrameError, avail: &[u8]) -> Option<u32> {
+    match e {
+        FrameError::TooLarge { .. } => Message::peek_request_id(avail),
+        _ => None,
+    }
+}
+
 fn read_u32(bytes: &[u8], order: ByteOrder) -> Option<u32> {
     let b: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
     Some(match order {
@@ -295,13 +327,27 @@ impl FrameDecoder {
             return Err(e.clone());
         }
         self.end_direct();
-        if self.buf.is_empty() && self.start_direct(data) {
-            return Ok(());
-        }
-        self.grow_for(data.len());
-        self.buf.extend_from_slice(data);
-        let result = self.drain();
-        self.shrink();
+        let result = if self.buf.is_empty() {
+            if self.start_direct(data) {
+                return Ok(());
+            }
+            // Holding nothing: the whole messages are cut from `data`
+            // itself, and only a tail that is not yet a whole message is
+            // kept (a small message's bytes are copied once, into its
+            // frame).
+            self.cut_whole(data).map(|used| {
+                if let Some(rest) = data.get(used..).filter(|rest| !rest.is_empty()) {
+                    self.grow_for(rest.len());
+                    self.buf.extend_from_slice(rest);
+                }
+            })
+        } else {
+            self.grow_for(data.len());
+            self.buf.extend_from_slice(data);
+            let result = self.drain();
+            self.shrink();
+            result
+        };
         if let Err(e) = &result {
             self.fail(e.clone());
         }
@@ -394,33 +440,21 @@ impl FrameDecoder {
             && self.partial_12.is_empty()
     }
 
+    /// Hands out the whole messages at the start of the buffer, keeping
+    /// what follows them.
     fn drain(&mut self) -> Result<(), FrameError> {
         let mut start = 0;
         let result = loop {
             let avail = &self.buf[start..];
-            if avail.len() < HEADER_SIZE {
-                break Ok(());
-            }
-            let header = match MessageHeader::decode(avail) {
-                Ok(h) => h,
-                Err(source) => {
-                    break Err(FrameError::Header {
-                        offset: self.consumed + start as u64,
-                        source,
-                    })
+            let offset = self.consumed + start as u64;
+            let (header, len) = match whole_message(avail, offset, &self.limits) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => break Ok(()),
+                Err(e) => {
+                    self.refused_request_id = refused_id(&e, avail);
+                    break Err(e);
                 }
             };
-            let len = HEADER_SIZE.saturating_add(header.size as usize);
-            if len > self.limits.max_message_size {
-                self.refused_request_id = Message::peek_request_id(avail);
-                break Err(FrameError::TooLarge {
-                    size: len,
-                    limit: self.limits.max_message_size,
-                });
-            }
-            if avail.len() < len {
-                break Ok(());
-            }
             let message = if start == 0 && avail.len() == len && len > SPARE_CAPACITY {
                 // The buffer holds exactly this (large) message: hand it
                 // out as it is rather than copying it.
@@ -441,6 +475,28 @@ impl FrameDecoder {
         self.buf.drain(..start);
         self.consumed += start as u64;
         result
+    }
+
+    /// Hands out the whole messages at the start of `data` while the
+    /// decoder holds no bytes (what [`drain`](Self::drain) does for its
+    /// buffer, without moving `data` into it first); returns how many
+    /// bytes they took.
+    fn cut_whole(&mut self, data: &[u8]) -> Result<usize, FrameError> {
+        let mut start = 0;
+        loop {
+            let avail = &data[start..];
+            let (header, len) = match whole_message(avail, self.consumed, &self.limits) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => return Ok(start),
+                Err(e) => {
+                    self.refused_request_id = refused_id(&e, avail);
+                    return Err(e);
+                }
+            };
+            start += len;
+            self.consumed += len as u64;
+            self.accept(header, avail[..len].to_vec())?;
+        }
     }
 
     fn accept(&mut self, header: MessageHeader, message: Vec<u8>) -> Result<(), FrameError> {

@@ -392,3 +392,41 @@ fn small_messages_after_a_large_one_reuse_a_small_buffer() {
     d.handle_bytes(&small[50..]).unwrap();
     assert_eq!(d.poll_frame().unwrap().bytes, small);
 }
+
+#[test]
+fn whole_messages_fed_to_an_empty_decoder_leave_only_their_tail_held() {
+    let messages: Vec<Vec<u8>> = (0..4)
+        .map(|i| numbered(request_of(16 + 8 * i), i))
+        .collect();
+    let mut stream: Vec<u8> = messages.concat();
+    let half = messages[3].len() / 2;
+    let first_cut = stream.len() - half;
+    let mut d = FrameDecoder::default();
+    // Three whole messages and half of the fourth, in one read.
+    d.handle_bytes(&stream[..first_cut]).unwrap();
+    for m in &messages[..3] {
+        assert_eq!(d.poll_frame().unwrap().bytes, m[..]);
+    }
+    assert!(d.poll_frame().is_none());
+    assert_eq!(d.pending_bytes(), messages[3].len() - half);
+    d.handle_bytes(&stream[first_cut..]).unwrap();
+    assert_eq!(d.poll_frame().unwrap().bytes, messages[3][..]);
+    assert!(d.is_idle());
+    // A bad header after two whole messages names its offset in the
+    // stream (the messages before it cut from the read itself), and
+    // fails the decoder.
+    stream.truncate(messages[0].len() + messages[1].len());
+    let bad_at = stream.len();
+    stream.extend_from_slice(b"GIOX\x01\x02\x01\x00\x00\x00\x00\x00");
+    let mut d = FrameDecoder::default();
+    d.handle_bytes(&messages[2]).unwrap();
+    let before = messages[2].len() as u64;
+    match d.handle_bytes(&stream) {
+        Err(FrameError::Header { offset, .. }) => assert_eq!(offset, before + bad_at as u64),
+        other => panic!("expected a header error, got {other:?}"),
+    }
+    assert_eq!(d.poll_frame().unwrap().bytes, messages[2][..]);
+    assert_eq!(d.poll_frame().unwrap().bytes, messages[0][..]);
+    assert_eq!(d.poll_frame().unwrap().bytes, messages[1][..]);
+    assert!(d.handle_bytes(&messages[0]).is_err());
+}
