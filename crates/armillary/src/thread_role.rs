@@ -197,10 +197,15 @@ pub(crate) fn stop_holding(key: usize) {
 
 /// Writes the replies the calling thread holds, everywhere: for a thread
 /// that may block now.
+#[inline]
 pub(crate) fn write_held_replies() {
-    if !has(HOLDS) {
-        return;
+    if has(HOLDS) {
+        write_held();
     }
+}
+
+/// [`write_held_replies`] when the thread holds some.
+fn write_held() {
     // Copied out first: writing may come back here.
     let holding = HOLDING
         .try_with(|h| {
@@ -285,10 +290,16 @@ impl std::fmt::Debug for HandOvers {
 
 /// Marks what the calling thread owns as waiting (see [`HandOvers`]);
 /// `None` when it owns nothing.
+#[inline]
 pub(crate) fn hand_overs() -> Option<HandOvers> {
     if !has(OWNS) {
         return None;
     }
+    start_hand_overs()
+}
+
+/// [`hand_overs`] when the thread owns something.
+fn start_hand_overs() -> Option<HandOvers> {
     // Not empty: `OWNS` says so.
     let owned = OWNED.with(|o| o.borrow().clone());
     for owner in &owned {

@@ -631,7 +631,9 @@ fn needs_new_timeout(current: Option<Duration>, wanted: Option<Duration>) -> boo
 fn release(mut state: MutexGuard<'_, ReadState>) {
     let handoffs = state.dispatchers.take_handoffs();
     drop(state);
-    run(handoffs);
+    if !handoffs.is_empty() {
+        run(handoffs);
+    }
 }
 
 /// Whether a read or write that failed with `e` only ran out of time (a

@@ -265,11 +265,18 @@ impl ClientConnection {
     /// [`DispatcherTable::expire`]), the read state locked.
     ///
     /// [`DispatcherTable::expire`]: crate::transport::reply::DispatcherTable::expire
+    #[inline]
     pub(super) fn expire_locked(&self, state: &mut ReadState) {
         if state.dispatchers.next_expiry().is_none() {
             // No request has a deadline: the clock is not read.
             return;
         }
+        self.expire_due(state);
+    }
+
+    /// [`expire_locked`](Self::expire_locked) once a request has a
+    /// deadline.
+    fn expire_due(&self, state: &mut ReadState) {
         let frames = state.frames;
         state.dispatchers.expire(Instant::now(), frames, &mut |id| {
             self.outbox.lock().departure(id)

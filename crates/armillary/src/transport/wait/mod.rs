@@ -190,16 +190,21 @@ pub(crate) fn strategy(config: &OrbConfig) -> Box<dyn Waiter> {
 /// returned value lives, the SINGLE_THREAD_MODEL POAs whose upcalls the
 /// thread is in take it as waiting (their requests are handed over to it).
 pub(crate) fn serving(driven: Option<Arc<Reactor>>) -> Serving {
-    // Too deep already: this wait serves nothing more but work handed
-    // over (see `thread_role::nested_serving`).
-    let nested = crate::thread_role::nested_serving();
-    let what = match nested {
-        Some(_) => what_to_serve(driven),
-        None => Serve::Nothing,
+    let handed_over = hand_overs();
+    let (what, nested) = match what_to_serve(driven) {
+        // A wait that serves nothing and takes no work handed over runs
+        // nothing, so it nests nothing: not counted.
+        Serve::Nothing if handed_over.is_none() => (Serve::Nothing, None),
+        // Too deep already: this wait serves nothing more but work
+        // handed over (see `thread_role::nested_serving`).
+        what => match crate::thread_role::nested_serving() {
+            Some(nested) => (what, Some(nested)),
+            None => (Serve::Nothing, None),
+        },
     };
     Serving {
         what,
-        handed_over: hand_overs(),
+        handed_over,
         _nested: nested,
     }
 }
