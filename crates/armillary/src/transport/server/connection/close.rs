@@ -115,13 +115,13 @@ impl ServerConnection {
     pub(super) fn refuse(&self) {
         let mut refused = self.refused.lock();
         if refused.is_none() {
-            *refused = Some((*self.version.lock()).min(GiopVersion::V1_2));
+            *refused = Some(self.version.get().min(GiopVersion::V1_2));
         }
     }
 
     /// Sends CloseConnection, then closes.
     pub(crate) fn close_orderly(&self, reactor: &Arc<Reactor>) {
-        let version = *self.version.lock();
+        let version = self.version.get();
         if let Ok(b) =
             MessageBuilder::new(version, ByteOrder::NATIVE, &MessageBody::CloseConnection)
         {

@@ -37,7 +37,7 @@ mod upcall;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
@@ -170,7 +170,7 @@ pub(crate) struct ServerConnection {
     codesets_known: AtomicBool,
     last_activity: Mutex<Instant>,
     /// The version to use for connection-level messages.
-    version: Mutex<GiopVersion>,
+    version: ConnectionVersion,
     /// The peer has closed its sending side, or an event said so: reads
     /// go on to the end of the stream.
     peer_closed: AtomicBool,
@@ -252,6 +252,31 @@ impl EventHandler for ServerConnection {
     }
 }
 
+/// The GIOP version of a connection's own messages (CloseConnection,
+/// MessageError): its latest request's, which every request sets, so it
+/// is one atomic rather than a lock.
+#[derive(Debug)]
+struct ConnectionVersion(AtomicU16);
+
+impl ConnectionVersion {
+    fn new(version: GiopVersion) -> Self {
+        ConnectionVersion(AtomicU16::new(Self::pack(version)))
+    }
+
+    fn pack(version: GiopVersion) -> u16 {
+        u16::from_be_bytes([version.major, version.minor])
+    }
+
+    fn get(&self) -> GiopVersion {
+        let [major, minor] = self.0.load(Ordering::Acquire).to_be_bytes();
+        GiopVersion { major, minor }
+    }
+
+    fn set(&self, version: GiopVersion) {
+        self.0.store(Self::pack(version), Ordering::Release);
+    }
+}
+
 impl ServerConnection {
     /// Registers a reactive connection with `reactor` (a blocking one is
     /// read by its own thread instead).
@@ -316,7 +341,7 @@ impl ServerConnection {
             running: AtomicUsize::new(0),
             codesets_known: AtomicBool::new(false),
             last_activity: Mutex::new(Instant::now()),
-            version: Mutex::new(GiopVersion::V1_0),
+            version: ConnectionVersion::new(GiopVersion::V1_0),
             peer_closed: AtomicBool::new(false),
             eof: AtomicBool::new(false),
             partial_since: Mutex::new(None),

@@ -414,11 +414,11 @@ impl ServerConnection {
             ..
         } = e
         {
-            *self.version.lock() = if *v > GiopVersion::V1_2 {
+            self.version.set(if *v > GiopVersion::V1_2 {
                 GiopVersion::V1_2
             } else {
                 GiopVersion::V1_0
-            };
+            });
         }
         self.refuse();
     }

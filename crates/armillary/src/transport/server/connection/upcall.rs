@@ -179,7 +179,7 @@ impl ServerConnection {
         let Some((_, msg)) = &*read else {
             return;
         };
-        *self.version.lock() = msg.header.version;
+        self.version.set(msg.header.version);
         let Some(adapter) = self.adapter.upgrade() else {
             return;
         };
