@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::{for_strategy, thru_poa};
 use crate::config::Collocation;
 use crate::local_server::{self, CallContexts, LocalAttempt, LocalBody, LocalServer, LocalTarget};
-use crate::object::{Invoker, OutgoingRequest, ScopeToken};
+use crate::object::{Invoker, OutgoingRequest};
 use crate::orb::OrbCore;
 use crate::pending::PendingReply;
 use crate::transport::server::ObjectAdapter;
@@ -70,8 +70,7 @@ impl OrbCore {
         let mut endpoints = server.published();
         endpoints.extend(server.published_tls());
         let me: Weak<dyn LocalServer> = self.me.clone();
-        let invoker: Weak<dyn Invoker> = self.me.clone();
-        local_server::register(endpoints, me, ScopeToken::new(invoker));
+        local_server::register(endpoints, me, self.scope.clone());
     }
 
     /// Removes this ORB from the process's table of serving ORBs.

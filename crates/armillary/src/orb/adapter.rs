@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use crate::object::Invoker;
 use crate::poa::Resolution;
 use crate::transport::server::{Located, ObjectAdapter};
 
@@ -39,9 +38,8 @@ impl ObjectAdapter for OrbCore {
         }
     }
 
-    fn decoding_scope(&self) -> Option<crate::object::DecodingScope> {
-        let me: Arc<dyn Invoker> = self.me.upgrade()?;
-        Some(crate::object::DecodingScope::enter(&me))
+    fn decoding_scope(&self) -> crate::object::DecodingScope {
+        crate::object::DecodingScope::enter_token(&self.scope)
     }
 
     fn server_interceptors(&self) -> Option<&Arc<crate::interceptors::Interceptors>> {

@@ -55,6 +55,10 @@ pub(crate) struct OrbCore {
     pub(crate) shutdown_lock: Mutex<()>,
     pub(crate) shutdown_signal: Condvar,
     pub(crate) me: Weak<OrbCore>,
+    /// The decoding scope of this ORB's messages, made once: a request's
+    /// arguments and a reply's results are read inside it
+    /// ([`DecodingScope::enter_token`](crate::object::DecodingScope::enter_token)).
+    pub(crate) scope: crate::object::ScopeToken,
 }
 
 pub(super) struct CoreFactory(pub(super) Weak<OrbCore>);

@@ -239,6 +239,7 @@ impl Orb {
                 shut_down: AtomicBool::new(false),
                 shutdown_lock: Mutex::new(()),
                 shutdown_signal: Condvar::new(),
+                scope: crate::object::ScopeToken::new(me.clone() as Weak<dyn Invoker>),
                 me: me.clone(),
             }
         });

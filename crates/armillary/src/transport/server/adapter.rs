@@ -32,8 +32,8 @@ pub(crate) trait ObjectAdapter: Send + Sync {
     fn describe_key(&self, key: &[u8]) -> Option<(Vec<String>, crate::poa::ObjectId)>;
 
     /// While alive, references decoded on this thread belong to this ORB
-    /// (`None` when it is going away).
-    fn decoding_scope(&self) -> Option<DecodingScope>;
+    /// (bound to it weakly: to none once it is gone).
+    fn decoding_scope(&self) -> DecodingScope;
 
     /// The ORB's interceptors, when it has server request interceptors
     /// (`None`: requests are not intercepted).

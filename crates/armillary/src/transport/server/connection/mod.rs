@@ -37,11 +37,11 @@ mod upcall;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
-use armillary_giop::cdr::codeset::CodeSets;
+use armillary_giop::cdr::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 use armillary_giop::giop::FrameDecoder;
 use armillary_giop::typecode::DefaultLabelForm;
 use armillary_giop::GiopVersion;
@@ -155,7 +155,7 @@ pub(crate) struct ServerConnection {
     /// [`ServerConnection::reply_sink`]).
     spare_sink: Mutex<Option<Arc<ConnectionReplies>>>,
     /// Code sets the client announced (CodeSets service context).
-    codesets: Mutex<CodeSets>,
+    codesets: ConnectionCodeSets,
     /// How the client labels a union's default member, once one of its
     /// requests' TypeCodes showed it: replies use it from then on.
     default_label_seen: OnceLock<DefaultLabelForm>,
@@ -277,6 +277,60 @@ impl ConnectionVersion {
     }
 }
 
+/// The code sets a connection's requests and replies use: the defaults
+/// until a request announces others. Every request reads them, so they
+/// are one atomic rather than a lock: two code sets and a flag fit one
+/// octet.
+#[derive(Debug)]
+struct ConnectionCodeSets(AtomicU8);
+
+impl ConnectionCodeSets {
+    const UTF8: u8 = 1;
+    const UTF16: u8 = 2;
+    const UCS2: u8 = 4;
+    const BOM: u8 = 8;
+
+    fn new(codesets: CodeSets) -> Self {
+        ConnectionCodeSets(AtomicU8::new(Self::pack(codesets)))
+    }
+
+    fn pack(codesets: CodeSets) -> u8 {
+        let char_set = match codesets.char_set {
+            CharCodeSet::Iso8859_1 => 0,
+            CharCodeSet::Utf8 => Self::UTF8,
+        };
+        let wchar_set = match codesets.wchar_set {
+            None => 0,
+            Some(WCharCodeSet::Utf16) => Self::UTF16,
+            Some(WCharCodeSet::Ucs2) => Self::UCS2,
+        };
+        char_set | wchar_set | if codesets.write_bom { Self::BOM } else { 0 }
+    }
+
+    fn get(&self) -> CodeSets {
+        let bits = self.0.load(Ordering::Acquire);
+        CodeSets {
+            char_set: if bits & Self::UTF8 != 0 {
+                CharCodeSet::Utf8
+            } else {
+                CharCodeSet::Iso8859_1
+            },
+            wchar_set: if bits & Self::UTF16 != 0 {
+                Some(WCharCodeSet::Utf16)
+            } else if bits & Self::UCS2 != 0 {
+                Some(WCharCodeSet::Ucs2)
+            } else {
+                None
+            },
+            write_bom: bits & Self::BOM != 0,
+        }
+    }
+
+    fn set(&self, codesets: CodeSets) {
+        self.0.store(Self::pack(codesets), Ordering::Release);
+    }
+}
+
 impl ServerConnection {
     /// Registers a reactive connection with `reactor` (a blocking one is
     /// read by its own thread instead).
@@ -334,7 +388,7 @@ impl ServerConnection {
             outgoing: Mutex::default(),
             held_replies: Mutex::default(),
             spare_sink: Mutex::new(None),
-            codesets: Mutex::new(CodeSets::DEFAULT),
+            codesets: ConnectionCodeSets::new(CodeSets::DEFAULT),
             default_label_seen: OnceLock::new(),
             closed: AtomicBool::new(false),
             held: AtomicUsize::new(0),
@@ -411,6 +465,32 @@ impl Drop for InProgress {
                 .post(Box::new(move || conn.read_ready(&reactor)));
         } else {
             self.conn.schedule_deadline(&self.reactor);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_code_sets_keep_every_combination() {
+        let chars = [CharCodeSet::Iso8859_1, CharCodeSet::Utf8];
+        let wchars = [None, Some(WCharCodeSet::Utf16), Some(WCharCodeSet::Ucs2)];
+        let held = ConnectionCodeSets::new(CodeSets::DEFAULT);
+        assert_eq!(held.get(), CodeSets::DEFAULT);
+        for char_set in chars {
+            for wchar_set in wchars {
+                for write_bom in [false, true] {
+                    let codesets = CodeSets {
+                        char_set,
+                        wchar_set,
+                        write_bom,
+                    };
+                    held.set(codesets);
+                    assert_eq!(held.get(), codesets);
+                }
+            }
         }
     }
 }

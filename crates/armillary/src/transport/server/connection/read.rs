@@ -150,7 +150,7 @@ impl ServerConnection {
 
     pub(super) fn set_codesets(&self, ctx: CodeSetContext) {
         if let Ok(cs) = CodeSets::from_context(&ctx) {
-            *self.codesets.lock() = cs;
+            self.codesets.set(cs);
         }
     }
 

@@ -452,7 +452,7 @@ impl ServerConnection {
         // The connection's code sets: the defaults until a GIOP 1.1+
         // request announced others, then those for every request on it
         // (a client does the same, whatever the message's version).
-        let codesets = *self.codesets.lock();
+        let codesets = self.codesets.get();
         let version = msg.header.version;
         let order = msg.header.byte_order;
         let expected = h.response_expected();
