@@ -294,8 +294,9 @@ impl ObjectRef {
         self.invoke_typed_through(here, operation, local, args, result)
     }
 
-    /// [`invoke_typed`](Self::invoke_typed) but for a `direct` call to a
-    /// servant already found; `here` is what [`local`](Self::local) found.
+    /// [`invoke_typed`](Self::invoke_typed) past its `direct` shortcut;
+    /// `here` is what [`local`](Self::local) found (`None`: the object is
+    /// not served in this process).
     #[inline(never)]
     fn invoke_typed_through<S, T, E, F>(
         &self,
@@ -311,9 +312,6 @@ impl ObjectRef {
         T: Send + 'static,
         E: From<SystemException> + Send + 'static,
     {
-        let Some(here) = here else {
-            return self.invoke(operation, args, result);
-        };
         let request = OutgoingRequest {
             operation,
             response_expected: true,
@@ -325,12 +323,18 @@ impl ObjectRef {
         let invoker = self.invoker()?;
         let mut call = Typed::<S, _, F, T, E>::new(local);
         // `thru-poa`'s shortcut to the object kept from an earlier call.
-        let ran = match self.call_kept(here, &request, &mut call) {
-            Some(Ok(())) => Ok(None),
-            Some(Err(e)) => Err(e),
-            None => match self.call_local(here, &request, LocalBody::Typed(&mut call)) {
-                Some(outcome) => outcome,
-                None => invoker.invoke(self.ior(), &request),
+        let ran = match here {
+            // Not served in this process: `here` already says so, so the
+            // call goes straight to the invoker (not through
+            // `route_invoke`, which would look again).
+            None => invoker.invoke(self.ior(), &request),
+            Some(here) => match self.call_kept(here, &request, &mut call) {
+                Some(Ok(())) => Ok(None),
+                Some(Err(e)) => Err(e),
+                None => match self.call_local(here, &request, LocalBody::Typed(&mut call)) {
+                    Some(outcome) => outcome,
+                    None => invoker.invoke(self.ior(), &request),
+                },
             },
         };
         let reply = match ran {
@@ -378,9 +382,6 @@ impl ObjectRef {
         S: ?Sized + Send + Sync + 'static,
         F: FnOnce(&S) + Send + 'static,
     {
-        let Some(here) = self.local() else {
-            return self.invoke_oneway(operation, args);
-        };
         let request = OutgoingRequest {
             operation,
             response_expected: false,
@@ -388,6 +389,10 @@ impl ObjectRef {
             args,
             call_timeout: self.call_timeout(),
             signature: None,
+        };
+        let Some(here) = self.local() else {
+            // Not served in this process: straight to the invoker.
+            return self.invoker()?.invoke(self.ior(), &request).map(|_| ());
         };
         let mut call = Typed::<S, _, _, (), SystemException>::new(|| {
             let call = local();
