@@ -116,11 +116,16 @@ impl ClientConnection {
     }
 
     /// Writes what is queued, batch after batch, until nothing is (this
-    /// thread writes the connection now), then lets go of the writing.
+    /// thread writes the connection now, its last batch written whole),
+    /// then lets go of the writing.
     pub(super) fn write_queued(&self) {
         loop {
             let batch = {
                 let mut outbox = self.outbox.lock();
+                // The batch before this turn left whole (`write_batch`
+                // marks it so at once only when someone may ask: a batch
+                // with a deadline).
+                outbox.left();
                 if outbox.is_empty() {
                     outbox.written();
                     self.outbox_drained.notify_all();
@@ -191,14 +196,18 @@ impl ClientConnection {
     fn write_batch(&self, batch: &Batch<'_>) -> Result<(), Stopped> {
         match self.put_on_wire(batch) {
             Ok(()) => {
-                self.outbox.lock().left();
-                // Requests whose deadline passed while they were written
-                // (whoever found it passed left them to this thread) end
-                // now; a caller may wait for that. (The clock is read only
-                // for a batch with a deadline.)
+                // Without a deadline in the batch, none of its requests
+                // asks where its message is (`Outbox::departure`): the
+                // next turn of `write_queued`, which follows every batch
+                // written whole, marks it left, under the lock it takes
+                // anyway.
                 let Some(earliest) = batch.deadline_from(0) else {
                     return Ok(());
                 };
+                self.outbox.lock().left();
+                // Requests whose deadline passed while they were written
+                // (whoever found it passed left them to this thread) end
+                // now; a caller may wait for that.
                 let now = Instant::now();
                 if earliest <= now {
                     let mut state = self.state.lock();
