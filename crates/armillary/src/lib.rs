@@ -198,6 +198,7 @@ pub mod runtime;
 mod servant;
 mod slots;
 mod task_queue;
+mod thread_key;
 mod thread_role;
 mod timeout;
 pub mod tls;

@@ -22,7 +22,7 @@ impl ServerConnection {
     /// are written, closes (sending MessageError first in the second
     /// case).
     pub(super) fn close_if_finished(&self, reactor: &Arc<Reactor>) {
-        let refused = *self.refused.lock();
+        let refused = self.refused.get();
         let finished = (self.eof.load(Ordering::SeqCst) || refused.is_some())
             && self.running.load(Ordering::SeqCst) == 0
             && self.held.load(Ordering::SeqCst) == 0
@@ -48,7 +48,7 @@ impl ServerConnection {
 
     /// Whether the client sent what cannot be served (see `refused`).
     pub(super) fn is_refused(&self) -> bool {
-        self.refused.lock().is_some()
+        self.refused.get().is_some()
     }
 
     /// Asks the reactor for a round of ticks at the connection's next
@@ -68,10 +68,10 @@ impl ServerConnection {
         let idle = limits
             .idle_timeout
             .filter(|_| quiet)
-            .map(|timeout| *self.last_activity.lock() + timeout);
+            .map(|timeout| self.last_activity() + timeout);
         let message = limits
             .message_timeout
-            .zip(*self.partial_since.lock())
+            .zip(self.partial_since())
             .map(|(timeout, since)| since + timeout);
         if let Some(at) = idle.into_iter().chain(message).min() {
             reactor.tick_at(at);
@@ -85,7 +85,7 @@ impl ServerConnection {
         let Some(idle) = self.shared.limits.idle_timeout else {
             return false;
         };
-        self.last_activity.lock().elapsed() >= idle
+        self.last_activity().elapsed() >= idle
             && self.held.load(Ordering::SeqCst) == 0
             && self.running.load(Ordering::SeqCst) == 0
             && self.decoder.lock().is_idle()
@@ -96,7 +96,7 @@ impl ServerConnection {
     pub(super) fn message_overdue(&self) -> bool {
         overdue(
             self.shared.limits.message_timeout,
-            *self.partial_since.lock(),
+            self.partial_since(),
         )
     }
 
@@ -113,10 +113,7 @@ impl ServerConnection {
     /// is read, and the MessageError is sent in the connection's version
     /// now (GIOP 1.2 at most). The first reason stays.
     pub(super) fn refuse(&self) {
-        let mut refused = self.refused.lock();
-        if refused.is_none() {
-            *refused = Some(self.version.get().min(GiopVersion::V1_2));
-        }
+        self.refused.refuse(self.version.get().min(GiopVersion::V1_2));
     }
 
     /// Sends CloseConnection, then closes.
@@ -169,7 +166,7 @@ impl ServerConnection {
         if let Some(mut decoder) = self.decoder.try_lock() {
             *decoder = FrameDecoder::new(self.shared.limits.frame);
         }
-        *self.partial_since.lock() = None;
+        self.partial_since.set(None, self.opened);
         self.outgoing.lock().clear();
         self.held_replies.lock().bytes = SplicedBytes::default();
     }

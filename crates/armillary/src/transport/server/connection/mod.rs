@@ -37,9 +37,9 @@ mod upcall;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::codeset::{CharCodeSet, CodeSets, WCharCodeSet};
 use armillary_giop::giop::FrameDecoder;
@@ -54,6 +54,7 @@ use super::concurrency::ServerConcurrency;
 use super::write_queue::WriteQueue;
 use super::Shared;
 use crate::reactor::{EventHandler, Reactor, Readiness};
+use crate::thread_key::ThreadKey;
 use reply::{ConnectionReplies, HeldReplies};
 
 struct ReadGate {
@@ -168,7 +169,10 @@ pub(crate) struct ServerConnection {
     running: AtomicUsize,
     /// Whether the client has announced its code sets.
     codesets_known: AtomicBool,
-    last_activity: Mutex<Instant>,
+    /// When the connection was opened: the origin of the instants below.
+    opened: Instant,
+    /// When the connection last read anything.
+    last_activity: InstantCell,
     /// The version to use for connection-level messages.
     version: ConnectionVersion,
     /// The peer has closed its sending side, or an event said so: reads
@@ -178,7 +182,7 @@ pub(crate) struct ServerConnection {
     /// connection closes once what was read is answered.
     eof: AtomicBool,
     /// When the message being received began (`None`: none is).
-    partial_since: Mutex<Option<Instant>>,
+    partial_since: InstantCell,
     /// Bytes of partly received messages counted in the server's budget.
     charged: AtomicUsize,
     /// Reading stopped because the connection's requests or queued
@@ -190,7 +194,7 @@ pub(crate) struct ServerConnection {
     /// everything read before it is answered, MessageError goes out in
     /// this version and the connection closes (see
     /// [`close_if_finished`](Self::close_if_finished)).
-    refused: Mutex<Option<GiopVersion>>,
+    refused: Refusal,
     /// Whether a thread has sent that MessageError (it closes too).
     message_error_sent: AtomicBool,
 }
@@ -260,21 +264,78 @@ struct ConnectionVersion(AtomicU16);
 
 impl ConnectionVersion {
     fn new(version: GiopVersion) -> Self {
-        ConnectionVersion(AtomicU16::new(Self::pack(version)))
-    }
-
-    fn pack(version: GiopVersion) -> u16 {
-        u16::from_be_bytes([version.major, version.minor])
+        ConnectionVersion(AtomicU16::new(pack_version(version)))
     }
 
     fn get(&self) -> GiopVersion {
-        let [major, minor] = self.0.load(Ordering::Acquire).to_be_bytes();
-        GiopVersion { major, minor }
+        unpack_version(self.0.load(Ordering::Acquire))
     }
 
     fn set(&self, version: GiopVersion) {
-        self.0.store(Self::pack(version), Ordering::Release);
+        self.0.store(pack_version(version), Ordering::Release);
     }
+}
+
+/// Whether the connection is refused, and the version its MessageError
+/// goes out in: the first refusal's (see `ServerConnection::refused`).
+/// Every read asks, so it is one atomic: 0 while not refused (a GIOP
+/// version is 1.0 or later, never 0).
+#[derive(Debug, Default)]
+struct Refusal(AtomicU16);
+
+impl Refusal {
+    fn get(&self) -> Option<GiopVersion> {
+        let bits = self.0.load(Ordering::Acquire);
+        (bits != 0).then(|| unpack_version(bits))
+    }
+
+    /// Refuses in `version`, unless refused already.
+    fn refuse(&self, version: GiopVersion) {
+        let _ = self.0.compare_exchange(
+            0,
+            pack_version(version),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+}
+
+/// An instant after the connection opened (its `opened`), or none, in
+/// one atomic: nanoseconds since then, 0 for none. Every read records
+/// the connection's activity and whether a message is being received,
+/// so these take no lock.
+#[derive(Debug, Default)]
+struct InstantCell(AtomicU64);
+
+impl InstantCell {
+    /// A cell holding none.
+    fn new() -> Self {
+        InstantCell::default()
+    }
+
+    fn get(&self, opened: Instant) -> Option<Instant> {
+        let nanos = self.0.load(Ordering::Acquire);
+        (nanos != 0).then(|| opened + Duration::from_nanos(nanos))
+    }
+
+    /// Records `at` (an instant at or before `opened` counts as 1 ns
+    /// after it).
+    fn set(&self, at: Option<Instant>, opened: Instant) {
+        let nanos = at.map_or(0, |at| {
+            let since = at.saturating_duration_since(opened).as_nanos();
+            u64::try_from(since).unwrap_or(u64::MAX).max(1)
+        });
+        self.0.store(nanos, Ordering::Release);
+    }
+}
+
+fn pack_version(version: GiopVersion) -> u16 {
+    u16::from_be_bytes([version.major, version.minor])
+}
+
+fn unpack_version(bits: u16) -> GiopVersion {
+    let [major, minor] = bits.to_be_bytes();
+    GiopVersion { major, minor }
 }
 
 /// The code sets a connection's requests and replies use: the defaults
@@ -351,6 +412,17 @@ impl ServerConnection {
         &self.shared
     }
 
+    /// When the connection last read anything (when it opened, if it
+    /// has read nothing).
+    pub(super) fn last_activity(&self) -> Instant {
+        self.last_activity.get(self.opened).unwrap_or(self.opened)
+    }
+
+    /// When the message being received began, if one is.
+    pub(super) fn partial_since(&self) -> Option<Instant> {
+        self.partial_since.get(self.opened)
+    }
+
     /// A connection just accepted on `stream` (with `blocking_reader`,
     /// the handle its own thread reads, for thread per connection).
     pub(super) fn new(
@@ -362,6 +434,7 @@ impl ServerConnection {
         concurrency: Arc<dyn ServerConcurrency>,
     ) -> Arc<ServerConnection> {
         let frame_limits = shared.limits.frame;
+        let opened = Instant::now();
         let peer = match &stream {
             ConnStream::Reactive(s) => s.peer_addr().ok(),
             ConnStream::Blocking(s) => s.peer_addr().ok(),
@@ -394,14 +467,15 @@ impl ServerConnection {
             held: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             codesets_known: AtomicBool::new(false),
-            last_activity: Mutex::new(Instant::now()),
+            opened,
+            last_activity: InstantCell::new(),
             version: ConnectionVersion::new(GiopVersion::V1_0),
             peer_closed: AtomicBool::new(false),
             eof: AtomicBool::new(false),
-            partial_since: Mutex::new(None),
+            partial_since: InstantCell::new(),
             charged: AtomicUsize::new(0),
             read_paused: AtomicBool::new(false),
-            refused: Mutex::new(None),
+            refused: Refusal::default(),
             message_error_sent: AtomicBool::new(false),
         })
     }
@@ -424,7 +498,7 @@ impl ServerConnection {
         Some(InProgress {
             conn,
             reactor: reactor.clone(),
-            reader: Some(std::thread::current().id()),
+            reader: Some(ThreadKey::current()),
         })
     }
 }
@@ -440,7 +514,7 @@ pub(super) struct InProgress {
     reactor: Arc<Reactor>,
     /// The thread that read it, while that thread serves it in the same
     /// go (it then does the rest itself); `None` once handed off.
-    reader: Option<std::thread::ThreadId>,
+    reader: Option<ThreadKey>,
 }
 
 impl InProgress {
@@ -455,7 +529,7 @@ impl InProgress {
 impl Drop for InProgress {
     fn drop(&mut self) {
         self.conn.running.fetch_sub(1, Ordering::SeqCst);
-        if self.reader == Some(std::thread::current().id()) {
+        if self.reader == Some(ThreadKey::current()) {
             return;
         }
         self.conn.close_if_finished(&self.reactor);
@@ -472,6 +546,30 @@ impl Drop for InProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instant_cells_give_back_what_they_hold() {
+        let opened = Instant::now();
+        let cell = InstantCell::new();
+        assert_eq!(cell.get(opened), None);
+        let later = opened + Duration::from_millis(1500);
+        cell.set(Some(later), opened);
+        assert_eq!(cell.get(opened), Some(later));
+        // The opening instant itself (or one before it) is still an instant.
+        cell.set(Some(opened), opened);
+        assert_eq!(cell.get(opened), Some(opened + Duration::from_nanos(1)));
+        cell.set(None, opened);
+        assert_eq!(cell.get(opened), None);
+    }
+
+    #[test]
+    fn a_refusal_keeps_the_first_version() {
+        let refusal = Refusal::default();
+        assert_eq!(refusal.get(), None);
+        refusal.refuse(GiopVersion::V1_1);
+        refusal.refuse(GiopVersion::V1_2);
+        assert_eq!(refusal.get(), Some(GiopVersion::V1_1));
+    }
 
     #[test]
     fn connection_code_sets_keep_every_combination() {

@@ -160,7 +160,13 @@ impl ServerConnection {
     /// so whatever follows it began now). False when the connection must
     /// be refused: over the budget, or its message is overdue.
     fn account_partial(&self, pending: usize, idle: bool, completed: bool) -> bool {
-        let before = self.charged.swap(pending, Ordering::SeqCst);
+        // A read that leaves the charge as it was (most reads) changes
+        // nothing; else the swap says what was charged (`close` may have
+        // taken it back meanwhile).
+        let mut before = self.charged.load(Ordering::SeqCst);
+        if before != pending {
+            before = self.charged.swap(pending, Ordering::SeqCst);
+        }
         // The budget is shared by every connection: a read that leaves the
         // charge as it was (most reads: whole messages, nothing left over)
         // only looks at it.
@@ -174,17 +180,18 @@ impl ServerConnection {
                 partial_bytes.fetch_sub(before - pending, Ordering::SeqCst) - (before - pending)
             }
         };
-        // When the message being received began, and whether it is overdue
-        // (`message_overdue`, under the same lock).
-        let late = {
-            let mut since = self.partial_since.lock();
-            if idle {
-                *since = None;
-            } else if completed || since.is_none() {
-                *since = Some(Instant::now());
-            }
-            overdue(self.shared.limits.message_timeout, *since)
+        // When the message being received began (only the reading thread
+        // changes it), and whether it is overdue (`message_overdue`).
+        let held = self.partial_since();
+        let since = match held {
+            _ if idle => None,
+            Some(since) if !completed => Some(since),
+            _ => Some(Instant::now()),
         };
+        if since != held {
+            self.partial_since.set(since, self.opened);
+        }
+        let late = overdue(self.shared.limits.message_timeout, since);
         total <= self.shared.limits.max_partial_bytes && !late
     }
 
@@ -320,7 +327,7 @@ impl ServerConnection {
                     return;
                 }
                 Ok(n) => {
-                    *self.last_activity.lock() = Instant::now();
+                    self.last_activity.set(Some(Instant::now()), self.opened);
                     let mut plain = Vec::new();
                     let data = match &self.tls {
                         _ if direct.is_some() => &[][..],

@@ -5,7 +5,6 @@
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use armillary_giop::cdr::SplicedBytes;
@@ -18,6 +17,7 @@ use parking_lot::Mutex;
 use crate::owed_reply::ReplySink;
 use crate::reactor::Reactor;
 use crate::servant::ReplyKind;
+use crate::thread_key::ThreadKey;
 use crate::thread_role;
 use crate::trace::{Addr, Side};
 use crate::transport::gather::write_from;
@@ -36,7 +36,7 @@ pub(super) const MAX_HELD_BYTES: usize = 64 * 1024;
 #[derive(Default)]
 pub(super) struct HeldReplies {
     /// The thread whose replies are held; `None` while none are.
-    thread: Option<ThreadId>,
+    thread: Option<ThreadKey>,
     /// The replies held, whole messages in the order they were written
     /// (before TLS seals them), their spliced pieces still shared.
     pub(super) bytes: SplicedBytes,
@@ -107,7 +107,7 @@ impl ServerConnection {
             if held.thread.is_some() {
                 return false;
             }
-            held.thread = Some(std::thread::current().id());
+            held.thread = Some(ThreadKey::current());
         }
         let held = HeldOn {
             conn: self.me.clone(),
@@ -221,7 +221,7 @@ impl ServerConnection {
         if !message.is_empty() {
             let mut held = self.held_replies.lock();
             if held.thread.is_some()
-                && held.thread == Some(std::thread::current().id())
+                && held.thread == Some(ThreadKey::current())
                 && !thread_role::is_waiting_for_reply()
             {
                 held.since.get_or_insert_with(Instant::now);
