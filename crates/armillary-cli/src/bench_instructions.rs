@@ -37,7 +37,14 @@
 //! sends the same 32-byte reply, so the figures compare the ORBs' work.
 //! `callgrind_annotate FILE` on the files kept with `--keep DIR` says
 //! where the instructions go, function by function.
+//!
+//! A third count: the atomic read-modify-write instructions a call runs
+//! ([`atomic_rmw`]: those with a `lock` prefix, and `xchg` with memory,
+//! found with `objdump`): each takes a lock, counts a reference or swaps
+//! a flag, and costs some tens of cycles where most instructions cost
+//! one, so two paths of the same length can differ in time by them.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -77,6 +84,9 @@ struct Cost {
     /// the lines holding an instruction run on at least every other call
     /// (see [`code_lines`]).
     code_lines: usize,
+    /// Atomic read-modify-write instructions run per call (see
+    /// [`atomic_rmw`]); `None` without `objdump`.
+    atomics: Option<f64>,
 }
 
 impl std::ops::Add for Cost {
@@ -86,6 +96,7 @@ impl std::ops::Add for Cost {
         Cost {
             instructions: self.instructions + other.instructions,
             code_lines: self.code_lines + other.code_lines,
+            atomics: self.atomics.zip(other.atomics).map(|(a, b)| a + b),
         }
     }
 }
@@ -95,6 +106,7 @@ impl Cost {
         json!({
             "instructions_per_call": round1(self.instructions),
             "code_lines_per_call": self.code_lines,
+            "atomic_rmw_per_call": self.atomics.map(round1),
         })
     }
 }
@@ -117,12 +129,19 @@ impl Side {
         self.armillary.code_lines as f64 / self.omniorb.code_lines as f64
     }
 
+    /// Armillary's atomic read-modify-writes over omniORB's.
+    fn atomics_ratio(&self) -> Option<f64> {
+        let (a, o) = self.armillary.atomics.zip(self.omniorb.atomics)?;
+        (o > 0.0).then(|| a / o)
+    }
+
     fn to_json(self) -> serde_json::Value {
         json!({
             "armillary": self.armillary.to_json(),
             "omniorb": self.omniorb.to_json(),
             "armillary_over_omniorb": round3(self.ratio()),
             "code_lines_armillary_over_omniorb": round3(self.lines_ratio()),
+            "atomic_rmw_armillary_over_omniorb": self.atomics_ratio().map(round3),
         })
     }
 }
@@ -159,6 +178,7 @@ pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let Counted { echo, oneway } = result?;
+    let atomics = |n: Option<f64>| n.map_or_else(|| "-".to_owned(), |n| format!("{n:.0}"));
     let rows: Vec<Vec<String>> = [("echo_longlong", &echo), ("oneway ping", &oneway)]
         .iter()
         .flat_map(|(call, sides)| {
@@ -177,11 +197,15 @@ pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
                     side.armillary.code_lines.to_string(),
                     side.omniorb.code_lines.to_string(),
                     format!("{:.2}", side.lines_ratio()),
+                    atomics(side.armillary.atomics),
+                    atomics(side.omniorb.atomics),
                 ]
             })
         })
         .collect();
-    println!("instructions and code lines (64 bytes) per call (callgrind)");
+    println!(
+        "instructions, code lines (64 bytes) and atomic read-modify-writes per call (callgrind)"
+    );
     crate::bench_report::print_table(
         2,
         &[
@@ -193,6 +217,8 @@ pub fn run(options: InstructionsOptions) -> Result<ExitCode, String> {
             "lines, Armillary",
             "lines, omniORB",
             "lines, A. / o.",
+            "atomic RMW, A.",
+            "atomic RMW, o.",
         ],
         &rows,
     );
@@ -272,12 +298,18 @@ fn measure(
 ) -> Result<Counted, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let bar = crate::bench_report::progress(12, "");
-    let sides = |call| measure_call(options, peers, dir, &exe, call, &bar);
+    let sites = RefCell::new(AtomicSites::default());
+    let sides = |call| measure_call(options, peers, dir, &exe, call, (&bar, &sites));
     let counted = Counted {
         echo: sides(Call::Echo)?,
         oneway: sides(Call::Oneway)?,
     };
     bar.finish_and_clear();
+    if sites.borrow().without_objdump {
+        eprintln!(
+            "objdump is needed to count atomic read-modify-writes (Debian: apt-get install binutils)"
+        );
+    }
     Ok(counted)
 }
 
@@ -288,7 +320,7 @@ fn measure_call(
     dir: &Path,
     exe: &Path,
     call: Call,
-    bar: &indicatif::ProgressBar,
+    (bar, sites): (&indicatif::ProgressBar, &RefCell<AtomicSites>),
 ) -> Result<Sides, String> {
     let (warm, calls) = (options.warm, options.calls);
     let kind = call.name();
@@ -346,6 +378,7 @@ fn measure_call(
         Ok::<Cost, String>(Cost {
             instructions: many.total.saturating_sub(few.total) as f64 / calls as f64,
             code_lines: code_lines(&many.at, Some(&few.at), calls),
+            atomics: atomic_rmw(&many.at, Some(&few.at), calls, &mut sites.borrow_mut()),
         })
     };
     let client = Side {
@@ -392,6 +425,7 @@ fn measure_call(
         &dir.join(format!("{kind}-server-armillary.out")),
         &drive,
         (warm, calls),
+        sites,
     )?;
     bar.inc(1);
     bar.set_message(format!("{kind} server: omniorb"));
@@ -408,6 +442,7 @@ fn measure_call(
         &dir.join(format!("{kind}-server-omniorb.out")),
         &drive,
         (warm, calls),
+        sites,
     )?;
     bar.inc(1);
     Ok(Sides {
@@ -446,6 +481,7 @@ fn counted_server(
     out: &Path,
     drive: &dyn Fn(&Path, usize) -> Result<(), String>,
     (warm, calls): (usize, usize),
+    sites: &RefCell<AtomicSites>,
 ) -> Result<Cost, String> {
     let _ = std::fs::remove_file(ior_file);
     let mut server = Peer(
@@ -469,6 +505,7 @@ fn counted_server(
     Ok(Cost {
         instructions: counts.total as f64 / calls as f64,
         code_lines: code_lines(&counts.at, None, calls),
+        atomics: atomic_rmw(&counts.at, None, calls, &mut sites.borrow_mut()),
     })
 }
 
@@ -557,6 +594,85 @@ fn code_lines(counts: &Addresses, base: Option<&Addresses>, calls: usize) -> usi
         .map(|((object, address), _)| (&**object, address / 64))
         .collect();
     lines.len()
+}
+
+/// Atomic read-modify-write instructions run per call: those of
+/// `counts` (less `base`, as for [`code_lines`]) at an address where
+/// `objdump` finds one ([`atomic_sites`]); `None` without `objdump`.
+fn atomic_rmw(
+    counts: &Addresses,
+    base: Option<&Addresses>,
+    calls: usize,
+    sites: &mut AtomicSites,
+) -> Option<f64> {
+    let mut total = 0u64;
+    for ((object, address), n) in counts {
+        if !sites.of(object)?.contains(address) {
+            continue;
+        }
+        let before = base.and_then(|b| b.get(&(object.clone(), *address)));
+        total += n.saturating_sub(before.copied().unwrap_or(0));
+    }
+    Some(total as f64 / calls as f64)
+}
+
+/// The addresses of the atomic read-modify-write instructions of each
+/// object file a run counted, disassembled once each.
+#[derive(Debug, Default)]
+struct AtomicSites {
+    of: HashMap<Rc<str>, HashSet<u64>>,
+    /// `objdump` could not be run.
+    without_objdump: bool,
+}
+
+impl AtomicSites {
+    /// The atomic instructions' addresses in `object` (none for an
+    /// object that is not a file: valgrind's own code); `None` without
+    /// `objdump`.
+    fn of(&mut self, object: &Rc<str>) -> Option<&HashSet<u64>> {
+        if self.without_objdump {
+            return None;
+        }
+        if !self.of.contains_key(object) {
+            let sites = match Path::new(&**object).is_file() {
+                true => {
+                    let listing = Command::new("objdump")
+                        .args(["-d", "--no-show-raw-insn"])
+                        .arg(&**object)
+                        .stdin(Stdio::null())
+                        .stderr(Stdio::null())
+                        .output();
+                    match listing {
+                        Ok(out) => atomic_sites(&String::from_utf8_lossy(&out.stdout)),
+                        Err(_) => {
+                            self.without_objdump = true;
+                            return None;
+                        }
+                    }
+                }
+                false => HashSet::new(),
+            };
+            self.of.insert(object.clone(), sites);
+        }
+        self.of.get(object)
+    }
+}
+
+/// The addresses of the atomic read-modify-write instructions in an
+/// `objdump -d --no-show-raw-insn` listing (x86-64): those with a `lock`
+/// prefix, and `xchg` with a memory operand (locked without one).
+fn atomic_sites(listing: &str) -> HashSet<u64> {
+    listing
+        .lines()
+        .filter_map(|line| {
+            let (address, instruction) = line.trim_start().split_once(':')?;
+            let address = u64::from_str_radix(address, 16).ok()?;
+            let instruction = instruction.trim();
+            let atomic = instruction.starts_with("lock ")
+                || (instruction.starts_with("xchg") && instruction.contains('('));
+            atomic.then_some(address)
+        })
+        .collect()
 }
 
 /// Instructions run per code address, read from a callgrind output file
@@ -660,10 +776,12 @@ mod tests {
             armillary: Cost {
                 instructions: 5877.04,
                 code_lines: 520,
+                atomics: Some(45.04),
             },
             omniorb: Cost {
                 instructions: 3148.0,
                 code_lines: 180,
+                atomics: Some(22.0),
             },
         };
         let json = side.to_json();
@@ -673,6 +791,38 @@ mod tests {
         assert_eq!(json["armillary"]["code_lines_per_call"], 520);
         assert_eq!(json["omniorb"]["code_lines_per_call"], 180);
         assert_eq!(json["code_lines_armillary_over_omniorb"], 2.889);
+        assert_eq!(json["armillary"]["atomic_rmw_per_call"], 45.0);
+        assert_eq!(json["atomic_rmw_armillary_over_omniorb"], 2.047);
+        let unknown = Side {
+            armillary: Cost {
+                atomics: None,
+                ..side.armillary
+            },
+            ..side
+        };
+        assert!(unknown.to_json()["armillary"]["atomic_rmw_per_call"].is_null());
+        assert!(unknown.to_json()["atomic_rmw_armillary_over_omniorb"].is_null());
+    }
+
+    #[test]
+    fn atomic_sites_are_locked_instructions_and_xchg_with_memory() {
+        let listing = "\n/bin/app:     file format elf64-x86-64\n\n\
+            Disassembly of section .text:\n\n\
+            0000000000001000 <f>:\n\
+            \x20   1000:\tlock cmpxchg %rcx,(%rdx)\n\
+            \x20   1005:\tmov    %rax,(%rdx)\n\
+            \x20   1008:\txchg   %eax,(%rdi)\n\
+            \x20   100a:\txchg   %ax,%ax\n\
+            \x20   100c:\tlock incq 0x8(%rax)\n";
+        let sites = atomic_sites(listing);
+        assert_eq!(sites, HashSet::from([0x1000, 0x1008, 0x100c]));
+        // 100 calls, the base run having run 0x1000 once per call too.
+        let at = instructions_at("ob=(1) /bin/app\n0x1000 3 300\n+8 * 100\n+4 * 100\n");
+        let base = instructions_at("ob=(1) /bin/app\n0x1000 3 100\n");
+        let mut known = AtomicSites::default();
+        known.of.insert(Rc::from("/bin/app"), sites);
+        assert_eq!(atomic_rmw(&at, None, 100, &mut known), Some(5.0));
+        assert_eq!(atomic_rmw(&at, Some(&base), 100, &mut known), Some(4.0));
     }
 
     /// A callgrind file of `--dump-instr=yes`, as callgrind 3.19 writes

@@ -94,10 +94,7 @@ impl ServerConnection {
     /// Whether a message begun on this connection has not been finished
     /// within the message timeout.
     pub(super) fn message_overdue(&self) -> bool {
-        overdue(
-            self.shared.limits.message_timeout,
-            self.partial_since(),
-        )
+        overdue(self.shared.limits.message_timeout, self.partial_since())
     }
 
     /// Refuses the connection (see [`refuse`](Self::refuse)) and closes
@@ -113,7 +110,8 @@ impl ServerConnection {
     /// is read, and the MessageError is sent in the connection's version
     /// now (GIOP 1.2 at most). The first reason stays.
     pub(super) fn refuse(&self) {
-        self.refused.refuse(self.version.get().min(GiopVersion::V1_2));
+        self.refused
+            .refuse(self.version.get().min(GiopVersion::V1_2));
     }
 
     /// Sends CloseConnection, then closes.
