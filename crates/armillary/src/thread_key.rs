@@ -24,6 +24,11 @@ impl ThreadKey {
     pub(crate) fn current() -> ThreadKey {
         KEY.with(|key| *key)
     }
+
+    /// The key as a number (never 0).
+    pub(crate) fn get(self) -> u64 {
+        self.0.get()
+    }
 }
 
 #[cfg(test)]

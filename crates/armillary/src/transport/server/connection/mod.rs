@@ -55,7 +55,7 @@ use super::write_queue::WriteQueue;
 use super::Shared;
 use crate::reactor::{EventHandler, Reactor, Readiness};
 use crate::thread_key::ThreadKey;
-use reply::{ConnectionReplies, HeldReplies};
+use reply::{ConnectionReplies, HeldReplies, ReplyHolder};
 
 struct ReadGate {
     busy: bool,
@@ -151,6 +151,8 @@ pub(crate) struct ServerConnection {
     outgoing: Mutex<WriteQueue>,
     /// Replies the reading thread holds to write together.
     held_replies: Mutex<HeldReplies>,
+    /// The thread holding them, if one does.
+    replies_holder: ReplyHolder,
     /// The reply sink of the connection's latest request owed a reply,
     /// kept to serve the next one once its request is answered (see
     /// [`ServerConnection::reply_sink`]).
@@ -460,6 +462,7 @@ impl ServerConnection {
             read_buf: Mutex::new(vec![0; crate::transport::READ_BUFFER]),
             outgoing: Mutex::default(),
             held_replies: Mutex::default(),
+            replies_holder: ReplyHolder::default(),
             spare_sink: Mutex::new(None),
             codesets: ConnectionCodeSets::new(CodeSets::DEFAULT),
             default_label_seen: OnceLock::new(),

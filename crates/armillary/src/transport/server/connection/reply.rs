@@ -3,7 +3,7 @@
 //! writing to the socket, queueing what it will not take.
 
 use std::io::ErrorKind;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -35,13 +35,36 @@ pub(super) const MAX_HELD_BYTES: usize = 64 * 1024;
 /// [the connection's module docs](super)).
 #[derive(Default)]
 pub(super) struct HeldReplies {
-    /// The thread whose replies are held; `None` while none are.
-    thread: Option<ThreadKey>,
     /// The replies held, whole messages in the order they were written
     /// (before TLS seals them), their spliced pieces still shared.
     pub(super) bytes: SplicedBytes,
     /// When the first of them was held.
     since: Option<Instant>,
+}
+
+/// The thread holding a connection's replies ([`HeldReplies`]), if one
+/// does: every reply asks whether its thread is the one, so it is one
+/// atomic, not a lock (0: none).
+#[derive(Debug, Default)]
+pub(super) struct ReplyHolder(AtomicU64);
+
+impl ReplyHolder {
+    /// Makes `thread` the holder, unless a thread is.
+    fn take(&self, thread: ThreadKey) -> bool {
+        self.0
+            .compare_exchange(0, thread.get(), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Whether `thread` is the holder.
+    fn is(&self, thread: ThreadKey) -> bool {
+        self.0.load(Ordering::Acquire) == thread.get()
+    }
+
+    /// No thread holds the replies any more.
+    fn let_go(&self) {
+        self.0.store(0, Ordering::Release);
+    }
 }
 
 /// The replies a thread holds on one connection, written when the thread
@@ -79,10 +102,16 @@ impl ReplySink for ConnectionReplies {
     /// Writes the reply, then lets its request go (an owed reply is sent
     /// once).
     fn send_reply(&self, message: SplicedBytes) {
-        if let Some(conn) = self.conn.upgrade() {
-            conn.send(&self.reactor, message);
-        }
+        // The request's guard holds the connection: no upgrade needed.
         let done = self.in_progress.lock().take();
+        match &done {
+            Some(request) => request.conn.send(&self.reactor, message),
+            None => {
+                if let Some(conn) = self.conn.upgrade() {
+                    conn.send(&self.reactor, message);
+                }
+            }
+        }
         drop(done);
     }
 
@@ -102,12 +131,8 @@ impl ServerConnection {
         if thread_role::is_waiting_for_reply() {
             return false;
         }
-        {
-            let mut held = self.held_replies.lock();
-            if held.thread.is_some() {
-                return false;
-            }
-            held.thread = Some(ThreadKey::current());
+        if !self.replies_holder.take(ThreadKey::current()) {
+            return false;
         }
         let held = HeldOn {
             conn: self.me.clone(),
@@ -120,7 +145,7 @@ impl ServerConnection {
     /// Stops holding replies and writes those held.
     pub(super) fn release_replies(&self, reactor: &Arc<Reactor>) {
         thread_role::stop_holding(self.holding_key());
-        self.held_replies.lock().thread = None;
+        self.replies_holder.let_go();
         self.write_held(reactor);
     }
 
@@ -217,23 +242,23 @@ impl ServerConnection {
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
-        // (Nothing to send: what TLS has to say, written at once.)
-        if !message.is_empty() {
+        // (Nothing to send: what TLS has to say, written at once. Only
+        // the holding thread finds itself the holder: the others learn
+        // that they hold nothing without the lock.)
+        if !message.is_empty()
+            && self.replies_holder.is(ThreadKey::current())
+            && !thread_role::is_waiting_for_reply()
+        {
             let mut held = self.held_replies.lock();
-            if held.thread.is_some()
-                && held.thread == Some(ThreadKey::current())
-                && !thread_role::is_waiting_for_reply()
-            {
-                held.since.get_or_insert_with(Instant::now);
-                held.bytes.append(message);
-                if held.bytes.len() < MAX_HELD_BYTES {
-                    return;
-                }
-                held.since = None;
-                let bytes = std::mem::take(&mut held.bytes);
-                drop(held);
-                return self.write(reactor, bytes);
+            held.since.get_or_insert_with(Instant::now);
+            held.bytes.append(message);
+            if held.bytes.len() < MAX_HELD_BYTES {
+                return;
             }
+            held.since = None;
+            let bytes = std::mem::take(&mut held.bytes);
+            drop(held);
+            return self.write(reactor, bytes);
         }
         self.write(reactor, message)
     }
@@ -266,8 +291,13 @@ impl ServerConnection {
         }
         let mut written = 0;
         while written < bytes.len() {
-            // (The stream's lock is let go before `close` takes it.)
-            let result = write_from(&mut *self.stream.lock(), &bytes, written);
+            // (The stream's lock is let go before `close` takes it.) A
+            // blocking socket is the handle its thread reads, which is
+            // never replaced: written without the lock.
+            let result = match &self.blocking_reader {
+                Some(socket) => write_from(&**socket, &bytes, written),
+                None => write_from(&mut *self.stream.lock(), &bytes, written),
+            };
             match result {
                 Ok(0) => break,
                 Ok(n) => written += n,
