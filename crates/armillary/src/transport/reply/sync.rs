@@ -4,6 +4,7 @@
 //! followers; the caller takes it the next time it looks.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -11,9 +12,14 @@ use parking_lot::Mutex;
 use super::{Awaited, Handoff, ReplyDispatcher};
 
 /// Where a waiting caller finds its outcome. Only touched while the
-/// connection's read state is locked, so its own lock is never contended.
+/// connection's read state is locked, so its own lock is never contended;
+/// whether the outcome has come is also kept in an atomic, so that the
+/// waiting caller asks it without taking that lock.
 #[derive(Default)]
-pub(crate) struct SyncSlot(Mutex<Option<Awaited>>);
+pub(crate) struct SyncSlot {
+    outcome: Mutex<Option<Awaited>>,
+    ready: AtomicBool,
+}
 
 thread_local! {
     /// This thread's slot, kept for its next call.
@@ -28,18 +34,15 @@ impl SyncSlot {
     pub(crate) fn for_this_thread() -> Arc<SyncSlot> {
         SPARE.with(|spare| {
             let mut spare = spare.borrow_mut();
-            match spare.as_ref() {
-                // Nobody else has it, and nobody can get it but this thread.
-                Some(slot) if Arc::strong_count(slot) == 1 => {
-                    slot.take();
-                    slot.clone()
-                }
-                _ => {
-                    let slot = Arc::new(SyncSlot::default());
-                    *spare = Some(slot.clone());
-                    slot
-                }
+            // Nobody else has it, and nobody can get it but this thread:
+            // emptied in place (an outcome a call that gave up left).
+            if let Some(slot) = spare.as_mut().and_then(Arc::get_mut) {
+                *slot.outcome.get_mut() = None;
+                *slot.ready.get_mut() = false;
+            } else {
+                *spare = Some(Arc::new(SyncSlot::default()));
             }
+            spare.clone().unwrap_or_default()
         })
     }
 
@@ -50,18 +53,47 @@ impl SyncSlot {
 
     /// The outcome, once dispatched.
     pub(crate) fn take(&self) -> Option<Awaited> {
-        self.0.lock().take()
+        self.outcome.lock().take()
     }
 
     /// Whether the outcome has been dispatched.
     pub(crate) fn is_ready(&self) -> bool {
-        self.0.lock().is_some()
+        self.ready.load(Ordering::Acquire)
     }
 }
 
 impl ReplyDispatcher for SyncSlot {
     fn dispatch(&self, outcome: Awaited) -> Option<Handoff> {
-        *self.0.lock() = Some(outcome);
+        *self.outcome.lock() = Some(outcome);
+        self.ready.store(true, Ordering::Release);
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_threads_slot_is_reused_emptied_unless_another_holds_it() {
+        let first = SyncSlot::for_this_thread();
+        assert!(!first.is_ready());
+        first.dispatch(Awaited::Unsent);
+        assert!(first.is_ready());
+        // Still held (a dispatcher bound elsewhere would hold it so): a
+        // new one.
+        let second = SyncSlot::for_this_thread();
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(!second.is_ready());
+        // Given back with an outcome nobody took: the next call reuses
+        // it, emptied.
+        second.dispatch(Awaited::Unsent);
+        let second_ptr = Arc::as_ptr(&second);
+        drop(second);
+        let third = SyncSlot::for_this_thread();
+        assert_eq!(Arc::as_ptr(&third), second_ptr);
+        assert!(!third.is_ready());
+        assert!(third.take().is_none());
+        assert!(matches!(first.take(), Some(Awaited::Unsent)));
     }
 }
