@@ -20,7 +20,7 @@ use crate::amh::ResponseHandler;
 use crate::exception::UserException;
 use crate::owed_reply::OwedReply;
 use crate::poa::ObjectId;
-use crate::task_queue::TaskQueue;
+use crate::task_queue::Tasks;
 
 /// The server side of an IDL interface.
 ///
@@ -260,7 +260,7 @@ pub struct ServerRequest<'a> {
     owed: Option<OwedReply>,
     /// Where an asynchronous servant's work goes on later (the server's
     /// reactor).
-    tasks: Option<Arc<dyn TaskQueue>>,
+    tasks: Option<Tasks<'a>>,
     /// When `reply` is the reply message itself (its header written for a
     /// NO_EXCEPTION reply, the body following): what finishes it.
     message: Option<MessageShape>,
@@ -313,7 +313,7 @@ impl<'a> ServerRequest<'a> {
     /// servant responds later) going on in `tasks`. (Set in place, as
     /// [`in_message`](Self::in_message): a request is a few hundred bytes,
     /// and the path of every request should not move it.)
-    pub(crate) fn owing(&mut self, owed: OwedReply, tasks: Arc<dyn TaskQueue>) {
+    pub(crate) fn owing(&mut self, owed: OwedReply, tasks: Tasks<'a>) {
         self.owed = Some(owed);
         self.tasks = Some(tasks);
     }
@@ -384,7 +384,7 @@ impl<'a> ServerRequest<'a> {
             owed,
             OperationName::from(self.operation),
             (writer, self.body_start, message),
-            self.tasks.clone(),
+            self.tasks.as_ref().map(Tasks::to_queue),
         )
     }
 

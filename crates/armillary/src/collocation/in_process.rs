@@ -27,7 +27,7 @@ use crate::owed_reply::{OwedReply, ReplySink};
 use crate::pending::{InFlight, PendingReply, WaitFor};
 use crate::poa::{ObjectId, Upcall};
 use crate::servant::ServerRequest;
-use crate::task_queue::TaskQueue;
+use crate::task_queue::{TaskQueue, Tasks};
 use crate::transport::reply::callback::Notify;
 use crate::transport::server::ObjectAdapter;
 
@@ -143,10 +143,10 @@ pub(crate) fn run_request(
             }
         }
     }
-    let tasks: Arc<dyn TaskQueue> = match core.running_server() {
+    let tasks = Tasks::Queue(match core.running_server() {
         Some(server) => server.reactor().clone(),
         None => Arc::new(NoTasks),
-    };
+    });
     let mut request = ServerRequest::new(operation, object_id, reader, response_expected, writer);
     request.owing(owed, tasks);
     let outcome = {

@@ -20,7 +20,7 @@ use crate::poa::{Admission, Resolution, Upcall};
 use crate::reactor::Reactor;
 use crate::request_filter::{RequestFilter, RequestInfo, Route};
 use crate::servant::{ReplyKind, ServerRequest};
-use crate::task_queue::TaskQueue;
+use crate::task_queue::Tasks;
 use crate::trace::UpcallRecord;
 use crate::transport::server::adapter::{Located, ObjectAdapter};
 use crate::transport::server::concurrency::{run_here, run_resolved, ResolvedRequest};
@@ -405,8 +405,8 @@ impl ServerConnection {
             // Here, on the reading thread (as the model would run it, or
             // where the request filter routed it), the request where it
             // was read.
-            let tasks: Arc<dyn TaskQueue> = reactor.clone();
             let here = run_here(upcall, reply, |upcall, reply| {
+                let tasks = Tasks::Reactor(reactor);
                 self.run_upcall(&**adapter, frame, msg, upcall, (reply, tasks));
             });
             match here {
@@ -419,8 +419,9 @@ impl ServerConnection {
             return;
         };
         let adapter = adapter.clone();
-        let tasks: Arc<dyn TaskQueue> = reactor.clone();
+        let reactor = reactor.clone();
         let run = move |upcall: Upcall, reply: OwedReply| {
+            let tasks = Tasks::Reactor(&reactor);
             conn.run_upcall(&*adapter, &frame, &msg, upcall, (reply, tasks));
             drop(in_progress);
         };
@@ -443,7 +444,7 @@ impl ServerConnection {
         frame: &Frame,
         msg: &Message,
         upcall: Upcall,
-        owed: (OwedReply, Arc<dyn TaskQueue>),
+        owed: (OwedReply, Tasks<'_>),
     ) {
         let MessageBody::Request(h) = &msg.body else {
             // Unreachable: only requests are dispatched.
