@@ -20,7 +20,8 @@ use crate::amh::ResponseHandler;
 use crate::exception::UserException;
 use crate::owed_reply::OwedReply;
 use crate::poa::ObjectId;
-use crate::task_queue::Tasks;
+use crate::reactor::Reactor;
+use crate::task_queue::TaskQueue;
 
 /// The server side of an IDL interface.
 ///
@@ -264,6 +265,28 @@ pub struct ServerRequest<'a> {
     /// When `reply` is the reply message itself (its header written for a
     /// NO_EXCEPTION reply, the body following): what finishes it.
     message: Option<MessageShape>,
+}
+
+/// Where a request's asynchronous work goes on (an AMH servant's that
+/// answers after its upcall): the server's reactor, borrowed for the
+/// upcall and cloned only when a servant takes its reply to answer later
+/// (most never do: no reference count is touched for them), or a queue
+/// of its own.
+pub(crate) enum Tasks<'a> {
+    /// The server's reactor.
+    Reactor(&'a Arc<Reactor>),
+    /// A queue held for the request.
+    Queue(Arc<dyn TaskQueue>),
+}
+
+impl Tasks<'_> {
+    /// The queue, to keep past the upcall.
+    pub(crate) fn to_queue(&self) -> Arc<dyn TaskQueue> {
+        match self {
+            Tasks::Reactor(reactor) => Arc::clone(reactor) as Arc<dyn TaskQueue>,
+            Tasks::Queue(queue) => queue.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for ServerRequest<'_> {

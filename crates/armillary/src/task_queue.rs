@@ -14,27 +14,3 @@ pub(crate) trait TaskQueue: Send + Sync {
     /// cleared), never run.
     fn run_later(&self, task: Task);
 }
-
-/// Where a request's asynchronous work goes on (an AMH servant's that
-/// answers after its upcall): the server's reactor, borrowed for the
-/// upcall and cloned only when a servant takes its reply to answer later
-/// (most never do: no reference count is touched for them), or a queue
-/// of its own.
-pub(crate) enum Tasks<'a> {
-    /// The server's reactor.
-    Reactor(&'a std::sync::Arc<crate::reactor::Reactor>),
-    /// A queue held for the request.
-    Queue(std::sync::Arc<dyn TaskQueue>),
-}
-
-impl Tasks<'_> {
-    /// The queue, to keep past the upcall.
-    pub(crate) fn to_queue(&self) -> std::sync::Arc<dyn TaskQueue> {
-        match self {
-            Tasks::Reactor(reactor) => {
-                std::sync::Arc::clone(reactor) as std::sync::Arc<dyn TaskQueue>
-            }
-            Tasks::Queue(queue) => queue.clone(),
-        }
-    }
-}

@@ -32,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "request_filter",
             "slots",
             "task_queue",
+            "thread_key",
             "thread_role",
             "timeout",
             "tls",

@@ -26,8 +26,8 @@ use crate::orb::OrbCore;
 use crate::owed_reply::{OwedReply, ReplySink};
 use crate::pending::{InFlight, PendingReply, WaitFor};
 use crate::poa::{ObjectId, Upcall};
-use crate::servant::ServerRequest;
-use crate::task_queue::{TaskQueue, Tasks};
+use crate::servant::{ServerRequest, Tasks};
+use crate::task_queue::TaskQueue;
 use crate::transport::reply::callback::Notify;
 use crate::transport::server::ObjectAdapter;
 
