@@ -34,15 +34,18 @@ impl SyncSlot {
     pub(crate) fn for_this_thread() -> Arc<SyncSlot> {
         SPARE.with(|spare| {
             let mut spare = spare.borrow_mut();
-            // Nobody else has it, and nobody can get it but this thread:
-            // emptied in place (an outcome a call that gave up left).
-            if let Some(slot) = spare.as_mut().and_then(Arc::get_mut) {
-                *slot.outcome.get_mut() = None;
-                *slot.ready.get_mut() = false;
-            } else {
-                *spare = Some(Arc::new(SyncSlot::default()));
+            let slot = spare.get_or_insert_with(Arc::default);
+            match Arc::get_mut(slot) {
+                // Nobody else has it, and nobody can get it but this
+                // thread: emptied in place (an outcome a call that gave up
+                // left).
+                Some(own) => {
+                    *own.outcome.get_mut() = None;
+                    *own.ready.get_mut() = false;
+                }
+                None => *slot = Arc::default(),
             }
-            spare.clone().unwrap_or_default()
+            slot.clone()
         })
     }
 

@@ -3,7 +3,7 @@
 //! writing to the socket, queueing what it will not take.
 
 use std::io::ErrorKind;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -40,31 +40,6 @@ pub(super) struct HeldReplies {
     pub(super) bytes: SplicedBytes,
     /// When the first of them was held.
     since: Option<Instant>,
-}
-
-/// The thread holding a connection's replies ([`HeldReplies`]), if one
-/// does: every reply asks whether its thread is the one, so it is one
-/// atomic, not a lock (0: none).
-#[derive(Debug, Default)]
-pub(super) struct ReplyHolder(AtomicU64);
-
-impl ReplyHolder {
-    /// Makes `thread` the holder, unless a thread is.
-    fn take(&self, thread: ThreadKey) -> bool {
-        self.0
-            .compare_exchange(0, thread.get(), Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-
-    /// Whether `thread` is the holder.
-    fn is(&self, thread: ThreadKey) -> bool {
-        self.0.load(Ordering::Acquire) == thread.get()
-    }
-
-    /// No thread holds the replies any more.
-    fn let_go(&self) {
-        self.0.store(0, Ordering::Release);
-    }
 }
 
 /// The replies a thread holds on one connection, written when the thread
