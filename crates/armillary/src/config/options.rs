@@ -390,6 +390,14 @@ impl OrbConfig {
                         .and_then(TraceLevel::from_number)
                         .ok_or_else(|| bad(&option, &v, "expected a level from 0 (off) to 5"))?;
                 }
+                "-ORBOnewayPacing" => {
+                    let v = value()?;
+                    self.oneway_pacing = match v.as_str() {
+                        "1" | "yes" | "true" => true,
+                        "0" | "no" | "false" => false,
+                        _ => return Err(bad(&option, &v, "expected yes or no")),
+                    };
+                }
                 "-ORBMetricsEndpoint" => {
                     let v = value()?;
                     self.metrics_endpoint = Some(host_port_endpoint(&option, &v, &v)?);

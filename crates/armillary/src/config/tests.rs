@@ -544,6 +544,20 @@ fn every_option_has_a_setter_with_the_same_effect() {
             OrbConfig::new().metrics_endpoint(ListenEndpoint::new("::1", 0)),
         ),
         (
+            vec!["-ORBOnewayPacing", "no"],
+            OrbConfig::new().oneway_pacing(false),
+        ),
+        (
+            vec![
+                "-ORBOnewayPacing",
+                "no",
+                "-ORBOnewayPacing=yes",
+                "-ORBMaxConnections",
+                "3",
+            ],
+            OrbConfig::new().max_connections(3),
+        ),
+        (
             vec![
                 "-ORBListenEndpoints",
                 "iiops://0.0.0.0:4433",
@@ -652,6 +666,12 @@ fn getters_read_back_what_the_setters_set() {
         assert_eq!(TraceLevel::from_number(n).map(TraceLevel::number), Some(n));
     }
     assert_eq!(TraceLevel::from_number(6), None);
+    assert!(c.get_oneway_pacing());
+    assert!(!c.oneway_pacing(false).get_oneway_pacing());
+    assert!(matches!(
+        OrbConfig::new().apply_args(["-ORBOnewayPacing", "sometimes"]),
+        Err(OrbOptionError::BadValue { .. })
+    ));
 }
 
 #[test]

@@ -314,6 +314,12 @@ where
                 "Waits for the server's events that ended with nothing to do",
                 stats.timed_out_waits,
             ),
+            (
+                "armillary_server_pacer_wakeups",
+                "Times a connection's thread, having read nothing but oneways, woke the \
+                 pacer thread (-ORBOnewayPacing)",
+                stats.pacer_wakeups,
+            ),
         ];
         for (name, help, value) in counters {
             let counter = ConstCounter::new(value);

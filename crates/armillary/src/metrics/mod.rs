@@ -16,6 +16,7 @@
 //! | `armillary_server_connections_open` | gauge | | [`ServerStats::connections_open`](crate::ServerStats::connections_open) |
 //! | `armillary_server_partial_bytes` | gauge | | [`ServerStats::partial_bytes`](crate::ServerStats::partial_bytes) |
 //! | `armillary_server_timed_out_waits_total` | counter | | [`ServerStats::timed_out_waits`](crate::ServerStats::timed_out_waits) |
+//! | `armillary_server_pacer_wakeups_total` | counter | | [`ServerStats::pacer_wakeups`](crate::ServerStats::pacer_wakeups) |
 //!
 //! The server's counters read zero until the server starts. Requests
 //! are counted over IIOP only (collocated calls are not), and only with an

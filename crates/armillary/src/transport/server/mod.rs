@@ -38,6 +38,7 @@ mod adapter;
 pub(crate) mod concurrency;
 mod connection;
 mod lanes;
+mod pacer;
 mod write_queue;
 
 use std::io::ErrorKind;
@@ -127,6 +128,10 @@ pub struct ServerStats {
     /// serves while it waits for a reply) that ended because their time
     /// was up, with nothing to do.
     pub timed_out_waits: u64,
+    /// Times a connection's thread, having read nothing but oneways,
+    /// woke the pacer thread before it read again (see
+    /// [`OrbConfig::oneway_pacing`](crate::config::OrbConfig::oneway_pacing)).
+    pub pacer_wakeups: u64,
 }
 
 /// What the listeners and connections of one server share: the limits
@@ -153,6 +158,10 @@ struct Shared {
     /// Where upcalls are counted, when the ORB serves its metrics
     /// (`-ORBMetricsEndpoint`); `None`: no work per request.
     metrics: Option<Arc<crate::metrics::RequestMetrics>>,
+    /// What a connection's thread wakes before it reads again after a
+    /// read of nothing but oneways (`-ORBOnewayPacing`; see `pacer.rs`);
+    /// `None` when the option is off.
+    pacer: Option<pacer::Pacer>,
 }
 
 impl Shared {
@@ -184,6 +193,7 @@ impl Shared {
             connections_open: self.open.load(Ordering::SeqCst),
             connection_threads: self.threads.load(Ordering::SeqCst),
             partial_bytes: self.partial_bytes.load(Ordering::SeqCst),
+            pacer_wakeups: self.pacer.as_ref().map_or(0, pacer::Pacer::wakeups),
         }
     }
 }
@@ -269,6 +279,7 @@ impl Server {
             })?,
             next_connection: AtomicU64::new(0),
             metrics,
+            pacer: config.oneway_pacing.then(pacer::Pacer::new),
         });
         let mut endpoints = config.endpoints.clone();
         let tls_endpoints = &config.tls.endpoints;

@@ -17,6 +17,7 @@ use smallvec::SmallVec;
 
 use crate::reactor::Reactor;
 use crate::trace::{Addr, Side};
+use crate::transport::server::pacer;
 
 use super::close::overdue;
 use super::reply::HOLD_LIMIT;
@@ -203,9 +204,18 @@ impl ServerConnection {
     /// running until answered, so the connection is not idle meanwhile);
     /// replies are written blocking, which is this model's back-pressure.
     pub(in crate::transport::server) fn serve_blocking(&self, reactor: &Arc<Reactor>) {
+        // Whether the last read held nothing but oneways: the reader then
+        // wakes the pacer before it reads again (see `pacer.rs`).
+        let mut only_oneways = false;
         while !self.closed.load(Ordering::SeqCst) {
+            if only_oneways {
+                if let Some(pacer) = &self.shared.pacer {
+                    pacer.wake();
+                }
+            }
             let mut messages = ReadMessages::new();
             self.read_messages(reactor, &mut messages);
+            only_oneways = pacer::only_oneways(messages.iter().flatten().map(|(_, m)| m));
             if messages.is_empty() && !self.is_refused() && self.is_idle() {
                 self.close_orderly(reactor);
                 return;
