@@ -189,6 +189,7 @@ mod object;
 mod object_id;
 mod orb;
 mod owed_reply;
+mod pacer;
 mod pending;
 pub mod poa;
 mod reactor;

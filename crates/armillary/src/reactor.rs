@@ -33,12 +33,13 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use parking_lot::{Mutex, RwLock};
 
+use crate::pacer::Pacer;
 use crate::slots::{SlotRef, SlotTable};
 
 /// Something registered with the reactor: a listener or a connection.
@@ -144,6 +145,11 @@ pub(crate) struct Reactor {
     next_tick: Mutex<Option<Instant>>,
     /// When the last round ran.
     last_tick: Mutex<Instant>,
+    /// A server's pacer (see `crate::pacer`), woken before the next wait
+    /// in the poll when `pace` says so.
+    pacer: OnceLock<Arc<Pacer>>,
+    /// Set by [`pace_before_wait`](Self::pace_before_wait).
+    pace: AtomicBool,
 }
 
 /// A reactor token is the handler's slot: generation in the high half,
@@ -176,6 +182,8 @@ impl Reactor {
             timed_out_waits: AtomicU64::new(0),
             next_tick: Mutex::new(None),
             last_tick: Mutex::new(Instant::now()),
+            pacer: OnceLock::new(),
+            pace: AtomicBool::new(false),
         }))
     }
 
@@ -247,6 +255,20 @@ impl Reactor {
 
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Gives a server's reactor its pacer (once; a later one is ignored).
+    pub fn set_pacer(&self, pacer: Arc<Pacer>) {
+        let _ = self.pacer.set(pacer);
+    }
+
+    /// Asks that the pacer be woken before this reactor's next wait in the
+    /// poll: a reactor thread read nothing but oneways (see
+    /// `crate::pacer`). Nothing without a pacer.
+    pub fn pace_before_wait(&self) {
+        if self.pacer.get().is_some() {
+            self.pace.store(true, Ordering::Relaxed);
+        }
     }
 
     /// How many waits in the poll have ended because their time was up,
@@ -381,6 +403,11 @@ impl Reactor {
                 None => timeout,
             }
         };
+        if self.pace.load(Ordering::Relaxed) && self.pace.swap(false, Ordering::Relaxed) {
+            if let Some(pacer) = self.pacer.get() {
+                pacer.wake();
+            }
+        }
         let (poll, events) = guard;
         match poll.poll(events, timeout) {
             Ok(()) => {}

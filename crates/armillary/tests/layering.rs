@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "metrics",
             "net",
             "object_id",
+            "pacer",
             "request_count",
             "request_filter",
             "slots",

@@ -36,7 +36,7 @@
 //! | `-ORBMaxConnections N` | connections open at once; beyond, a new connection is closed at once (default 4096) |
 //! | `-ORBMaxConnectionThreads N` | thread per connection: most connection threads; beyond, a new connection is closed at once (default 1024) |
 //! | `-ORBTraceLevel 0..5` | how much the ORB reports through the `tracing` crate where the application installs a subscriber that honours it (the `armillary` command and the examples do): 0 nothing (the default), 1 errors, 2 warnings, 3 connections, 4 requests, 5 everything (see [`TraceLevel`] and [`crate::trace`]); the ORB itself installs no subscriber, and `RUST_LOG` wins where set |
-//! | `-ORBOnewayPacing yes\|no` | whether a connection's thread that read nothing but oneways wakes the server's pacer thread before it reads again, so that a client streaming oneways on the same CPU runs on between the reader's turns (default yes; see [`OrbConfig::oneway_pacing`]) |
+//! | `-ORBOnewayPacing yes\|no` | whether a server's reading thread that read nothing but oneways wakes the server's pacer thread before it waits again, so that a client streaming oneways on the same CPU runs on between the reader's turns (default yes; thread per connection and reactive; see [`OrbConfig::oneway_pacing`]) |
 //! | `-ORBMetricsEndpoint HOST:PORT` | serve the server's counters and per-operation request metrics in the Prometheus text format at `http://HOST:PORT/metrics` (port 0 picks one: [`Orb::metrics_endpoint`](crate::Orb::metrics_endpoint)); none by default (see [`crate::metrics`]) |
 //!
 //! Sizes take a `K`, `M` or `G` suffix (powers of 1,024). Durations take
@@ -181,9 +181,8 @@ pub struct OrbConfig {
     pub(crate) trace_level: TraceLevel,
     /// Where the metrics are served (`-ORBMetricsEndpoint`), if anywhere.
     pub(crate) metrics_endpoint: Option<ListenEndpoint>,
-    /// Whether a connection's thread wakes the pacer thread before it
-    /// reads again after a read of nothing but oneways
-    /// (`-ORBOnewayPacing`).
+    /// Whether a reading thread wakes the pacer thread before it waits
+    /// again after a read of nothing but oneways (`-ORBOnewayPacing`).
     pub(crate) oneway_pacing: bool,
 }
 
@@ -542,16 +541,19 @@ impl OrbConfig {
         self
     }
 
-    /// Sets whether a connection's thread (thread per connection, and the
-    /// default model's first connections), having read nothing but
-    /// oneways, wakes the server's pacer thread before it reads again
+    /// Sets whether a server's reading thread (a connection's own thread,
+    /// or the reactor thread in the reactive model and for the default
+    /// model's connections beyond its bound), having read nothing but
+    /// oneways, wakes the server's pacer thread before it waits for more
     /// (default on; `-ORBOnewayPacing yes|no`). Where client and server
     /// share a CPU, the scheduler then lets a client streaming oneways run
     /// on between the reader's turns, so that the stream is read in
     /// batches rather than one message a wake-up: `bench sync`'s oneways a
     /// second went from 0.66 to 0.96 of omniORB's. A read that held a
-    /// two-way request wakes nothing. See `docs/performance.md`, "Oneways:
-    /// how often the server wakes".
+    /// two-way request wakes nothing, and the models that hand requests to
+    /// other threads (thread pool, worker pool, thread per request or
+    /// object) do not pace. See `docs/performance.md`, "Two phases, and
+    /// the pacer".
     pub fn oneway_pacing(mut self, on: bool) -> Self {
         self.oneway_pacing = on;
         self

@@ -38,7 +38,6 @@ mod adapter;
 pub(crate) mod concurrency;
 mod connection;
 mod lanes;
-mod pacer;
 mod write_queue;
 
 use std::io::ErrorKind;
@@ -158,10 +157,10 @@ struct Shared {
     /// Where upcalls are counted, when the ORB serves its metrics
     /// (`-ORBMetricsEndpoint`); `None`: no work per request.
     metrics: Option<Arc<crate::metrics::RequestMetrics>>,
-    /// What a connection's thread wakes before it reads again after a
-    /// read of nothing but oneways (`-ORBOnewayPacing`; see `pacer.rs`);
-    /// `None` when the option is off.
-    pacer: Option<pacer::Pacer>,
+    /// What a reader wakes before it waits again after a read of nothing
+    /// but oneways (`-ORBOnewayPacing`; see `crate::pacer`); the reactor
+    /// holds it too. `None` when the option is off.
+    pacer: Option<Arc<crate::pacer::Pacer>>,
 }
 
 impl Shared {
@@ -193,7 +192,7 @@ impl Shared {
             connections_open: self.open.load(Ordering::SeqCst),
             connection_threads: self.threads.load(Ordering::SeqCst),
             partial_bytes: self.partial_bytes.load(Ordering::SeqCst),
-            pacer_wakeups: self.pacer.as_ref().map_or(0, pacer::Pacer::wakeups),
+            pacer_wakeups: self.pacer.as_ref().map_or(0, |p| p.wakeups()),
         }
     }
 }
@@ -279,8 +278,13 @@ impl Server {
             })?,
             next_connection: AtomicU64::new(0),
             metrics,
-            pacer: config.oneway_pacing.then(pacer::Pacer::new),
+            pacer: config
+                .oneway_pacing
+                .then(|| Arc::new(crate::pacer::Pacer::new())),
         });
+        if let Some(pacer) = &shared.pacer {
+            reactor.set_pacer(pacer.clone());
+        }
         let mut endpoints = config.endpoints.clone();
         let tls_endpoints = &config.tls.endpoints;
         let tls_config = if tls_endpoints.is_empty() {

@@ -73,6 +73,11 @@ impl ServerConcurrency for PerPoa {
     }
 
     /// The ORB's model decides: its threads read, before the POA is known.
+    fn paces_oneways(&self) -> bool {
+        self.orb.paces_oneways()
+    }
+
+    /// The ORB's model decides: its threads read, before the POA is known.
     fn promotes_followers(&self) -> bool {
         self.orb.promotes_followers()
     }

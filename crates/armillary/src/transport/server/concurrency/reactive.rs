@@ -16,4 +16,8 @@ impl ServerConcurrency for Reactive {
     fn coalesces_replies(&self) -> bool {
         true
     }
+
+    fn paces_oneways(&self) -> bool {
+        true
+    }
 }

@@ -54,4 +54,10 @@ impl ServerConcurrency for ThreadPerConnection {
     fn coalesces_replies(&self) -> bool {
         true
     }
+
+    /// A connection's thread runs what it read, as the reactor thread
+    /// does for the connections beyond the bound.
+    fn paces_oneways(&self) -> bool {
+        true
+    }
 }

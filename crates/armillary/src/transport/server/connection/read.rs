@@ -17,7 +17,6 @@ use smallvec::SmallVec;
 
 use crate::reactor::Reactor;
 use crate::trace::{Addr, Side};
-use crate::transport::server::pacer;
 
 use super::close::overdue;
 use super::reply::HOLD_LIMIT;
@@ -43,6 +42,16 @@ fn client_may_send(body: &MessageBody) -> bool {
         body,
         MessageBody::Reply(_) | MessageBody::LocateReply(_) | MessageBody::Fragment { .. }
     )
+}
+
+/// Whether a read's messages were all oneways (requests that want no
+/// reply): the reads after which a reader wakes the pacer (see
+/// `crate::pacer`). An empty read (a timeout) is not.
+fn all_oneways(messages: &ReadMessages) -> bool {
+    !messages.is_empty()
+        && messages.iter().all(|m| {
+            matches!(m, Some((_, msg)) if matches!(&msg.body, MessageBody::Request(h) if !h.response_expected()))
+        })
 }
 
 impl ServerConnection {
@@ -80,6 +89,15 @@ impl ServerConnection {
                 self.running.fetch_add(messages.len(), Ordering::SeqCst);
                 gate.busy = false;
                 break;
+            }
+            if self.shared.pacer.is_some()
+                && self.concurrency.paces_oneways()
+                && all_oneways(&messages)
+            {
+                // A reactor thread (or a thread of the application driving
+                // the ORB): the pacer is woken before its next wait in the
+                // poll (see `crate::pacer`).
+                reactor.pace_before_wait();
             }
             if messages.len() > 1 && self.concurrency.promotes_followers() {
                 for (frame, msg) in messages.drain(1..).flatten() {
@@ -205,7 +223,7 @@ impl ServerConnection {
     /// replies are written blocking, which is this model's back-pressure.
     pub(in crate::transport::server) fn serve_blocking(&self, reactor: &Arc<Reactor>) {
         // Whether the last read held nothing but oneways: the reader then
-        // wakes the pacer before it reads again (see `pacer.rs`).
+        // wakes the pacer before it reads again (see `crate::pacer`).
         let mut only_oneways = false;
         while !self.closed.load(Ordering::SeqCst) {
             if only_oneways {
@@ -215,7 +233,9 @@ impl ServerConnection {
             }
             let mut messages = ReadMessages::new();
             self.read_messages(reactor, &mut messages);
-            only_oneways = pacer::only_oneways(messages.iter().flatten().map(|(_, m)| m));
+            only_oneways = self.shared.pacer.is_some()
+                && self.concurrency.paces_oneways()
+                && all_oneways(&messages);
             if messages.is_empty() && !self.is_refused() && self.is_idle() {
                 self.close_orderly(reactor);
                 return;
@@ -494,5 +514,47 @@ impl std::fmt::Display for RejectedMessage {
             Some(e) => write!(f, "a message that does not decode: {e}"),
             None => f.write_str("a message a client may not send (a reply or a lone fragment)"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use armillary_giop::giop::{MessageBuilder, RequestFields, TargetRef};
+    use armillary_giop::ByteOrder;
+
+    fn request(response_flags: u8) -> ReadMessage {
+        let fields = RequestFields {
+            request_id: 7,
+            response_flags,
+            reserved: [0; 3],
+            target: TargetRef::Key(b"key"),
+            operation: "ping",
+            service_contexts: &[],
+            requesting_principal: &[],
+        };
+        let bytes = MessageBuilder::request(GiopVersion::V1_2, ByteOrder::NATIVE, &fields)
+            .unwrap()
+            .finish(false);
+        let message = Message::decode(&bytes).unwrap();
+        let frame = Frame {
+            bytes: bytes.into(),
+            fragments: 1,
+            fragment_starts: Vec::new(),
+        };
+        Some((frame, message))
+    }
+
+    #[test]
+    fn only_reads_of_nothing_but_oneways_wake_the_pacer() {
+        let read = |flags: &[u8]| -> ReadMessages { flags.iter().map(|&f| request(f)).collect() };
+        assert!(all_oneways(&read(&[0])));
+        assert!(all_oneways(&read(&[0, 0, 0])));
+        assert!(!all_oneways(&read(&[0, 3])));
+        // A oneway with SYNC_WITH_SERVER is answered: a reply is written.
+        assert!(!all_oneways(&read(&[1])));
+        assert!(!all_oneways(&read(&[])));
+        // A message another thread has taken.
+        assert!(!all_oneways(&[None].into_iter().collect()));
     }
 }

@@ -1,21 +1,25 @@
-//! The pacer: a thread that a connection's reader wakes before it reads
-//! again, when what it read last was nothing but oneways
-//! (`-ORBOnewayPacing`, on by default; thread per connection, the default
-//! model's first connections).
+//! The pacer: a thread that a server's reader wakes before it waits for
+//! more to read, when what it read last was nothing but oneways
+//! (`-ORBOnewayPacing`, on by default), in the models whose reading
+//! threads run what they read (`ServerConcurrency::paces_oneways`:
+//! thread per connection, reactive). A connection's own thread wakes it
+//! before its next blocking read (`transport/server/connection/read.rs`);
+//! a reactor thread before its next wait in the poll
+//! ([`Reactor::pace_before_wait`](crate::reactor::Reactor::pace_before_wait)).
 //!
-//! A client streaming oneways keeps sending; the connection's thread
-//! reads what has arrived, runs it and reads again. Where the two share a
-//! CPU, Linux's scheduler (EEVDF) runs them in two phases, seen in its
-//! trace events (`docs/performance.md`, "Oneways: how often the server
-//! wakes"): the client sends for a few milliseconds while the reader,
-//! woken by the first message, waits its turn, then the reader reads the
-//! lot; and then, for as long as the reader is still owed CPU time, each
-//! message wakes it and it preempts the client: one oneway a wake-up, two
-//! thread switches each, several times the cost of a message read in a
-//! batch. Without the pacer that second phase followed every batch and
-//! took a third of the time.
+//! A client streaming oneways keeps sending; the server reads what has
+//! arrived, runs it and waits again. Where the two share a CPU, Linux's
+//! scheduler (EEVDF) runs them in two phases, seen in its trace events
+//! (`docs/performance.md`, "Two phases, and the pacer"): the client
+//! sends for a few milliseconds while the reader, woken by the first
+//! message, waits its turn, then the reader reads the lot; and then, for
+//! as long as the reader is still owed CPU time, each message wakes it
+//! and it preempts the client: one oneway a wake-up, two thread switches
+//! each, several times the cost of a message read in a batch. Without the
+//! pacer that second phase followed every batch and took a third of the
+//! time.
 //!
-//! When the reader wakes another thread of the process before it reads
+//! When the reader wakes another thread of the process before it waits
 //! again, and that thread yields once before it parks, the phase of one
 //! message a wake-up mostly goes: `bench sync`'s oneways a second went
 //! from 0.66 to 0.96 of omniORB's (medians of four runs each), and a
@@ -26,20 +30,17 @@
 //! as often.
 //!
 //! A read that held a two-way request wakes nothing, so a two-way call
-//! costs what it did. The reactor's models (they wait in `epoll` for every
-//! connection at once) have no pacer.
+//! costs what it did.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
-use armillary_giop::giop::{Message, MessageBody};
-
 /// The pacer thread of one server, started the first time a reader wakes
-/// it and ended when the server's shared state goes.
-pub(super) struct Pacer {
-    /// `None` inside when the thread could not be started: the reader
-    /// then reads on as without a pacer.
+/// it and ended when the last holder of the pacer lets it go.
+pub(crate) struct Pacer {
+    /// `None` inside when the thread could not be started: the readers
+    /// then wait as without a pacer.
     thread: OnceLock<Option<JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
     /// Times a reader woke it ([`ServerStats::pacer_wakeups`](crate::ServerStats::pacer_wakeups)).
@@ -47,7 +48,7 @@ pub(super) struct Pacer {
 }
 
 impl Pacer {
-    pub(super) fn new() -> Pacer {
+    pub(crate) fn new() -> Pacer {
         Pacer {
             thread: OnceLock::new(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -56,14 +57,14 @@ impl Pacer {
     }
 
     /// Times a reader woke it.
-    pub(super) fn wakeups(&self) -> u64 {
+    pub(crate) fn wakeups(&self) -> u64 {
         self.wakeups.load(Ordering::Relaxed)
     }
 
     /// Wakes the pacer thread (starting it the first time). Costs an
     /// atomic swap when the thread is already awake, a `futex` wake-up
     /// when it is parked.
-    pub(super) fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.wakeups.fetch_add(1, Ordering::Relaxed);
         let thread = self.thread.get_or_init(|| {
             let stop = self.stop.clone();
@@ -103,50 +104,9 @@ impl Drop for Pacer {
     }
 }
 
-/// Whether a read's messages were all oneways (requests that want no
-/// reply): the reads after which a reader wakes the pacer. An empty read
-/// (a timeout) is not.
-pub(super) fn only_oneways<'a>(mut messages: impl Iterator<Item = &'a Message>) -> bool {
-    let mut any = false;
-    let all = messages.all(|m| {
-        any = true;
-        matches!(&m.body, MessageBody::Request(h) if !h.response_expected())
-    });
-    any && all
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use armillary_giop::giop::{MessageBuilder, RequestFields, TargetRef};
-    use armillary_giop::{ByteOrder, GiopVersion};
-
-    fn request(response_flags: u8) -> Message {
-        let fields = RequestFields {
-            request_id: 7,
-            response_flags,
-            reserved: [0; 3],
-            target: TargetRef::Key(b"key"),
-            operation: "ping",
-            service_contexts: &[],
-            requesting_principal: &[],
-        };
-        let bytes = MessageBuilder::request(GiopVersion::V1_2, ByteOrder::NATIVE, &fields)
-            .unwrap()
-            .finish(false);
-        Message::decode(&bytes).unwrap()
-    }
-
-    #[test]
-    fn only_reads_of_nothing_but_oneways_wake_the_pacer() {
-        let (oneway, with_server, two_way) = (request(0), request(1), request(3));
-        assert!(only_oneways([&oneway].into_iter()));
-        assert!(only_oneways([&oneway, &oneway].into_iter()));
-        assert!(!only_oneways([&oneway, &two_way].into_iter()));
-        // A oneway with SYNC_WITH_SERVER is answered: a reply is written.
-        assert!(!only_oneways([&with_server].into_iter()));
-        assert!(!only_oneways(std::iter::empty()));
-    }
 
     #[test]
     fn the_pacer_thread_starts_when_first_woken_and_ends_with_the_pacer() {
