@@ -316,8 +316,8 @@ where
             ),
             (
                 "armillary_server_pacer_wakeups",
-                "Times a connection's thread, having read nothing but oneways, woke the \
-                 pacer thread (-ORBOnewayPacing)",
+                "Times a reading thread, having read nothing but oneways, woke the pacer \
+                 thread (-ORBOnewayPacing)",
                 stats.pacer_wakeups,
             ),
         ];

@@ -127,8 +127,9 @@ pub struct ServerStats {
     /// serves while it waits for a reply) that ended because their time
     /// was up, with nothing to do.
     pub timed_out_waits: u64,
-    /// Times a connection's thread, having read nothing but oneways,
-    /// woke the pacer thread before it read again (see
+    /// Times a reading thread (a connection's own, or a reactor thread),
+    /// having read nothing but oneways, woke the pacer thread before it
+    /// waited again (see
     /// [`OrbConfig::oneway_pacing`](crate::config::OrbConfig::oneway_pacing)).
     pub pacer_wakeups: u64,
 }

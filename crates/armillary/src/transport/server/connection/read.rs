@@ -94,9 +94,8 @@ impl ServerConnection {
                 && self.concurrency.paces_oneways()
                 && all_oneways(&messages)
             {
-                // A reactor thread (or a thread of the application driving
-                // the ORB): the pacer is woken before its next wait in the
-                // poll (see `crate::pacer`).
+                // A reactor thread: the pacer is woken before its next wait
+                // in the poll (see `crate::pacer`).
                 reactor.pace_before_wait();
             }
             if messages.len() > 1 && self.concurrency.promotes_followers() {
