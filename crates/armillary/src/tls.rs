@@ -286,13 +286,7 @@ impl TlsConfig {
                     _ => return Err(bad("expected none, optional or required")),
                 }
             }
-            "-ORBTlsRequire" => {
-                self.require = match value.as_str() {
-                    "1" | "yes" | "true" => true,
-                    "0" | "no" | "false" => false,
-                    _ => return Err(bad("expected yes or no")),
-                }
-            }
+            "-ORBTlsRequire" => self.require = crate::config::parse_yes_no(option, &value)?,
             _ => return Err(crate::config::OrbOptionError::Unknown(option.to_owned())),
         }
         Ok(())

@@ -78,6 +78,7 @@ pub use trace_level::TraceLevel;
 pub use wire::{CharCodeSet, MaxGiopVersion, UnionDefaultLabel, WcharCodeSet};
 
 use options::bad;
+pub(crate) use options::parse_yes_no;
 use wire::code_set_component;
 
 /// Everything an ORB is configured with: build it with the chained

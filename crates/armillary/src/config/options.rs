@@ -113,6 +113,15 @@ fn parse_size(option: &str, value: &str) -> Result<usize, OrbOptionError> {
 }
 
 /// A positive count.
+/// A yes-or-no option's value: `1`, `yes`, `true` or `0`, `no`, `false`.
+pub(crate) fn parse_yes_no(option: &str, value: &str) -> Result<bool, OrbOptionError> {
+    match value {
+        "1" | "yes" | "true" => Ok(true),
+        "0" | "no" | "false" => Ok(false),
+        _ => Err(bad(option, value, "expected yes or no")),
+    }
+}
+
 fn parse_count(option: &str, value: &str) -> Result<usize, OrbOptionError> {
     value
         .parse::<usize>()
@@ -390,14 +399,7 @@ impl OrbConfig {
                         .and_then(TraceLevel::from_number)
                         .ok_or_else(|| bad(&option, &v, "expected a level from 0 (off) to 5"))?;
                 }
-                "-ORBOnewayPacing" => {
-                    let v = value()?;
-                    self.oneway_pacing = match v.as_str() {
-                        "1" | "yes" | "true" => true,
-                        "0" | "no" | "false" => false,
-                        _ => return Err(bad(&option, &v, "expected yes or no")),
-                    };
-                }
+                "-ORBOnewayPacing" => self.oneway_pacing = parse_yes_no(&option, &value()?)?,
                 "-ORBMetricsEndpoint" => {
                     let v = value()?;
                     self.metrics_endpoint = Some(host_port_endpoint(&option, &v, &v)?);

@@ -160,7 +160,8 @@ struct Shared {
     metrics: Option<Arc<crate::metrics::RequestMetrics>>,
     /// What a reader wakes before it waits again after a read of nothing
     /// but oneways (`-ORBOnewayPacing`; see `crate::pacer`); the reactor
-    /// holds it too. `None` when the option is off.
+    /// holds it too. `None` when the option is off or the model does not
+    /// pace (`ServerConcurrency::paces_oneways`).
     pacer: Option<Arc<crate::pacer::Pacer>>,
 }
 
@@ -279,8 +280,7 @@ impl Server {
             })?,
             next_connection: AtomicU64::new(0),
             metrics,
-            pacer: config
-                .oneway_pacing
+            pacer: (config.oneway_pacing && concurrency.paces_oneways())
                 .then(|| Arc::new(crate::pacer::Pacer::new())),
         });
         if let Some(pacer) = &shared.pacer {

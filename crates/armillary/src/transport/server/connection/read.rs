@@ -90,10 +90,7 @@ impl ServerConnection {
                 gate.busy = false;
                 break;
             }
-            if self.shared.pacer.is_some()
-                && self.concurrency.paces_oneways()
-                && all_oneways(&messages)
-            {
+            if self.paces_after(&messages) {
                 // A reactor thread: the pacer is woken before its next wait
                 // in the poll (see `crate::pacer`).
                 reactor.pace_before_wait();
@@ -110,6 +107,12 @@ impl ServerConnection {
                 return;
             }
         }
+    }
+
+    /// Whether the thread that read `messages` wakes the pacer before it
+    /// waits again: the server paces and they were all oneways.
+    fn paces_after(&self, messages: &ReadMessages) -> bool {
+        self.shared.pacer.is_some() && all_oneways(messages)
     }
 
     /// Posts a message read with others to the reactor, where a free
@@ -232,9 +235,7 @@ impl ServerConnection {
             }
             let mut messages = ReadMessages::new();
             self.read_messages(reactor, &mut messages);
-            only_oneways = self.shared.pacer.is_some()
-                && self.concurrency.paces_oneways()
-                && all_oneways(&messages);
+            only_oneways = self.paces_after(&messages);
             if messages.is_empty() && !self.is_refused() && self.is_idle() {
                 self.close_orderly(reactor);
                 return;
